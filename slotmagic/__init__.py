@@ -1,0 +1,75 @@
+"""slotmagic: context slots for conversations with language models, in Jupyter and Python.
+
+    from slotmagic import Session
+    session = Session.open("notes", model="echo")
+    print(session.submit_turn("Hello"))
+
+In a notebook: ``%load_ext slotmagic``.
+"""
+
+from .core import (
+    DEFAULT_SLOT,
+    ContextBudget,
+    DeriveStrategy,
+    FocusedConfig,
+    Message,
+    Slot,
+    SlotConfig,
+    SlotMeta,
+    SlotMode,
+    SlotSource,
+    ToolCall,
+)
+from .errors import (
+    ConfigError,
+    InvalidSlotId,
+    MissingAPIKey,
+    ProtectedSlot,
+    ProviderError,
+    SlotError,
+    SlotExists,
+    SlotMagicError,
+    SlotNotFound,
+    SlotReadonly,
+    StoreError,
+    UnknownModel,
+)
+from .providers import Usage
+from .session import AsyncTurnStream, Reply, Session, TurnStream
+from .store import SQLiteStore, TurnRecord
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_SLOT",
+    "AsyncTurnStream",
+    "ConfigError",
+    "ContextBudget",
+    "DeriveStrategy",
+    "FocusedConfig",
+    "InvalidSlotId",
+    "Message",
+    "MissingAPIKey",
+    "ProtectedSlot",
+    "ProviderError",
+    "Reply",
+    "SQLiteStore",
+    "Session",
+    "Slot",
+    "SlotConfig",
+    "SlotError",
+    "SlotExists",
+    "SlotMagicError",
+    "SlotMeta",
+    "SlotMode",
+    "SlotNotFound",
+    "SlotReadonly",
+    "SlotSource",
+    "StoreError",
+    "ToolCall",
+    "TurnRecord",
+    "TurnStream",
+    "UnknownModel",
+    "Usage",
+    "__version__",
+]

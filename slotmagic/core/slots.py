@@ -1,0 +1,233 @@
+"""Slot configuration and metadata: plain values, no I/O."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Literal
+
+from ..errors import ConfigError, InvalidSlotId
+from .budget import ContextBudget
+
+DEFAULT_SLOT = "default"
+_SLOT_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
+
+def validate_slot_id(slot_id: object) -> str:
+    """Return ``slot_id`` if it is 1-64 letters, digits, '-', '_' or '.'; else raise InvalidSlotId."""
+    if not isinstance(slot_id, str) or not _SLOT_ID.fullmatch(slot_id):
+        raise InvalidSlotId(slot_id)
+    return slot_id
+
+
+class SlotMode(str, Enum):
+    """How a slot's history is turned into what the model sees."""
+
+    FULL = "full"  # every message
+    FOCUSED = "focused"  # a read-time filter: system prompt, summary, last N messages
+    READONLY = "readonly"  # every message; turns and appends are refused
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, value: SlotMode | str) -> SlotMode:
+        try:
+            return cls(value)
+        except ValueError:
+            raise ConfigError(
+                f"unknown slot mode {value!r}; use one of: {', '.join(m.value for m in cls)}"
+            ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class FocusedConfig:
+    """The focused filter: the first system message (if ``keep_system``), then the summary
+    override as one system message (if set), then the last ``recent_messages`` non-system
+    messages, widened so that a tool result never loses the call it answers."""
+
+    keep_system: bool = True
+    recent_messages: int = 10
+    summary_override: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.recent_messages, int) or self.recent_messages < 0:
+            raise ConfigError(
+                f"recent_messages must be a whole number >= 0, got {self.recent_messages!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "keep_system": self.keep_system,
+            "recent_messages": self.recent_messages,
+            "summary_override": self.summary_override,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FocusedConfig:
+        return cls(
+            bool(data.get("keep_system", True)),
+            int(data.get("recent_messages", 10)),
+            data.get("summary_override"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DeriveStrategy:
+    """How a derived slot sees its parent's history: all of it, or through a focused filter.
+
+    Either way nothing is copied: the child shares the parent's stored messages up to the
+    fork point and the strategy only decides the child's mode.
+    """
+
+    kind: Literal["full", "focused"] = "full"
+    focused: FocusedConfig | None = None
+
+    @classmethod
+    def full(cls) -> DeriveStrategy:
+        return cls("full")
+
+    @classmethod
+    def focused_on(cls, config: FocusedConfig | None = None) -> DeriveStrategy:
+        return cls("focused", config or FocusedConfig())
+
+    @classmethod
+    def parse(cls, value: DeriveStrategy | FocusedConfig | str | None) -> DeriveStrategy:
+        if value is None or value == "full":
+            return cls.full()
+        if value == "focused":
+            return cls.focused_on()
+        if isinstance(value, FocusedConfig):
+            return cls.focused_on(value)
+        if isinstance(value, DeriveStrategy):
+            return value
+        raise ConfigError(f"unknown derive strategy {value!r}; use 'full' or 'focused'")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.focused is not None:
+            out["focused"] = self.focused.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DeriveStrategy:
+        focused = data.get("focused")
+        return cls(data.get("kind", "full"), FocusedConfig.from_dict(focused) if focused else None)
+
+
+@dataclass(frozen=True, slots=True)
+class SlotSource:
+    """Where a slot's first messages came from."""
+
+    kind: Literal["new", "derived", "static"] = "new"
+    parent_id: str | None = None  # derived only: the nearest live ancestor
+    strategy: DeriveStrategy | None = None  # derived only
+
+    @classmethod
+    def new(cls) -> SlotSource:
+        return cls("new")
+
+    @classmethod
+    def static(cls) -> SlotSource:
+        return cls("static")
+
+    @classmethod
+    def derived(cls, parent_id: str | None, strategy: DeriveStrategy) -> SlotSource:
+        return cls("derived", parent_id, strategy)
+
+    def to_dict(self) -> dict[str, Any]:
+        # The parent is stored as a link between slot rows, not by name, so renames and
+        # deletions of ancestors never leave a stale name behind.
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.strategy is not None:
+            out["strategy"] = self.strategy.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], parent_id: str | None = None) -> SlotSource:
+        strategy = data.get("strategy")
+        return cls(
+            data.get("kind", "new"),
+            parent_id,
+            DeriveStrategy.from_dict(strategy) if strategy else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SlotConfig:
+    """Everything that decides how a slot behaves. ``SlotConfig()`` is a plain full slot."""
+
+    mode: SlotMode = SlotMode.FULL
+    focused: FocusedConfig = field(default_factory=FocusedConfig)
+    source: SlotSource = field(default_factory=SlotSource.new)
+    budget: ContextBudget = field(default_factory=ContextBudget)
+    compact: bool = True
+    system: str | None = None  # this slot's system prompt; None uses the session's
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", SlotMode.parse(self.mode))
+
+    @classmethod
+    def focused_mode(cls, recent_messages: int = 10, keep_system: bool = True,
+                     summary_override: str | None = None, **kwargs: Any) -> SlotConfig:
+        return cls(mode=SlotMode.FOCUSED,
+                   focused=FocusedConfig(keep_system, recent_messages, summary_override), **kwargs)
+
+    @classmethod
+    def readonly(cls, **kwargs: Any) -> SlotConfig:
+        return cls(mode=SlotMode.READONLY, **kwargs)
+
+    def replace(self, **changes: Any) -> SlotConfig:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode.value,
+            "focused": self.focused.to_dict(),
+            "source": self.source.to_dict(),
+            "budget": self.budget.to_dict(),
+            "compact": self.compact,
+            "system": self.system,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], parent_id: str | None = None) -> SlotConfig:
+        return cls(
+            mode=SlotMode.parse(data.get("mode", "full")),
+            focused=FocusedConfig.from_dict(data.get("focused") or {}),
+            source=SlotSource.from_dict(data.get("source") or {}, parent_id),
+            budget=ContextBudget.from_dict(data.get("budget") or {}),
+            compact=bool(data.get("compact", True)),
+            system=data.get("system"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SlotMeta:
+    """Counts kept up to date by the store, so listing slots never recounts messages."""
+
+    id: str
+    parent_id: str | None
+    message_count: int
+    total_tokens: int
+    created_at: float  # Unix time, seconds
+    turns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One slot as ``Session.list_slots()`` reports it."""
+
+    id: str
+    config: SlotConfig
+    meta: SlotMeta
+    current: bool = False
+
+    @property
+    def mode(self) -> SlotMode:
+        return self.config.mode
+
+    @property
+    def source(self) -> SlotSource:
+        return self.config.source

@@ -1,0 +1,101 @@
+"""The exceptions slotmagic raises.
+
+Every message is one line that says what was wrong and how to fix it, so the IPython layer
+can show it as is (a ``UsageError``, no traceback). Anything that is *not* a
+``SlotMagicError`` is a bug and keeps its traceback.
+
+    SlotMagicError
+    ├── SlotError
+    │   ├── SlotNotFound          (also a KeyError)
+    │   ├── SlotExists
+    │   ├── SlotReadonly
+    │   ├── ProtectedSlot
+    │   └── InvalidSlotId          (also a ValueError)
+    ├── ConfigError                (also a ValueError)
+    ├── StoreError
+    └── ProviderError
+        ├── UnknownModel
+        └── MissingAPIKey
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class SlotMagicError(Exception):
+    """Base class: a problem the user can fix, described in one line."""
+
+
+class SlotError(SlotMagicError):
+    """Something about a slot's id or state."""
+
+
+class SlotNotFound(SlotError, KeyError):
+    def __init__(self, slot_id: str, known: Iterable[str] = ()) -> None:
+        self.slot_id = slot_id
+        known = sorted(known)
+        self.suggestion = next(iter(difflib.get_close_matches(slot_id, known, n=1, cutoff=0.5)), None)
+        hint = f"did you mean {self.suggestion!r}?" if self.suggestion else (
+            f"existing slots: {', '.join(known)}" if known else "create it first"
+        )
+        super().__init__(f"no slot {slot_id!r} in this session; {hint}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class SlotExists(SlotError):
+    def __init__(self, slot_id: str) -> None:
+        self.slot_id = slot_id
+        super().__init__(f"slot {slot_id!r} already exists; pick another id or switch to it")
+
+
+class SlotReadonly(SlotError):
+    def __init__(self, slot_id: str) -> None:
+        self.slot_id = slot_id
+        super().__init__(
+            f"slot {slot_id!r} is readonly; derive a writable slot from it to continue the conversation"
+        )
+
+
+class ProtectedSlot(SlotError):
+    """Refused because the slot must always exist (the ``default`` slot)."""
+
+
+class InvalidSlotId(SlotError, ValueError):
+    def __init__(self, slot_id: object) -> None:
+        self.slot_id = slot_id
+        super().__init__(
+            f"invalid slot id {slot_id!r}: use 1-64 letters, digits, '-', '_' or '.'"
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ConfigError(SlotMagicError, ValueError):
+    """A setting or argument with a value that cannot work."""
+
+
+class StoreError(SlotMagicError):
+    """The state file cannot be opened or used."""
+
+
+class ProviderError(SlotMagicError):
+    """The model could not answer; the slot is left as it was."""
+
+
+class UnknownModel(ProviderError):
+    pass
+
+
+class MissingAPIKey(ProviderError):
+    def __init__(self, provider: str, variable: str) -> None:
+        self.provider = provider
+        self.variable = variable
+        super().__init__(
+            f"no API key for {provider}: set the {variable} environment variable "
+            "(or the matching %config SlotMagic option)"
+        )

@@ -1,0 +1,370 @@
+"""The Session: slots, turns and the model, over a store. Plain Python, no IPython needed.
+
+    with Session.open("my-notes", model="echo") as session:
+        session.submit_turn("Hello")
+        session.derive_slot("branch")
+        session.switch_slot("branch")
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .core.focus import slot_view
+from .core.messages import Message
+from .core.slots import (
+    DEFAULT_SLOT,
+    DeriveStrategy,
+    FocusedConfig,
+    Slot,
+    SlotConfig,
+    SlotMode,
+    SlotSource,
+    validate_slot_id,
+)
+from .core.tokens import estimate_message_tokens
+from .errors import ConfigError, ProviderError, SlotReadonly
+from .providers import parse_model, resolve_provider
+from .providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta, Usage
+from .store import SQLiteStore, Store, TurnRecord
+
+DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
+
+
+def default_db_path() -> str:
+    """``$SLOTMAGIC_DB`` if set, else ``.slotmagic/state.sqlite3`` in the working directory."""
+    return os.environ.get("SLOTMAGIC_DB") or str(DEFAULT_DB_PATH)
+
+
+def new_session_id() -> str:
+    return time.strftime("session-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model's answer to one turn. Displays as Markdown in a notebook."""
+
+    text: str
+    message: Message
+    usage: Usage
+    model: str
+    slot: str
+    turn: int
+    finish_reason: str | None = None
+    cost: float | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """Everything decided before the model is called; nothing is stored until it answers."""
+
+    slot: str
+    user: Message
+    model: str
+    provider: Provider
+    request: ChatRequest
+    info: Mapping[str, Any]
+
+    def completion_or_raise(self, completion: Completion | None) -> Completion:
+        if completion is None:
+            raise ProviderError(
+                f"the reply from {self.model} ended before it was complete; "
+                f"slot {self.slot!r} is unchanged, run the turn again"
+            )
+        return completion
+
+
+class TurnStream:
+    """Iterate to receive the reply's text as it streams; ``reply`` is set once it is stored.
+
+    Stopping early (``break``, an exception, an interrupt) stores nothing.
+    """
+
+    def __init__(self, session: Session, turn: _Turn) -> None:
+        self._session = session
+        self._turn = turn
+        self.reply: Reply | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        completion: Completion | None = None
+        for event in self._turn.provider.stream(self._turn.request):
+            if isinstance(event, TextDelta):
+                if event.text:
+                    yield event.text
+            else:
+                completion = event
+        self.reply = self._session._store_turn(self._turn, self._turn.completion_or_raise(completion))
+
+
+class AsyncTurnStream:
+    """``async for`` form of :class:`TurnStream`."""
+
+    def __init__(self, session: Session, turn: _Turn) -> None:
+        self._session = session
+        self._turn = turn
+        self.reply: Reply | None = None
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        completion: Completion | None = None
+        events: AsyncIterator[StreamEvent] = self._turn.provider.astream(self._turn.request)
+        async for event in events:
+            if isinstance(event, TextDelta):
+                if event.text:
+                    yield event.text
+            else:
+                completion = event
+        self.reply = self._session._store_turn(self._turn, self._turn.completion_or_raise(completion))
+
+
+class Session:
+    """One conversation workspace: named slots (message histories) and a current slot."""
+
+    def __init__(self, store: Store, session_id: str, *, model: str = "echo",
+                 system: str | None = None, owns_store: bool = False) -> None:
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise ConfigError("a session id must be a non-empty string")
+        self.store = store
+        self.session_id = session_id
+        self.model = model
+        self.system = system
+        self.usage = Usage()  # tokens used through this object, all slots
+        self._owns_store = owns_store
+        self._providers: dict[str, Provider] = {}
+        store.ensure_session(session_id)
+
+    @classmethod
+    def open(cls, session_id: str | None = None, *, db_path: str | os.PathLike[str] | None = None,
+             model: str = "echo", system: str | None = None, store: Store | None = None,
+             durability: str = "normal") -> Session:
+        """Open (or start) a session in the store at ``db_path``.
+
+        ``db_path`` defaults to ``$SLOTMAGIC_DB`` or ``.slotmagic/state.sqlite3``; ``":memory:"``
+        keeps nothing. A given ``store`` is used as is and left open on ``close()``.
+        """
+        owns = store is None
+        if store is None:
+            store = SQLiteStore(db_path if db_path is not None else default_db_path(),
+                                durability=durability)  # type: ignore[arg-type]
+        return cls(store, session_id or new_session_id(), model=model, system=system, owns_store=owns)
+
+    # -- settings --------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @model.setter
+    def model(self, value: str) -> None:
+        parse_model(value)  # refuse a malformed model string now, not at the first turn
+        self._model = value
+
+    def close(self) -> None:
+        for provider in self._providers.values():
+            provider.close()
+        self._providers.clear()
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Session {self.session_id!r} slot={self.current_slot!r} model={self.model!r}>"
+
+    # -- slots -----------------------------------------------------------------------------
+
+    @property
+    def current_slot(self) -> str:
+        return self.store.current_slot(self.session_id)
+
+    def slot(self, slot_id: str | None = None) -> Slot:
+        return self.store.slot(self.session_id, self._slot_id(slot_id))
+
+    def list_slots(self) -> list[Slot]:
+        return self.store.slots(self.session_id)
+
+    def create_slot(self, slot_id: str, config: SlotConfig | None = None, *,
+                    messages: Iterable[Message] | None = None) -> Slot:
+        """A new empty slot, or a *static* one holding ``messages`` (e.g. a reference document)."""
+        validate_slot_id(slot_id)
+        config = config or SlotConfig()
+        preset = [self._counted(m) for m in messages or ()]
+        if messages is not None:
+            config = config.replace(source=SlotSource.static())
+        elif config.source.kind == "derived":
+            raise ConfigError("use derive_slot() to make a derived slot")
+        return self.store.create_slot(self.session_id, slot_id, config, preset)
+
+    def switch_slot(self, slot_id: str) -> Slot:
+        self.store.set_current_slot(self.session_id, validate_slot_id(slot_id))
+        return self.slot(slot_id)
+
+    def derive_slot(self, slot_id: str, parent: str | None = None,
+                    strategy: DeriveStrategy | FocusedConfig | str | None = "full", *,
+                    at: int | None = None) -> Slot:
+        """Branch ``parent`` (the current slot by default) into a new slot.
+
+        The new slot shares the parent's history up to ``at`` messages (all by default); no
+        message is copied. With a focused strategy it sees that history through the filter.
+        Turns in either slot are invisible to the other.
+        """
+        validate_slot_id(slot_id)
+        parent_slot = self.slot(parent)
+        strategy = DeriveStrategy.parse(strategy)
+        base = parent_slot.config
+        if strategy.kind == "focused":
+            mode, focused = SlotMode.FOCUSED, strategy.focused or FocusedConfig()
+        else:
+            mode, focused = SlotMode.FULL, base.focused
+        config = base.replace(mode=mode, focused=focused,
+                              source=SlotSource.derived(parent_slot.id, strategy))
+        return self.store.derive_slot(self.session_id, slot_id, parent_slot.id, config, at)
+
+    def configure_slot(self, slot_id: str | None = None, config: SlotConfig | None = None,
+                       **changes: Any) -> Slot:
+        """Replace a slot's config, or change some fields: ``configure_slot("a", mode="readonly")``."""
+        slot = self.slot(slot_id)
+        try:
+            new = (config or slot.config).replace(**changes)
+        except TypeError as exc:
+            raise ConfigError(f"cannot configure slot {slot.id!r}: {exc}") from None
+        return self.store.update_config(self.session_id, slot.id, new)
+
+    def rename_slot(self, old_id: str, new_id: str) -> Slot:
+        return self.store.rename_slot(self.session_id, old_id, validate_slot_id(new_id))
+
+    def delete_slot(self, slot_id: str) -> None:
+        """Delete a slot. Its derived slots keep their whole history; ``default`` stays."""
+        self.store.delete_slot(self.session_id, validate_slot_id(slot_id))
+
+    # -- histories -------------------------------------------------------------------------
+
+    def messages(self, slot: str | None = None) -> list[Message]:
+        """The slot's stored history, every message, in order."""
+        return self.store.messages(self.session_id, self._slot_id(slot))
+
+    def turns(self, slot: str | None = None) -> list[TurnRecord]:
+        return self.store.turns(self.session_id, self._slot_id(slot))
+
+    def view(self, slot: str | None = None) -> list[Message]:
+        """Exactly the messages the model would be sent for the slot's next turn, before the
+        new user message (the same code path a real request takes)."""
+        slot_obj = self.slot(slot)
+        return list(self._request(slot_obj, self.messages(slot_obj.id), self.model).messages)
+
+    def append(self, messages: Iterable[Message], slot: str | None = None,
+               info: Mapping[str, Any] | None = None) -> TurnRecord:
+        """Store messages as one turn without calling the model (all or none)."""
+        slot_obj = self._writable(slot)
+        counted = [self._counted(m) for m in messages]
+        if not counted:
+            raise ConfigError("nothing to append: pass at least one message")
+        return self.store.append_turn(self.session_id, slot_obj.id, counted,
+                                      {"kind": "append", **(info or {})})
+
+    # -- turns -----------------------------------------------------------------------------
+
+    def submit_turn(self, text: str, **options: Any) -> Reply:
+        """Send ``text`` as a user turn on the current slot (or ``slot=``) and store the reply.
+
+        Options: ``slot``, ``model``, ``system``, ``temperature``, ``max_tokens``, ``params``
+        (provider-specific request fields) and ``info`` (recorded with the turn). If the model
+        fails, nothing is stored and the error says what happened.
+        """
+        stream = self.stream_turn(text, **options)
+        for _ in stream:
+            pass
+        assert stream.reply is not None
+        return stream.reply
+
+    def stream_turn(self, text: str, **options: Any) -> TurnStream:
+        return TurnStream(self, self._prepare(text, **options))
+
+    async def asubmit_turn(self, text: str, **options: Any) -> Reply:
+        stream = self.astream_turn(text, **options)
+        async for _ in stream:
+            pass
+        assert stream.reply is not None
+        return stream.reply
+
+    def astream_turn(self, text: str, **options: Any) -> AsyncTurnStream:
+        return AsyncTurnStream(self, self._prepare(text, **options))
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _slot_id(self, slot: str | None) -> str:
+        return self.current_slot if slot is None else validate_slot_id(slot)
+
+    def _writable(self, slot: str | None) -> Slot:
+        slot_obj = self.slot(slot)
+        if slot_obj.config.mode is SlotMode.READONLY:
+            raise SlotReadonly(slot_obj.id)
+        return slot_obj
+
+    @staticmethod
+    def _counted(message: Message) -> Message:
+        return message.with_tokens(estimate_message_tokens(message))
+
+    def _provider(self, model: str) -> tuple[Provider, str]:
+        provider_name, _ = parse_model(model)
+        if provider_name not in self._providers:
+            self._providers[provider_name] = resolve_provider(model)[0]
+        return self._providers[provider_name], parse_model(model)[1]
+
+    def _request(self, slot: Slot, history: list[Message], model: str, *, system: str | None = None,
+                 temperature: float | None = None, max_tokens: int | None = None,
+                 params: Mapping[str, Any] | None = None) -> ChatRequest:
+        """The one place a model request is assembled: system prompt, then the slot's
+        history through its mode's filter."""
+        prompt = system if system is not None else slot.config.system or self.system
+        messages = ([Message.system(prompt)] if prompt else []) + history
+        return ChatRequest(
+            model=parse_model(model)[1],
+            # Messages made here (system prompt, summary) get their token count too.
+            messages=tuple(m if m.tokens else self._counted(m) for m in slot_view(messages, slot.config)),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            params=dict(params or {}),
+        )
+
+    def _prepare(self, text: str, *, slot: str | None = None, model: str | None = None,
+                 system: str | None = None, temperature: float | None = None,
+                 max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
+                 info: Mapping[str, Any] | None = None) -> _Turn:
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError("the turn is empty: write the message to send to the model")
+        slot_obj = self._writable(slot)
+        model = model or self.model
+        provider, _ = self._provider(model)
+        user = self._counted(Message.user(text))
+        request = self._request(slot_obj, self.messages(slot_obj.id) + [user], model, system=system,
+                                temperature=temperature, max_tokens=max_tokens, params=params)
+        turn_info = {"kind": "turn", "model": model, **(info or {})}
+        if system is not None:
+            turn_info["system"] = system
+        return _Turn(slot_obj.id, user, model, provider, request, turn_info)
+
+    def _store_turn(self, turn: _Turn, completion: Completion) -> Reply:
+        assistant = self._counted(completion.message)
+        info = {**turn.info, "usage": completion.usage.to_dict(),
+                "finish_reason": completion.finish_reason}
+        record = self.store.append_turn(self.session_id, turn.slot, [turn.user, assistant], info)
+        self.usage = self.usage + completion.usage
+        return Reply(assistant.content, assistant, completion.usage, turn.model, turn.slot,
+                     record.number, completion.finish_reason, None, info)

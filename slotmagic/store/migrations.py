@@ -1,0 +1,106 @@
+"""Schema versions of the SQLite store.
+
+Each migration moves the schema one version forward; ``PRAGMA user_version`` records where
+a file is. Migrations only ever append to this list: a released step is never edited.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+
+from ..errors import StoreError
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _run(db: sqlite3.Connection, script: str) -> None:
+    # Not executescript(): it would COMMIT the migration's transaction half way.
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {statement.strip()[:60]}")
+
+
+def _v1_initial(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        CREATE TABLE sessions (
+            id           TEXT PRIMARY KEY,
+            current_slot INTEGER,              -- slots.id
+            created_at   REAL NOT NULL
+        );
+        -- A slot is a branch: it shares its parent's first `fork_at` messages and owns the
+        -- messages at positions fork_at .. length-1 of its history. A deleted slot that
+        -- still has derived slots stays as a tombstone (deleted_at set) holding their rows.
+        CREATE TABLE slots (
+            id          INTEGER PRIMARY KEY,
+            session_id  TEXT NOT NULL,
+            name        TEXT NOT NULL,
+            parent      INTEGER,               -- slots.id
+            fork_at     INTEGER NOT NULL DEFAULT 0,
+            length      INTEGER NOT NULL DEFAULT 0,   -- messages in the history, inherited included
+            tokens      INTEGER NOT NULL DEFAULT 0,   -- their tokens
+            turns       INTEGER NOT NULL DEFAULT 0,   -- number of the last turn
+            config      TEXT NOT NULL,         -- SlotConfig as JSON
+            created_at  REAL NOT NULL,
+            deleted_at  REAL
+        );
+        CREATE UNIQUE INDEX slots_by_name ON slots (session_id, name) WHERE deleted_at IS NULL;
+        CREATE INDEX slots_by_parent ON slots (parent);
+        -- One row per message, append-only; `seq` is the position in the slot's history.
+        CREATE TABLE messages (
+            slot        INTEGER NOT NULL,
+            seq         INTEGER NOT NULL,
+            turn        INTEGER NOT NULL,
+            role        TEXT NOT NULL,
+            content     TEXT NOT NULL,
+            tokens      INTEGER NOT NULL,
+            extra       TEXT,                  -- JSON: tool calls, tool_call_id, name
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (slot, seq)
+        );
+        CREATE TABLE turns (
+            slot        INTEGER NOT NULL,
+            number      INTEGER NOT NULL,
+            start       INTEGER NOT NULL,
+            count       INTEGER NOT NULL,
+            info        TEXT NOT NULL,         -- JSON: model, usage, cost, cell id ...
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (slot, number)
+        );
+        """
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1_initial,)
+
+
+def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    """Bring ``db`` to the newest schema, one transaction per step; return the version."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(migrations):
+        raise StoreError(
+            f"this state file has schema version {version} but this slotmagic knows only "
+            f"{len(migrations)}; upgrade slotmagic (pip install -U slotmagic)"
+        )
+    for number in range(version + 1, len(migrations) + 1):
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # A second process may have migrated while we waited for the write lock.
+            if db.execute("PRAGMA user_version").fetchone()[0] >= number:
+                db.execute("ROLLBACK")
+                continue
+            migrations[number - 1](db)
+            db.execute(f"PRAGMA user_version = {number}")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+    return len(migrations)
