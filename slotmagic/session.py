@@ -30,7 +30,7 @@ from .core.slots import (
 )
 from .core.tokens import estimate_message_tokens
 from .errors import ConfigError, ProviderError, SlotReadonly
-from .providers import parse_model, resolve_provider
+from .providers import ProviderSettings, cost_of, parse_model, resolve_provider
 from .providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta, Usage
 from .store import SQLiteStore, Store, TurnRecord
 
@@ -90,23 +90,41 @@ class _Turn:
 class TurnStream:
     """Iterate to receive the reply's text as it streams; ``reply`` is set once it is stored.
 
-    Stopping early (``break``, an exception, an interrupt) stores nothing.
+    Stopping early (``break``, an exception, an interrupt) stores nothing. ``close()``, or
+    leaving a ``with`` block, closes the connection to the model at once.
     """
 
     def __init__(self, session: Session, turn: _Turn) -> None:
         self._session = session
         self._turn = turn
+        self._events: Iterator[StreamEvent] | None = None
         self.reply: Reply | None = None
 
     def __iter__(self) -> Iterator[str]:
         completion: Completion | None = None
-        for event in self._turn.provider.stream(self._turn.request):
-            if isinstance(event, TextDelta):
-                if event.text:
-                    yield event.text
-            else:
-                completion = event
+        self._events = self._turn.provider.stream(self._turn.request)
+        try:
+            for event in self._events:
+                if isinstance(event, TextDelta):
+                    if event.text:
+                        yield event.text
+                else:
+                    completion = event
+        finally:
+            self.close()
         self.reply = self._session._store_turn(self._turn, self._turn.completion_or_raise(completion))
+
+    def close(self) -> None:
+        """Stop the reply (if it is still streaming) and close its connection; stores nothing."""
+        close = getattr(self._events, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> TurnStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class AsyncTurnStream:
@@ -115,25 +133,42 @@ class AsyncTurnStream:
     def __init__(self, session: Session, turn: _Turn) -> None:
         self._session = session
         self._turn = turn
+        self._events: AsyncIterator[StreamEvent] | None = None
         self.reply: Reply | None = None
 
     async def __aiter__(self) -> AsyncIterator[str]:
         completion: Completion | None = None
-        events: AsyncIterator[StreamEvent] = self._turn.provider.astream(self._turn.request)
-        async for event in events:
-            if isinstance(event, TextDelta):
-                if event.text:
-                    yield event.text
-            else:
-                completion = event
+        self._events = self._turn.provider.astream(self._turn.request)
+        try:
+            async for event in self._events:
+                if isinstance(event, TextDelta):
+                    if event.text:
+                        yield event.text
+                else:
+                    completion = event
+        finally:
+            await self.aclose()
         self.reply = self._session._store_turn(self._turn, self._turn.completion_or_raise(completion))
+
+    async def aclose(self) -> None:
+        """Stop the reply (if it is still streaming) and close its connection; stores nothing."""
+        aclose = getattr(self._events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    async def __aenter__(self) -> AsyncTurnStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 class Session:
     """One conversation workspace: named slots (message histories) and a current slot."""
 
     def __init__(self, store: Store, session_id: str, *, model: str = "echo",
-                 system: str | None = None, owns_store: bool = False) -> None:
+                 system: str | None = None, owns_store: bool = False,
+                 settings: ProviderSettings | None = None) -> None:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ConfigError("a session id must be a non-empty string")
         self.store = store
@@ -143,12 +178,13 @@ class Session:
         self.usage = Usage()  # tokens used through this object, all slots
         self._owns_store = owns_store
         self._providers: dict[str, Provider] = {}
+        self.settings = settings or ProviderSettings()
         store.ensure_session(session_id)
 
     @classmethod
     def open(cls, session_id: str | None = None, *, db_path: str | os.PathLike[str] | None = None,
              model: str = "echo", system: str | None = None, store: Store | None = None,
-             durability: str = "normal") -> Session:
+             durability: str = "normal", settings: ProviderSettings | None = None) -> Session:
         """Open (or start) a session in the store at ``db_path``.
 
         ``db_path`` defaults to ``$SLOTMAGIC_DB`` or ``.slotmagic/state.sqlite3``; ``":memory:"``
@@ -158,7 +194,8 @@ class Session:
         if store is None:
             store = SQLiteStore(db_path if db_path is not None else default_db_path(),
                                 durability=durability)  # type: ignore[arg-type]
-        return cls(store, session_id or new_session_id(), model=model, system=system, owns_store=owns)
+        return cls(store, session_id or new_session_id(), model=model, system=system, owns_store=owns,
+                   settings=settings)
 
     # -- settings --------------------------------------------------------------------------
 
@@ -171,10 +208,25 @@ class Session:
         parse_model(value)  # refuse a malformed model string now, not at the first turn
         self._model = value
 
-    def close(self) -> None:
+    @property
+    def settings(self) -> ProviderSettings:
+        """Keys, URLs, timeouts, retries and prices for the providers (see ProviderSettings)."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: ProviderSettings) -> None:
+        if not isinstance(value, ProviderSettings):
+            raise ConfigError(f"settings must be a ProviderSettings, not {type(value).__name__}")
+        self._close_providers()  # the next turn builds providers that use the new settings
+        self._settings = value
+
+    def _close_providers(self) -> None:
         for provider in self._providers.values():
             provider.close()
         self._providers.clear()
+
+    def close(self) -> None:
+        self._close_providers()
         if self._owns_store:
             self.store.close()
 
@@ -324,7 +376,7 @@ class Session:
     def _provider(self, model: str) -> tuple[Provider, str]:
         provider_name, _ = parse_model(model)
         if provider_name not in self._providers:
-            self._providers[provider_name] = resolve_provider(model)[0]
+            self._providers[provider_name] = resolve_provider(model, self.settings)[0]
         return self._providers[provider_name], parse_model(model)[1]
 
     def _request(self, slot: Slot, history: list[Message], model: str, *, system: str | None = None,
@@ -362,9 +414,10 @@ class Session:
 
     def _store_turn(self, turn: _Turn, completion: Completion) -> Reply:
         assistant = self._counted(completion.message)
+        cost = cost_of(turn.model, completion.usage, self.settings.prices)
         info = {**turn.info, "usage": completion.usage.to_dict(),
-                "finish_reason": completion.finish_reason}
+                "finish_reason": completion.finish_reason, "cost": cost}
         record = self.store.append_turn(self.session_id, turn.slot, [turn.user, assistant], info)
         self.usage = self.usage + completion.usage
         return Reply(assistant.content, assistant, completion.usage, turn.model, turn.slot,
-                     record.number, completion.finish_reason, None, info)
+                     record.number, completion.finish_reason, cost, info)
