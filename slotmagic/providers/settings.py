@@ -62,7 +62,8 @@ class ProviderSettings:
                 raise ConfigError(f"{name} must be a positive number of seconds, not {value!r}")
         if not _is_number(self.backoff_base) or not 0 <= self.backoff_base < math.inf:
             raise ConfigError(f"backoff_base must be a number of seconds >= 0, not {self.backoff_base!r}")
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+        retries = self.max_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ConfigError(f"max_retries must be a whole number >= 0, not {self.max_retries!r}")
         object.__setattr__(self, "prices", MappingProxyType(_checked_prices(self.prices)))
 

@@ -19,7 +19,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping
 from contextlib import aclosing, closing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -129,7 +129,7 @@ class SSETransport:
                                      write=settings.read_timeout, pool=settings.connect_timeout)
         self._client: httpx.Client | None = None  # kept for connection reuse between turns
 
-    def events(self, call: SSECall) -> Iterator[ServerSentEvent]:
+    def events(self, call: SSECall) -> Generator[ServerSentEvent, None, None]:
         if self._client is None:
             self._client = httpx.Client(timeout=self.timeout)
         attempt = 0
@@ -149,7 +149,7 @@ class SSETransport:
             time.sleep(wait)  # outside the block above: the failed response is closed by now
             attempt += 1
 
-    async def aevents(self, call: SSECall) -> AsyncIterator[ServerSentEvent]:
+    async def aevents(self, call: SSECall) -> AsyncGenerator[ServerSentEvent, None]:
         # A client per call: an AsyncClient's connections belong to the event loop that made
         # them, and notebooks and tests run turns on different loops.
         async with httpx.AsyncClient(timeout=self.timeout) as client:
@@ -231,7 +231,9 @@ class SSETransport:
                     f"{label}: the connection dropped before the reply was complete; "
                     f"the partial reply was discarded"
                 ) from None
-            raise ProviderConnectionError(f"{label}: the server closed the connection without answering") from None
+            raise ProviderConnectionError(
+                f"{label}: the server closed the connection without answering"
+            ) from None
         except httpx.HTTPError as exc:
             # Only the class name: an httpx message may quote the request.
             raise ProviderConnectionError(f"{label}: the request failed ({type(exc).__name__})") from None

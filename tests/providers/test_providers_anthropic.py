@@ -21,7 +21,13 @@ from wire_server import (
 )
 
 from slotmagic.core.messages import Message, ToolCall
-from slotmagic.errors import MalformedReply, ProviderHTTPError, ProviderTimeout, RateLimited, StreamInterrupted
+from slotmagic.errors import (
+    MalformedReply,
+    ProviderHTTPError,
+    ProviderTimeout,
+    RateLimited,
+    StreamInterrupted,
+)
 from slotmagic.providers import AnthropicProvider, ChatRequest, ProviderSettings, ToolSpec, Usage
 from slotmagic.providers.anthropic import DEFAULT_MAX_TOKENS
 
@@ -165,8 +171,8 @@ def test_thinking_blocks_are_not_part_of_the_reply(wire: WireServer, provider: A
     wire.script(sse_response([
         an_start(),
         an_event("content_block_start", index=0, content_block={"type": "thinking", "thinking": ""}),
-        an_event("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "Let me see"}),
-        an_event("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "EqQBCgIYAh"}),
+        an_event("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "Hm"}),
+        an_event("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "EqQB"}),
         an_event("content_block_stop", index=0),
         *an_text_block(1, "Answer."),
         an_event("some_future_event", detail=1),  # unknown events are ignored, as the API asks
@@ -197,14 +203,14 @@ def test_a_connection_dropped_mid_stream_is_interrupted(wire: WireServer, provid
 
 def test_malformed_json_in_an_event(wire: WireServer, provider: AnthropicProvider, drain: Drain) -> None:
     events = an_text_stream("Hello", " world")
-    events.insert(4, 'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {\n\n')
+    events.insert(4, 'event: content_block_delta\ndata: {"type": "content_block_delta", "delta": {\n\n')
     wire.script(sse_response(events))
     assert isinstance(drain(provider, HELLO).error, MalformedReply)
 
 
 def test_an_error_event_mid_stream(wire: WireServer, provider: AnthropicProvider, drain: Drain) -> None:
-    events = an_text_stream("Hel")[:4] + [an_event("error", error={"type": "overloaded_error",
-                                                                   "message": "Overloaded"})]
+    overloaded = an_event("error", error={"type": "overloaded_error", "message": "Overloaded"})
+    events = [*an_text_stream("Hel")[:4], overloaded]
     wire.script(sse_response(events))
     result = drain(provider, HELLO)
     assert isinstance(result.error, ProviderHTTPError) and result.error.error_type == "overloaded_error"
@@ -230,7 +236,8 @@ def test_client_errors_are_not_retried(wire: WireServer, provider: AnthropicProv
     assert len(wire.requests) == 1
 
 
-def test_overloaded_then_500_then_success(wire: WireServer, provider: AnthropicProvider, drain: Drain) -> None:
+def test_overloaded_then_500_then_success(wire: WireServer, provider: AnthropicProvider,
+                                          drain: Drain) -> None:
     wire.script(json_response(529, anthropic_error("overloaded_error", "Overloaded")),
                 json_response(500, anthropic_error("api_error", "Internal server error")),
                 sse_response(an_text_stream("Back.")))
@@ -238,10 +245,10 @@ def test_overloaded_then_500_then_success(wire: WireServer, provider: AnthropicP
     assert len(wire.requests) == 3
 
 
-def test_429_honours_retry_after_seconds(wire: WireServer, provider: AnthropicProvider, drain: Drain) -> None:
-    wire.script(json_response(429, anthropic_error("rate_limit_error", "Number of request tokens has exceeded "
-                                                                       "your per-minute rate limit"),
-                              {"retry-after": "1"}),
+def test_429_honours_retry_after_seconds(wire: WireServer, provider: AnthropicProvider,
+                                         drain: Drain) -> None:
+    limited = anthropic_error("rate_limit_error", "Number of request tokens has exceeded your rate limit")
+    wire.script(json_response(429, limited, {"retry-after": "1"}),
                 sse_response(an_text_stream("OK")))
     started = time.monotonic()
     assert drain(provider, HELLO).completion.message.content == "OK"

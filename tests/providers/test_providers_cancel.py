@@ -17,8 +17,8 @@ import pytest
 from wire_server import HOLD, WireServer, an_text_stream, oa_text_stream, sse_response
 
 from slotmagic import Session
-from slotmagic.providers import AnthropicProvider, ChatRequest, OpenAIProvider, ProviderSettings, TextDelta
 from slotmagic.core.messages import Message
+from slotmagic.providers import AnthropicProvider, ChatRequest, OpenAIProvider, ProviderSettings, TextDelta
 
 HELLO = ChatRequest("some-model", (Message.user("Hello"),))
 

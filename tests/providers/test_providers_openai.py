@@ -181,7 +181,8 @@ def test_tool_call_deltas_are_assembled(wire: WireServer, provider: OpenAIProvid
         ToolCall("call_Oslo1", "get_weather", '{"city": "Oslo"}'),
         ToolCall("call_Lima2", "get_weather", '{"city": "Lima"}'),
     ])
-    assert [c.parsed_arguments() for c in completion.message.tool_calls] == [{"city": "Oslo"}, {"city": "Lima"}]
+    arguments = [c.parsed_arguments() for c in completion.message.tool_calls]
+    assert arguments == [{"city": "Oslo"}, {"city": "Lima"}]
     assert completion.usage == Usage(80, 20, 0)
 
 
@@ -198,7 +199,8 @@ def test_servers_that_repeat_id_and_name_in_every_fragment(wire: WireServer, pro
 
 # -- failures in the stream ---------------------------------------------------------------------------
 
-def test_a_stream_without_done_is_interrupted(wire: WireServer, provider: OpenAIProvider, drain: Drain) -> None:
+def test_a_stream_without_done_is_interrupted(wire: WireServer, provider: OpenAIProvider,
+                                              drain: Drain) -> None:
     wire.script(sse_response(oa_text_stream("Hello", " there", done=False)))  # body ends cleanly, no [DONE]
     result = drain(provider, HELLO)
     assert isinstance(result.error, StreamInterrupted) and "[DONE]" in str(result.error)
@@ -233,7 +235,7 @@ def test_malformed_json_in_an_event(wire: WireServer, provider: OpenAIProvider, 
 def test_an_error_chunk_mid_stream(wire: WireServer, provider: OpenAIProvider, drain: Drain) -> None:
     error = {"error": {"message": "The server had an error while processing your request.",
                        "type": "server_error", "param": None, "code": None}}
-    wire.script(sse_response(oa_text_stream("Hel")[:2] + [f"data: {json.dumps(error)}\n\n"]))
+    wire.script(sse_response([*oa_text_stream("Hel")[:2], f"data: {json.dumps(error)}\n\n"]))
     result = drain(provider, HELLO)
     assert isinstance(result.error, ProviderHTTPError) and result.error.error_type == "server_error"
     assert "in the middle of the reply" in str(result.error)
@@ -279,7 +281,8 @@ def test_500_then_success(wire: WireServer, provider: OpenAIProvider, drain: Dra
     assert len(wire.requests) == 3
 
 
-def test_429_honours_retry_after_then_succeeds(wire: WireServer, provider: OpenAIProvider, drain: Drain) -> None:
+def test_429_honours_retry_after_then_succeeds(wire: WireServer, provider: OpenAIProvider,
+                                               drain: Drain) -> None:
     limited = {"error": {"message": "Rate limit reached for gpt-4o-mini on requests per min (RPM)",
                          "type": "requests", "param": None, "code": "rate_limit_exceeded"}}
     wire.script(json_response(429, limited, {"retry-after-ms": "300", "retry-after": "1"}),
@@ -301,7 +304,8 @@ def test_retries_are_bounded(wire: WireServer, settings: ProviderSettings, drain
 
 def test_a_long_retry_after_is_reported_not_waited(wire: WireServer, provider: OpenAIProvider,
                                                    drain: Drain) -> None:
-    wire.script(json_response(429, {"error": {"message": "quota", "type": "requests"}}, {"retry-after": "3600"}))
+    quota = {"error": {"message": "quota", "type": "requests"}}
+    wire.script(json_response(429, quota, {"retry-after": "3600"}))
     started = time.monotonic()
     error = drain(provider, HELLO).error
     assert isinstance(error, RateLimited) and "3600 s" in str(error)

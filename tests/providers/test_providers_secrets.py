@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 from conftest import PLANTED_ANTHROPIC_KEY, PLANTED_OPENAI_KEY
-from wire_server import DROP, WireServer, an_event, an_text_stream, json_response, oa_text_stream, sse_response
+from wire_server import (
+    DROP,
+    WireServer,
+    an_event,
+    an_text_stream,
+    json_response,
+    oa_text_stream,
+    sse_response,
+)
 
 from slotmagic import Reply, Session
 from slotmagic.errors import ProviderError
@@ -49,7 +57,8 @@ def anthropic_failures(key: str) -> list[Responses]:
 
 
 def test_planted_keys_appear_nowhere(wire: WireServer, db_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
+                                     caplog: pytest.LogCaptureFixture,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
     caplog.set_level(logging.DEBUG)  # httpx and httpcore log every request at DEBUG
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_OPENAI_KEY)
     settings = ProviderSettings(openai_base_url=wire.url + "/v1", anthropic_base_url=wire.url,
@@ -62,8 +71,10 @@ def test_planted_keys_appear_nowhere(wire: WireServer, db_path: Path, monkeypatc
             return session.submit_turn("hello", model=model)
         return asyncio.run(session.asubmit_turn("hello", model=model))
 
-    cases = [("openai:gpt-4o-mini", PLANTED_OPENAI_KEY, oa_text_stream("fine"), openai_failures),
-             ("anthropic:claude-haiku-4-5", PLANTED_ANTHROPIC_KEY, an_text_stream("fine"), anthropic_failures)]
+    cases = [
+        ("openai:gpt-4o-mini", PLANTED_OPENAI_KEY, oa_text_stream("fine"), openai_failures),
+        ("anthropic:claude-haiku-4-5", PLANTED_ANTHROPIC_KEY, an_text_stream("fine"), anthropic_failures),
+    ]
     for model, key, success, failures in cases:
         for sync in (True, False):
             wire.script(sse_response(success))
@@ -75,7 +86,8 @@ def test_planted_keys_appear_nowhere(wire: WireServer, db_path: Path, monkeypatc
                 wire.script(*responses)
                 with pytest.raises(ProviderError) as caught:
                     run(model, sync)
-                seen += [str(caught.value), repr(caught.value), "".join(traceback.format_exception(caught.value))]
+                error = caught.value
+                seen += [str(error), repr(error), "".join(traceback.format_exception(error))]
 
     seen += [repr(session), repr(session.settings), json.dumps([t.info for t in session.turns()])]
     seen += [repr(m) for m in session.messages()]

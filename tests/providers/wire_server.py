@@ -12,6 +12,7 @@ Messages streams, with shapes as their API references publish them.
 
 from __future__ import annotations
 
+import itertools
 import json
 import queue
 import socket
@@ -120,7 +121,7 @@ class WireServer:
         while time.monotonic() < deadline and not self._stop.is_set():
             try:
                 data = conn.recv(1024)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 data = b""
@@ -182,7 +183,7 @@ def split_bytes(data: bytes, split: int | Sequence[int] | None) -> list[bytes]:
     if isinstance(split, int):
         return [data[i:i + split] for i in range(0, len(data), split)]
     cuts = [0, *sorted(split), len(data)]
-    return [data[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+    return [data[a:b] for a, b in itertools.pairwise(cuts) if b > a]
 
 
 def sse_response(events: Iterable[str], *, split: int | Sequence[int] | None = None,
