@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from slotmagic import Message, Session  # noqa: E402
-from slotmagic.core.tokens import estimate_message_tokens  # noqa: E402
+from slotmagic import Message, Session
+from slotmagic.core.tokens import estimate_message_tokens
 
 SIZES = (100, 1_000, 10_000)
 USER_CHARS, ASSISTANT_CHARS = 300, 1_500  # a typical question and answer
@@ -160,7 +160,8 @@ def main() -> int:
         print(f"{n:>9,} | {r['persist_us']:>15.1f} {r['persist_base_us']:>7.1f} "
               f"{r['persist_us'] / r['persist_base_us']:>5.2f}x | {r['load_ms']:>8.2f} {r['load_base_ms']:>7.2f} "
               f"{r['load_ms'] / r['load_base_ms']:>5.2f}x | {r['derive_us']:>9.1f} {r['derive_base_us']:>6.1f} "
-              f"{r['derive_us'] / r['derive_base_us']:>5.2f}x | {r['derive_bytes']:>8.0f} {r['derive_base_bytes']:>6.0f}")
+              f"{r['derive_us'] / r['derive_base_us']:>5.2f}x | "
+              f"{r['derive_bytes']:>8.0f} {r['derive_base_bytes']:>6.0f}")
 
     big, small = results[SIZES[-1]], results[SIZES[0]]
     checks = [

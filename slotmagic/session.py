@@ -19,7 +19,6 @@ from typing import Any
 from .core.focus import slot_view
 from .core.messages import Message
 from .core.slots import (
-    DEFAULT_SLOT,
     DeriveStrategy,
     FocusedConfig,
     Slot,

@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -121,7 +121,7 @@ class SQLiteStore:
                 "SELECT name FROM slots WHERE session_id = ? AND deleted_at IS NULL", (session_id,)
             )]
             raise SlotNotFound(slot_id, known)
-        return row
+        return tuple(row)
 
     def _live_parent_name(self, db: sqlite3.Connection, parent: int | None) -> str | None:
         """The nearest live ancestor: a deleted parent hands its children to its own parent."""
@@ -360,7 +360,5 @@ def _create_private(path: Path) -> None:
     if path.exists():
         return
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
+    with suppress(FileExistsError):  # created by another process meanwhile
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        pass  # created by another process meanwhile
