@@ -19,7 +19,6 @@ from typing import Any
 from .core.focus import slot_view
 from .core.messages import Message
 from .core.slots import (
-    DEFAULT_SLOT,
     DeriveStrategy,
     FocusedConfig,
     Slot,
@@ -379,17 +378,19 @@ class Session:
             self._providers[provider_name] = resolve_provider(model, self.settings)[0]
         return self._providers[provider_name], parse_model(model)[1]
 
-    def _request(self, slot: Slot, history: list[Message], model: str, *, system: str | None = None,
-                 temperature: float | None = None, max_tokens: int | None = None,
-                 params: Mapping[str, Any] | None = None) -> ChatRequest:
-        """The one place a model request is assembled: system prompt, then the slot's
-        history through its mode's filter."""
+    def _request(self, slot: Slot, history: list[Message], model: str, *, new: Message | None = None,
+                 system: str | None = None, temperature: float | None = None,
+                 max_tokens: int | None = None, params: Mapping[str, Any] | None = None) -> ChatRequest:
+        """The one place a model request is assembled: the system prompt and the slot's
+        history through its mode's filter, then the new message (never filtered out)."""
         prompt = system if system is not None else slot.config.system or self.system
-        messages = ([Message.system(prompt)] if prompt else []) + history
+        messages = slot_view(([Message.system(prompt)] if prompt else []) + history, slot.config)
+        if new is not None:
+            messages.append(new)
         return ChatRequest(
             model=parse_model(model)[1],
             # Messages made here (system prompt, summary) get their token count too.
-            messages=tuple(m if m.tokens else self._counted(m) for m in slot_view(messages, slot.config)),
+            messages=tuple(m if m.tokens else self._counted(m) for m in messages),
             temperature=temperature,
             max_tokens=max_tokens,
             params=dict(params or {}),
@@ -405,7 +406,7 @@ class Session:
         model = model or self.model
         provider, _ = self._provider(model)
         user = self._counted(Message.user(text))
-        request = self._request(slot_obj, self.messages(slot_obj.id) + [user], model, system=system,
+        request = self._request(slot_obj, self.messages(slot_obj.id), model, new=user, system=system,
                                 temperature=temperature, max_tokens=max_tokens, params=params)
         turn_info = {"kind": "turn", "model": model, **(info or {})}
         if system is not None:
