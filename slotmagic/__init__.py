@@ -23,18 +23,24 @@ from .core import (
 from .errors import (
     ConfigError,
     InvalidSlotId,
+    MalformedReply,
     MissingAPIKey,
     ProtectedSlot,
+    ProviderConnectionError,
     ProviderError,
+    ProviderHTTPError,
+    ProviderTimeout,
+    RateLimited,
     SlotError,
     SlotExists,
     SlotMagicError,
     SlotNotFound,
     SlotReadonly,
     StoreError,
+    StreamInterrupted,
     UnknownModel,
 )
-from .providers import Usage
+from .providers import ProviderSettings, Usage
 from .session import AsyncTurnStream, Reply, Session, TurnStream
 from .store import SQLiteStore, TurnRecord
 
@@ -48,10 +54,16 @@ __all__ = [
     "DeriveStrategy",
     "FocusedConfig",
     "InvalidSlotId",
+    "MalformedReply",
     "Message",
     "MissingAPIKey",
     "ProtectedSlot",
+    "ProviderConnectionError",
     "ProviderError",
+    "ProviderHTTPError",
+    "ProviderSettings",
+    "ProviderTimeout",
+    "RateLimited",
     "Reply",
     "SQLiteStore",
     "Session",
@@ -66,6 +78,7 @@ __all__ = [
     "SlotReadonly",
     "SlotSource",
     "StoreError",
+    "StreamInterrupted",
     "ToolCall",
     "TurnRecord",
     "TurnStream",

@@ -4,25 +4,24 @@
     anthropic:claude-sonnet-4-5   Anthropic's Messages API
     ollama:llama3.2               a local Ollama server (OLLAMA_HOST), no key needed
     echo                          offline test model
+
+The HTTP providers live in :mod:`.openai` and :mod:`.anthropic` and are imported when a model
+needs them, so ``import slotmagic`` does not load httpx.
 """
 
 from __future__ import annotations
 
 from ..errors import UnknownModel
-from .anthropic import AnthropicProvider
 from .base import ChatRequest, Completion, Provider, StreamEvent, TextDelta, ToolSpec, Usage
 from .echo import EchoProvider
-from .openai import OpenAIProvider
 from .prices import BUILTIN_PRICES, cost_of, price_of
 from .settings import ProviderSettings
 
 __all__ = [
     "BUILTIN_PRICES",
-    "AnthropicProvider",
     "ChatRequest",
     "Completion",
     "EchoProvider",
-    "OpenAIProvider",
     "Provider",
     "ProviderSettings",
     "StreamEvent",
@@ -63,8 +62,12 @@ def resolve_provider(model: str, settings: ProviderSettings | None = None) -> tu
     if provider == "echo":
         return EchoProvider(), name
     if provider in ("openai", "ollama"):
+        from .openai import OpenAIProvider
+
         return OpenAIProvider(settings, name=provider), name
     if provider == "anthropic":
+        from .anthropic import AnthropicProvider
+
         return AnthropicProvider(settings), name
     raise UnknownModel(
         f"unknown provider {provider!r} in model {model!r}; known: {', '.join(KNOWN_PROVIDERS)}"

@@ -3,18 +3,14 @@ environment without anyone's real keys or URLs."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 
 import pytest
-from wire_server import WireServer
 
-from slotmagic.errors import ProviderError
-from slotmagic.providers import ChatRequest, Completion, Provider, ProviderSettings, StreamEvent, TextDelta
+from slotmagic.providers import ProviderSettings
 
-PLANTED_OPENAI_KEY = "sk-test-PLANTED-openai-4f1c2b9e7d3a6c5b8e0f1a2d"
-PLANTED_ANTHROPIC_KEY = "sk-ant-test-PLANTED-anthropic-9a8b7c6d5e4f3a2b1c0d"
+from .support import PLANTED_ANTHROPIC_KEY, PLANTED_OPENAI_KEY, Drain, drain_async, drain_sync
+from .wire_server import WireServer
 
 _PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
                        "OLLAMA_HOST")
@@ -48,52 +44,7 @@ def settings(wire: WireServer) -> ProviderSettings:
     )
 
 
-@dataclass
-class Drained:
-    """What a consumer saw: the events before the end, and the error that ended it, if any."""
-
-    events: list[StreamEvent]
-    error: BaseException | None
-
-    @property
-    def text(self) -> str:
-        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
-
-    @property
-    def completion(self) -> Completion:
-        assert self.error is None, f"the stream failed: {self.error!r}"
-        last = self.events[-1]
-        assert isinstance(last, Completion) and not any(isinstance(e, Completion) for e in self.events[:-1])
-        return last
-
-
-Drain = Callable[[Provider, ChatRequest], Drained]
-
-
 @pytest.fixture(params=["sync", "async"])
 def drain(request: pytest.FixtureRequest) -> Drain:
     """Consume a provider's stream through ``stream`` or ``astream`` (each test runs with both)."""
-
-    def sync(provider: Provider, chat: ChatRequest) -> Drained:
-        events: list[StreamEvent] = []
-        try:
-            for event in provider.stream(chat):
-                events.append(event)
-        except ProviderError as exc:
-            return Drained(events, exc)
-        return Drained(events, None)
-
-    def async_(provider: Provider, chat: ChatRequest) -> Drained:
-        events: list[StreamEvent] = []
-
-        async def consume() -> None:
-            async for event in provider.astream(chat):
-                events.append(event)
-
-        try:
-            asyncio.run(consume())
-        except ProviderError as exc:
-            return Drained(events, exc)
-        return Drained(events, None)
-
-    return sync if request.param == "sync" else async_
+    return drain_sync if request.param == "sync" else drain_async

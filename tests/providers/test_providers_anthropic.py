@@ -5,8 +5,20 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import PLANTED_ANTHROPIC_KEY, Drain
-from wire_server import (
+
+from slotmagic.core.messages import Message, ToolCall
+from slotmagic.errors import (
+    MalformedReply,
+    ProviderHTTPError,
+    ProviderTimeout,
+    RateLimited,
+    StreamInterrupted,
+)
+from slotmagic.providers import ChatRequest, ProviderSettings, ToolSpec, Usage
+from slotmagic.providers.anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
+
+from .support import PLANTED_ANTHROPIC_KEY, Drain
+from .wire_server import (
     DROP,
     Pause,
     WireServer,
@@ -19,17 +31,6 @@ from wire_server import (
     json_response,
     sse_response,
 )
-
-from slotmagic.core.messages import Message, ToolCall
-from slotmagic.errors import (
-    MalformedReply,
-    ProviderHTTPError,
-    ProviderTimeout,
-    RateLimited,
-    StreamInterrupted,
-)
-from slotmagic.providers import AnthropicProvider, ChatRequest, ProviderSettings, ToolSpec, Usage
-from slotmagic.providers.anthropic import DEFAULT_MAX_TOKENS
 
 HELLO = ChatRequest("claude-sonnet-4-5", (Message.system("Be brief."), Message.user("Hello")))
 WEATHER = ToolSpec("get_weather", "Current weather for a city",

@@ -14,11 +14,14 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from wire_server import HOLD, WireServer, an_text_stream, oa_text_stream, sse_response
 
 from slotmagic import Session
 from slotmagic.core.messages import Message
-from slotmagic.providers import AnthropicProvider, ChatRequest, OpenAIProvider, ProviderSettings, TextDelta
+from slotmagic.providers import ChatRequest, ProviderSettings, TextDelta
+from slotmagic.providers.anthropic import AnthropicProvider
+from slotmagic.providers.openai import OpenAIProvider
+
+from .wire_server import HOLD, WireServer, an_text_stream, oa_text_stream, sse_response
 
 HELLO = ChatRequest("some-model", (Message.user("Hello"),))
 

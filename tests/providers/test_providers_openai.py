@@ -7,8 +7,22 @@ import socket
 import time
 
 import pytest
-from conftest import PLANTED_OPENAI_KEY, Drain
-from wire_server import (
+
+from slotmagic.core.messages import Message, ToolCall
+from slotmagic.errors import (
+    MalformedReply,
+    ProviderConnectionError,
+    ProviderHTTPError,
+    ProviderTimeout,
+    RateLimited,
+    StreamInterrupted,
+)
+from slotmagic.providers import ChatRequest, ProviderSettings, ToolSpec, Usage
+from slotmagic.providers.openai import OpenAIProvider, request_body
+from slotmagic.providers.settings import Endpoint
+
+from .support import PLANTED_OPENAI_KEY, Drain
+from .wire_server import (
     DROP,
     OA_DONE,
     Pause,
@@ -20,19 +34,6 @@ from wire_server import (
     oa_usage,
     sse_response,
 )
-
-from slotmagic.core.messages import Message, ToolCall
-from slotmagic.errors import (
-    MalformedReply,
-    ProviderConnectionError,
-    ProviderHTTPError,
-    ProviderTimeout,
-    RateLimited,
-    StreamInterrupted,
-)
-from slotmagic.providers import ChatRequest, OpenAIProvider, ProviderSettings, ToolSpec, Usage
-from slotmagic.providers.openai import request_body
-from slotmagic.providers.settings import Endpoint
 
 HELLO = ChatRequest("gpt-4o-mini", (Message.system("Be brief."), Message.user("Hello")))
 WEATHER = ToolSpec("get_weather", "Current weather for a city",

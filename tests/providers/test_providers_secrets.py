@@ -15,8 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PLANTED_ANTHROPIC_KEY, PLANTED_OPENAI_KEY
-from wire_server import (
+
+from slotmagic import Reply, Session
+from slotmagic.errors import ProviderError
+from slotmagic.providers import ProviderSettings
+
+from .support import PLANTED_ANTHROPIC_KEY, PLANTED_OPENAI_KEY
+from .wire_server import (
     DROP,
     WireServer,
     an_event,
@@ -25,10 +30,6 @@ from wire_server import (
     oa_text_stream,
     sse_response,
 )
-
-from slotmagic import Reply, Session
-from slotmagic.errors import ProviderError
-from slotmagic.providers import ProviderSettings
 
 Responses = list[list[Any]]  # one failing turn: the responses to its requests, retries included
 

@@ -11,7 +11,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_server import (
+
+from slotmagic import Message, Reply, Session, ToolCall
+from slotmagic.errors import (
+    ConfigError,
+    MalformedReply,
+    MissingAPIKey,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderHTTPError,
+    ProviderTimeout,
+    RateLimited,
+    StreamInterrupted,
+)
+from slotmagic.providers import ProviderSettings
+
+from .wire_server import (
     DROP,
     OA_DONE,
     Pause,
@@ -27,20 +42,6 @@ from wire_server import (
     oa_usage,
     sse_response,
 )
-
-from slotmagic import Message, Reply, Session, ToolCall
-from slotmagic.errors import (
-    ConfigError,
-    MalformedReply,
-    MissingAPIKey,
-    ProviderConnectionError,
-    ProviderError,
-    ProviderHTTPError,
-    ProviderTimeout,
-    RateLimited,
-    StreamInterrupted,
-)
-from slotmagic.providers import ProviderSettings
 
 Turn = Callable[..., Reply]
 
