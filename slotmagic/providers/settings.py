@@ -92,17 +92,24 @@ class Endpoint:
     """Where one request goes, resolved from settings and the environment at request time."""
 
     provider: str  # "openai", "ollama" or "anthropic"
-    base_url: str  # without a trailing slash
+    base_url: str = field(repr=False)  # without a trailing slash; may hold credentials
     api_key: str | None = field(default=None, repr=False)
 
     @property
     def host(self) -> str:
-        return urlsplit(self.base_url).netloc
+        """``host[:port]``, without any ``user:password@`` the URL carries."""
+        return urlsplit(self.base_url).netloc.rpartition("@")[2]
+
+    @property
+    def display_url(self) -> str:
+        """The base URL as it may be shown: without credentials."""
+        return urlsplit(self.base_url)._replace(netloc=self.host).geturl()
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """What must never appear in a message or log line."""
-        return (self.api_key,) if self.api_key else ()
+        """What must never appear in a message or log line: the key, and a URL's password."""
+        password = urlsplit(self.base_url).password
+        return tuple(s for s in (self.api_key, password) if s)
 
 
 def resolve_endpoint(settings: ProviderSettings, provider: str,

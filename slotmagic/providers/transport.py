@@ -222,7 +222,7 @@ class SSETransport:
             raise ProviderTimeout(f"{label}: timed out sending the request") from None
         except httpx.ConnectError:
             raise ProviderConnectionError(
-                f"{label}: cannot connect to {call.endpoint.base_url}; is the server running "
+                f"{label}: cannot connect to {call.endpoint.display_url}; is the server running "
                 f"and the URL right?"
             ) from None
         except (httpx.RemoteProtocolError, httpx.ReadError):

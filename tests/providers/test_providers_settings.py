@@ -130,3 +130,12 @@ def test_unknown_models_say_what_to_write(model: str) -> None:
 
 def test_parse_model_keeps_colons_in_the_model_name() -> None:
     assert parse_model("ollama:llama3.2:3b") == ("ollama", "llama3.2:3b")
+
+
+def test_credentials_in_a_base_url_are_never_shown() -> None:
+    settings = ProviderSettings(openai_base_url="https://user:url-password-123@proxy.example:8443/v1")
+    endpoint = resolve_endpoint(settings, "openai")
+    assert endpoint.host == "proxy.example:8443"
+    assert endpoint.display_url == "https://proxy.example:8443/v1"
+    assert "url-password-123" in endpoint.secrets  # so error text quoting it is redacted
+    assert "url-password-123" not in repr(endpoint)
