@@ -37,7 +37,7 @@ from ..errors import (
     StreamInterrupted,
 )
 from .base import ChatRequest, Completion, StreamEvent
-from .retry import RetryPolicy, retry_after_seconds
+from .retry import RetryPolicy, is_retryable, retry_after_seconds
 from .settings import Endpoint, ProviderSettings
 
 logger = logging.getLogger(__name__.rpartition(".")[0])  # "slotmagic.providers"
@@ -189,8 +189,9 @@ class SSETransport:
         error_type, detail = _error_detail(response, call.endpoint.secrets)
         reason = self.policy.gives_up(status, attempt, retry_after)
         what = f"HTTP {status}" + (f" {error_type}" if error_type else "")
-        message = f"{call.label} refused the request ({what}): {detail}"
-        if reason != "not retried":
+        verb = "failed" if status >= 500 else "refused the request"
+        message = f"{call.label} {verb} ({what}): {detail}"
+        if reason is not None and is_retryable(status):  # say why retrying stopped
             message += f"; {reason}"
         cls = RateLimited if status == 429 else ProviderHTTPError
         failure = cls(message, status=status, error_type=error_type)
