@@ -264,6 +264,10 @@ class Session:
         :meth:`create_slot` (the fork point is not part of the definition).
         """
         validate_slot_id(slot_id)
+        if exist_ok and parent is None and self.has_slot(slot_id):
+            # Re-running "derive from the current slot" after it switched to the new slot:
+            # the parent meant is the one it was derived from.
+            parent = self.slot(slot_id).config.source.parent_id
         parent_slot = self.slot(parent)
         strategy = DeriveStrategy.parse(strategy)
         base = parent_slot.config
