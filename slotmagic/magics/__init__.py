@@ -28,8 +28,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     except BaseException:
         magic.close()
         raise
-    shell.register_magics(magic)
-    shell.configurables.append(magic)  # %config SlotMagic
+    shell.register_magics(magic)  # Magics also joins shell.configurables: %config SlotMagic
     shell.events.register("pre_run_cell", magic.remember_cell)
     completer = getattr(shell, "Completer", None)
     if completer is not None:
@@ -41,7 +40,7 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
     magic = _loaded(shell)
     if magic is None:
         return
-    shell.configurables.remove(magic)
+    shell.configurables[:] = [c for c in shell.configurables if c is not magic]
     for kind, name in (("line", "slot"), ("cell", "turn")):
         if shell.magics_manager.magics[kind].get(name) is not None:
             del shell.magics_manager.magics[kind][name]

@@ -24,7 +24,7 @@ class SlotMagic(Magics, SlotMagicOptions):
 
     def __init__(self, shell: InteractiveShell) -> None:
         super().__init__(shell=shell)
-        self.workspace = Workspace(shell.user_ns)
+        self.workspace = Workspace(shell)
         self._cell: ExecutionInfo | None = None  # the cell being run, for its id
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -41,7 +41,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         info = self._cell
         cell_id = getattr(info, "cell_id", None) if info is not None else None
         # A %%turn run by hand through run_cell_magic is not the cell being executed.
-        return cell_id if cell_id and cell in (info.raw_cell or "") else None
+        return cell_id if cell_id and cell.strip() in (info.raw_cell or "") else None
 
     def _bind(self, reply: Reply) -> None:
         """Make the reply the cell's value (``_``, ``Out[n]``) without displaying it twice."""

@@ -18,6 +18,7 @@ from .options import SlotMagicOptions
 # Where frontends tell the kernel which notebook it runs: jupyter_server sets
 # JPY_SESSION_NAME and ipykernel copies it to ``__session__``; VS Code sets its own name.
 _NOTEBOOK_VARIABLES = ("__session__", "__vsc_ipynb_file__")
+_KERNEL_SESSION = "_slotmagic_session_id"
 
 
 def notebook_path(user_ns: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> str | None:
@@ -43,9 +44,15 @@ def session_id_for(path: str, cwd: str | None = None) -> str:
 class Workspace:
     """The open store and session of one kernel."""
 
-    def __init__(self, user_ns: Mapping[str, Any]) -> None:
-        path = notebook_path(user_ns)
-        self.auto_session_id = session_id_for(path) if path else new_session_id()
+    def __init__(self, shell: Any) -> None:
+        path = notebook_path(shell.user_ns)
+        if path:
+            self.auto_session_id = session_id_for(path)
+        else:
+            # Without a notebook path, a new id per kernel; kept on the shell so that
+            # %reload_ext in the same kernel finds the same session.
+            self.auto_session_id = getattr(shell, _KERNEL_SESSION, None) or new_session_id()
+            setattr(shell, _KERNEL_SESSION, self.auto_session_id)
         self._store: SQLiteStore | None = None
         self._session: Session | None = None
 
