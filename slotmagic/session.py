@@ -20,7 +20,6 @@ from .core.definition import describe_difference
 from .core.focus import slot_view
 from .core.messages import Message
 from .core.slots import (
-    DEFAULT_SLOT,
     DeriveStrategy,
     FocusedConfig,
     Slot,
@@ -30,11 +29,11 @@ from .core.slots import (
     validate_slot_id,
 )
 from .core.tokens import estimate_message_tokens
+from .diff import BranchDiff, diff_slots
 from .errors import ConfigError, ProviderError, SlotConflict, SlotNotEmpty, SlotReadonly
+from .export import export_slot
 from .providers import parse_model, resolve_provider
 from .providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta, Usage
-from .diff import BranchDiff, diff_slots
-from .export import export_slot
 from .replay import CellPlan, CellSource, fork_name, plan_cell_turn
 from .store import SQLiteStore, Store, TurnRecord
 
@@ -435,17 +434,19 @@ class Session:
             self._providers[provider_name] = resolve_provider(model)[0]
         return self._providers[provider_name], parse_model(model)[1]
 
-    def _request(self, slot: Slot, history: list[Message], model: str, *, system: str | None = None,
-                 temperature: float | None = None, max_tokens: int | None = None,
-                 params: Mapping[str, Any] | None = None) -> ChatRequest:
-        """The one place a model request is assembled: system prompt, then the slot's
-        history through its mode's filter."""
+    def _request(self, slot: Slot, history: list[Message], model: str, *, new: Message | None = None,
+                 system: str | None = None, temperature: float | None = None,
+                 max_tokens: int | None = None, params: Mapping[str, Any] | None = None) -> ChatRequest:
+        """The one place a model request is assembled: the system prompt and the slot's
+        history through its mode's filter, then the new message (never filtered out)."""
         prompt = system if system is not None else slot.config.system or self.system
-        messages = ([Message.system(prompt)] if prompt else []) + history
+        messages = slot_view(([Message.system(prompt)] if prompt else []) + history, slot.config)
+        if new is not None:
+            messages.append(new)
         return ChatRequest(
             model=parse_model(model)[1],
             # Messages made here (system prompt, summary) get their token count too.
-            messages=tuple(m if m.tokens else self._counted(m) for m in slot_view(messages, slot.config)),
+            messages=tuple(m if m.tokens else self._counted(m) for m in messages),
             temperature=temperature,
             max_tokens=max_tokens,
             params=dict(params or {}),
@@ -485,7 +486,7 @@ class Session:
         if fork is not None:
             assert fork.turn is not None
             history = history[:fork.turn.start]  # what the sibling will share
-        request = self._request(slot_obj, history + [user], model, system=system,
+        request = self._request(slot_obj, history, model, new=user, system=system,
                                 temperature=temperature, max_tokens=max_tokens, params=params)
         turn_info: dict[str, Any] = {"kind": "turn", "model": model, **(info or {})}
         if system is not None:

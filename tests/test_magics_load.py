@@ -158,7 +158,7 @@ def test_bad_store_path_is_reported_at_load(ip: Any, monkeypatch: pytest.MonkeyP
     bad.write_text("this is not sqlite " * 100)
     os.chmod(bad, 0o600)
     monkeypatch.setenv("SLOTMAGIC_DB", str(bad))
-    with pytest.raises(UsageError, match="cannot use .* as a slotmagic store"):
+    with pytest.raises(UsageError, match=r"cannot use .* as a slotmagic store"):
         slotmagic.load_ipython_extension(ip)
     monkeypatch.setenv("SLOTMAGIC_DB", str(tmp_path / "good.sqlite3"))
     slotmagic.load_ipython_extension(ip)

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from IPython.core.error import UsageError
 from IPython.core.displaypub import DisplayPublisher
+from IPython.core.error import UsageError
 
 from slotmagic import Session
 from slotmagic.providers.base import ChatRequest, StreamEvent, TextDelta, Usage
@@ -93,7 +93,7 @@ def test_slot_option_leaves_the_current_slot(ip: Any) -> None:
     ip.run_cell("%slot create side --no-switch")
     ip.run_cell("%%turn --slot side\nOn the side")
     assert session(ip).current_slot == "default"
-    assert [m.content for m in session(ip).messages("side")][0] == "On the side"
+    assert session(ip).messages("side")[0].content == "On the side"
     assert session(ip).messages("default") == []
 
 
@@ -119,14 +119,14 @@ def test_missing_api_key_is_a_usage_error(ip: Any, monkeypatch: pytest.MonkeyPat
 
 
 def test_mistakes_in_turn_cells(ip: Any) -> None:
-    with pytest.raises(UsageError, match="^the turn is empty: write the message to send to the model$"):
+    with pytest.raises(UsageError, match=r"^the turn is empty: write the message to send to the model$"):
         ip.run_cell("%%turn\n  \n")
     with pytest.raises(UsageError, match=r"^%%turn: argument --max-tokens: expected a number > 0, got 0"):
         ip.run_cell("%%turn --max-tokens 0\nHi")
-    with pytest.raises(UsageError, match="^no slot 'nope' in this session"):
+    with pytest.raises(UsageError, match=r"^no slot 'nope' in this session"):
         ip.run_cell("%%turn --slot nope\nHi")
     ip.run_cell("%slot create ro --mode readonly --no-switch")
-    with pytest.raises(UsageError, match="^slot 'ro' is readonly; derive a writable slot"):
+    with pytest.raises(UsageError, match=r"^slot 'ro' is readonly; derive a writable slot"):
         ip.run_cell("%%turn --slot ro\nHi")
 
 

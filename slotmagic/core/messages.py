@@ -25,7 +25,7 @@ class ToolCall:
         return json.loads(self.arguments or "{}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Message:
     """A chat message.
 

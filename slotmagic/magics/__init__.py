@@ -5,6 +5,9 @@ Imported only when the extension loads, so ``import slotmagic`` stays free of IP
 
 from __future__ import annotations
 
+from contextlib import suppress
+from typing import Any
+
 from IPython.core.interactiveshell import InteractiveShell
 
 from .completion import make_matcher
@@ -14,7 +17,9 @@ __all__ = ["SlotMagic", "load_ipython_extension", "unload_ipython_extension"]
 
 
 def _loaded(shell: InteractiveShell) -> SlotMagic | None:
-    return next((c for c in shell.configurables if type(c).__name__ == "SlotMagic"), None)
+    # By class name: %reload_ext re-imports the package, and the class with it.
+    found: Any = next((c for c in shell.configurables if type(c).__name__ == "SlotMagic"), None)
+    return found  # type: ignore[no-any-return]
 
 
 def load_ipython_extension(shell: InteractiveShell) -> None:
@@ -40,15 +45,14 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
     magic = _loaded(shell)
     if magic is None:
         return
-    shell.configurables[:] = [c for c in shell.configurables if c is not magic]
+    configurables: list[Any] = shell.configurables
+    configurables[:] = [c for c in configurables if c is not magic]
+    manager: Any = shell.magics_manager
     for kind, name in (("line", "slot"), ("cell", "turn")):
-        if shell.magics_manager.magics[kind].get(name) is not None:
-            del shell.magics_manager.magics[kind][name]
-    shell.magics_manager.registry.pop(type(magic).__name__, None)
-    try:
+        manager.magics[kind].pop(name, None)
+    manager.registry.pop(type(magic).__name__, None)
+    with suppress(ValueError):  # the hook was already gone
         shell.events.unregister("pre_run_cell", magic.remember_cell)
-    except ValueError:
-        pass  # the hook was already gone
     completer = getattr(shell, "Completer", None)
     if completer is not None:
         completer.custom_matchers[:] = [m for m in completer.custom_matchers if not getattr(m, "slotmagic", False)]

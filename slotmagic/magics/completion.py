@@ -76,5 +76,5 @@ def make_matcher(slot_ids: Callable[[], list[str]]) -> Any:
         return {"completions": [SimpleCompletion(text=c, type="slotmagic") for c in found],
                 "suppress": bool(found)}
 
-    slotmagic_matcher.slotmagic = True  # type: ignore[attr-defined]  # found again on reload
+    slotmagic_matcher.slotmagic = True  # found again on reload
     return slotmagic_matcher

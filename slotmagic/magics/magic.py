@@ -39,12 +39,14 @@ class SlotMagic(Magics, SlotMagicOptions):
 
     def _cell_id(self, cell: str) -> str | None:
         info = self._cell
-        cell_id = getattr(info, "cell_id", None) if info is not None else None
+        if info is None or not getattr(info, "cell_id", None):
+            return None
         # A %%turn run by hand through run_cell_magic is not the cell being executed.
-        return cell_id if cell_id and cell.strip() in (info.raw_cell or "") else None
+        return str(info.cell_id) if cell.strip() in (info.raw_cell or "") else None
 
     def _bind(self, reply: Reply) -> None:
         """Make the reply the cell's value (``_``, ``Out[n]``) without displaying it twice."""
+        assert self.shell is not None
         hook = self.shell.displayhook
         hook.update_user_ns(reply)
         hook.fill_exec_result(reply)

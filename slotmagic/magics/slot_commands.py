@@ -53,7 +53,7 @@ def describe_mode(config: SlotConfig) -> str:
         if focus.summary_override:
             parts.append("with a summary")
         return "focused: " + ", ".join(parts)
-    return config.mode.value
+    return str(config.mode)
 
 
 def describe_slot(slot: Slot) -> str:
@@ -130,7 +130,8 @@ def _list(ctx: Context, args: argparse.Namespace) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     numeric = {4, 5, 6}
     for row in rows:
-        cells = [cell.rjust(w) if i in numeric else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+        cells = [cell.rjust(width) if i in numeric else cell.ljust(width)
+                 for i, (cell, width) in enumerate(zip(row, widths, strict=True))]
         print("  ".join(cells).rstrip())
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Union
+from typing import Any, Protocol
 
 from ..core.messages import Message
 
@@ -67,7 +67,7 @@ class Completion:
     model: str | None = None  # the model that answered, as the provider reported it
 
 
-StreamEvent = Union[TextDelta, Completion]
+StreamEvent = TextDelta | Completion
 
 
 class Provider(Protocol):

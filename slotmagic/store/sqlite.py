@@ -18,8 +18,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,34 +32,28 @@ from .migrations import migrate
 Durability = Literal["normal", "full"]
 _SLOT_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at"
 
-# Messages are rebuilt from trusted rows without re-running validation: loading a long
-# history is dominated by object construction otherwise.
-_new_message = object.__new__
-_set_role = Message.role.__set__  # type: ignore[attr-defined]
-_set_content = Message.content.__set__  # type: ignore[attr-defined]
-_set_tool_calls = Message.tool_calls.__set__  # type: ignore[attr-defined]
-_set_tool_call_id = Message.tool_call_id.__set__  # type: ignore[attr-defined]
-_set_name = Message.name.__set__  # type: ignore[attr-defined]
-_set_tokens = Message.tokens.__set__  # type: ignore[attr-defined]
-
-
-def _message_from_row(role: str, content: str, tokens: int, extra: str | None) -> Message:
-    message = _new_message(Message)
-    _set_role(message, role)
-    _set_content(message, content)
-    _set_tokens(message, tokens)
-    if extra is None:
-        _set_tool_calls(message, ())
-        _set_tool_call_id(message, None)
-        _set_name(message, None)
-    else:
-        data = json.loads(extra)
-        _set_tool_calls(
-            message, tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in data.get("tool_calls", ()))
-        )
-        _set_tool_call_id(message, data.get("tool_call_id"))
-        _set_name(message, data.get("name"))
-    return message
+def _messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
+    """Rebuild messages from trusted rows without re-running validation: loading a long
+    history is otherwise dominated by object construction. Fields left unset read the
+    class defaults (no tool calls)."""
+    out: list[Message] = []
+    append = out.append
+    new = object.__new__
+    for role, content, tokens, extra in rows:
+        message = new(Message)
+        fields = message.__dict__
+        fields["role"] = role
+        fields["content"] = content
+        fields["tokens"] = tokens
+        if extra is not None:
+            data = json.loads(extra)
+            fields["tool_calls"] = tuple(
+                ToolCall(c["id"], c["name"], c["arguments"]) for c in data.get("tool_calls", ())
+            )
+            fields["tool_call_id"] = data.get("tool_call_id")
+            fields["name"] = data.get("name")
+        append(message)
+    return out
 
 
 def _extra_json(message: Message) -> str | None:
@@ -127,7 +121,7 @@ class SQLiteStore:
                 "SELECT name FROM slots WHERE session_id = ? AND deleted_at IS NULL", (session_id,)
             )]
             raise SlotNotFound(slot_id, known)
-        return row
+        return tuple(row)
 
     def _live_parent_name(self, db: sqlite3.Connection, parent: int | None) -> str | None:
         """The nearest live ancestor: a deleted parent hands its children to its own parent."""
@@ -313,13 +307,11 @@ class SQLiteStore:
             db = self._db
             out: list[Message] = []
             for segment, lo, hi in self._segments(db, self._slot_row(db, session_id, slot_id)[0]):
-                out.extend([
-                    _message_from_row(*row) for row in db.execute(
-                        "SELECT role, content, tokens, extra FROM messages"
-                        " WHERE slot = ? AND seq >= ? AND seq < ? ORDER BY seq",
-                        (segment, lo, hi),
-                    )
-                ])
+                out.extend(_messages_from_rows(db.execute(
+                    "SELECT role, content, tokens, extra FROM messages"
+                    " WHERE slot = ? AND seq >= ? AND seq < ? ORDER BY seq",
+                    (segment, lo, hi),
+                )))
             return out
 
     def turns(self, session_id: str, slot_id: str) -> list[TurnRecord]:
@@ -368,7 +360,5 @@ def _create_private(path: Path) -> None:
     if path.exists():
         return
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
+    with suppress(FileExistsError):  # created by another process meanwhile
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        pass  # created by another process meanwhile

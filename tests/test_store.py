@@ -1,0 +1,94 @@
+"""Store details below the Session: schema versions and migrations, durability settings."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from slotmagic import Session, SQLiteStore, StoreError
+from slotmagic.store.migrations import MIGRATIONS, migrate
+
+
+def user_version(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def test_new_file_gets_the_newest_schema_in_wal_mode(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    assert user_version(db_path) == len(MIGRATIONS)
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_reopening_does_not_migrate_again(db_path: Path) -> None:
+    with Session.open("a", db_path=db_path) as session:
+        session.submit_turn("kept")
+    with Session.open("a", db_path=db_path) as session:
+        assert len(session.messages()) == 2
+
+
+def test_a_file_from_a_newer_slotmagic_is_refused(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    with sqlite3.connect(db_path) as db:
+        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    with pytest.raises(StoreError, match="upgrade slotmagic"):
+        SQLiteStore(db_path)
+
+
+def test_migrations_run_forward_in_order_and_only_once(db_path: Path) -> None:
+    calls: list[str] = []
+
+    def v1(db: sqlite3.Connection) -> None:
+        calls.append("v1")
+        db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+
+    def v2(db: sqlite3.Connection) -> None:
+        calls.append("v2")
+        db.execute("ALTER TABLE notes ADD COLUMN created REAL")
+
+    db = sqlite3.connect(db_path, isolation_level=None)
+    assert migrate(db, [v1]) == 1
+    db.execute("INSERT INTO notes (body) VALUES ('kept')")
+    assert migrate(db, [v1, v2]) == 2
+    assert migrate(db, [v1, v2]) == 2
+    assert calls == ["v1", "v2"]
+    assert db.execute("SELECT body, created FROM notes").fetchall() == [("kept", None)]
+    db.close()
+
+
+def test_a_failing_migration_leaves_the_file_at_the_last_good_version(db_path: Path) -> None:
+    def v1(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE t (x)")
+
+    def broken(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE u (y)")
+        raise RuntimeError("half way")
+
+    db = sqlite3.connect(db_path, isolation_level=None)
+    with pytest.raises(RuntimeError):
+        migrate(db, [v1, broken])
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert db.execute("SELECT name FROM sqlite_master WHERE name = 'u'").fetchone() is None
+    db.close()
+
+
+def test_durability_setting(db_path: Path) -> None:
+    store = SQLiteStore(db_path, durability="full")
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    store.close()
+    store = SQLiteStore(db_path)
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    store.close()
+    with pytest.raises(StoreError, match="unknown durability"):
+        SQLiteStore(db_path, durability="sometimes")  # type: ignore[arg-type]
+
+
+def test_two_connections_see_each_others_turns(db_path: Path) -> None:
+    with Session.open("shared", db_path=db_path) as first, Session.open("shared", db_path=db_path) as second:
+        first.submit_turn("from first")
+        second.submit_turn("from second")
+        assert [m.content for m in first.messages() if m.role == "user"] == ["from first", "from second"]
+        assert first.slot().meta.turns == 2

@@ -1,0 +1,32 @@
+"""Execute tutorial notebooks in place (outputs are what nbval compares against).
+
+    python tools/run_notebooks.py notebooks/*.ipynb
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main(paths: list[str]) -> None:
+    # Same conditions as under test: this checkout on the path, a throwaway store.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    os.environ["SLOTMAGIC_DB"] = str(Path(tempfile.mkdtemp()) / "state.sqlite3")
+    for path in paths:
+        notebook = nbformat.read(path, as_version=4)
+        NotebookClient(notebook, timeout=120, kernel_name="python3",
+                       resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+        nbformat.write(notebook, path)
+        print("executed", path)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
