@@ -19,6 +19,10 @@ ROOT = Path(__file__).resolve().parent
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 _run_dir = tempfile.mkdtemp(prefix="slotmagic-tests-")
 os.environ["SLOTMAGIC_DB"] = str(Path(_run_dir) / "notebooks.sqlite3")
+# nbval records a display but not its later updates: a reply must be shown once, whole. The
+# echo model answers in far less than the stream throttle; a long throttle keeps it so on a
+# loaded machine too.
+os.environ.setdefault("SLOTMAGIC_STREAM_THROTTLE", "5")
 
 
 @pytest.fixture(autouse=True)
