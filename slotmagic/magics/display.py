@@ -63,7 +63,6 @@ class StreamView:
         self.metadata = metadata
         self.waiting = waiting
         self.text = ""
-        self.updates = 0  # display updates sent (for the curious; tests count at the publisher)
         self._handle: DisplayHandle | None = None
         self._started = monotonic()
         self._last = self._started
@@ -90,4 +89,3 @@ class StreamView:
             self._handle = display(data, raw=True, metadata=self.metadata, display_id=True)
         else:
             self._handle.update(data, raw=True, metadata=self.metadata)
-            self.updates += 1
