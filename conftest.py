@@ -19,6 +19,10 @@ ROOT = Path(__file__).resolve().parent
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 _run_dir = tempfile.mkdtemp(prefix="slotmagic-tests-")
 os.environ["SLOTMAGIC_DB"] = str(Path(_run_dir) / "notebooks.sqlite3")
+# nbval records a display but not its later updates: a reply must be shown once, whole. The
+# echo model answers in far less than the stream throttle; a long throttle keeps it so on a
+# loaded machine too.
+os.environ.setdefault("SLOTMAGIC_STREAM_THROTTLE", "5")
 
 
 @pytest.fixture(autouse=True)
@@ -30,3 +34,36 @@ def _private_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "slots.sqlite3"
+
+
+# -- a real IPython shell for the magics ----------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def _testing_shell() -> object:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    class TestingShell(InteractiveShell):
+        """A real shell whose ``run_cell`` re-raises what the cell raised (IPython only prints
+        a UsageError, and a test must see it)."""
+
+        def run_cell(self, raw_cell: str, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+            result = super().run_cell(raw_cell, *args, **kwargs)  # type: ignore[arg-type]
+            result.raise_error()
+            return result
+
+    return TestingShell.instance()
+
+
+@pytest.fixture
+def ip(_testing_shell: object, _private_store: None) -> Iterator[object]:
+    """The shell with slotmagic freshly loaded on this test's private store."""
+    import slotmagic
+
+    shell = _testing_shell
+    slotmagic.load_ipython_extension(shell)
+    yield shell
+    slotmagic.unload_ipython_extension(shell)
+    shell.user_ns.pop("__session__", None)  # type: ignore[attr-defined]
+    shell.config.pop("SlotMagic", None)  # type: ignore[attr-defined]  # %config outlives a reload
+    if hasattr(shell, "_slotmagic_session_id"):
+        delattr(shell, "_slotmagic_session_id")  # the next test is a new kernel

@@ -31,9 +31,11 @@ from .errors import (
     ProviderHTTPError,
     ProviderTimeout,
     RateLimited,
+    SlotConflict,
     SlotError,
     SlotExists,
     SlotMagicError,
+    SlotNotEmpty,
     SlotNotFound,
     SlotReadonly,
     StoreError,
@@ -69,11 +71,13 @@ __all__ = [
     "Session",
     "Slot",
     "SlotConfig",
+    "SlotConflict",
     "SlotError",
     "SlotExists",
     "SlotMagicError",
     "SlotMeta",
     "SlotMode",
+    "SlotNotEmpty",
     "SlotNotFound",
     "SlotReadonly",
     "SlotSource",
@@ -86,3 +90,16 @@ __all__ = [
     "Usage",
     "__version__",
 ]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext slotmagic``: the magics module is imported here, not with the package."""
+    from .magics import load_ipython_extension as load
+
+    load(ipython)  # type: ignore[arg-type]
+
+
+def unload_ipython_extension(ipython: object) -> None:
+    from .magics import unload_ipython_extension as unload
+
+    unload(ipython)  # type: ignore[arg-type]

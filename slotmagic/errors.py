@@ -8,8 +8,10 @@ can show it as is (a ``UsageError``, no traceback). Anything that is *not* a
     ├── SlotError
     │   ├── SlotNotFound          (also a KeyError)
     │   ├── SlotExists
+    │   │   └── SlotConflict
     │   ├── SlotReadonly
     │   ├── ProtectedSlot
+    │   ├── SlotNotEmpty
     │   └── InvalidSlotId          (also a ValueError)
     ├── ConfigError                (also a ValueError)
     ├── StoreError
@@ -61,6 +63,30 @@ class SlotExists(SlotError):
         super().__init__(f"slot {slot_id!r} already exists; pick another id or switch to it")
 
 
+class SlotConflict(SlotExists):
+    """A slot of that id exists with another definition than the one asked for."""
+
+    def __init__(self, slot_id: str, difference: str) -> None:
+        self.slot_id = slot_id
+        self.difference = difference
+        SlotError.__init__(
+            self, f"slot {slot_id!r} already exists but {difference}; "
+            "delete it first or pick another id"
+        )
+
+
+class SlotNotEmpty(SlotError):
+    """Refused to delete a slot holding turns that no other slot shares."""
+
+    def __init__(self, slot_id: str, turns: int) -> None:
+        self.slot_id = slot_id
+        self.turns = turns
+        SlotError.__init__(
+            self, f"slot {slot_id!r} holds {turns} turn{'s' if turns != 1 else ''} that no other slot "
+            "shares; delete it with --force (force=True in Python) to discard them"
+        )
+
+
 class SlotReadonly(SlotError):
     def __init__(self, slot_id: str) -> None:
         self.slot_id = slot_id
@@ -106,7 +132,7 @@ class MissingAPIKey(ProviderError):
         self.variable = variable
         super().__init__(
             f"no API key for {provider}: set the {variable} environment variable "
-            "(or the matching %config SlotMagic option)"
+            "(keys are read at each turn, so no restart is needed)"
         )
 
 

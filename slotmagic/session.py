@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .core.definition import describe_difference
 from .core.focus import slot_view
 from .core.messages import Message
 from .core.slots import (
@@ -28,12 +29,17 @@ from .core.slots import (
     validate_slot_id,
 )
 from .core.tokens import estimate_message_tokens
-from .errors import ConfigError, ProviderError, SlotReadonly
+from .diff import BranchDiff, diff_slots
+from .errors import ConfigError, ProviderError, SlotConflict, SlotNotEmpty, SlotReadonly
+from .export import export_slot
 from .providers import ProviderSettings, cost_of, parse_model, resolve_provider
 from .providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta, Usage
+from .replay import CellPlan, CellSource, fork_name, plan_cell_turn
 from .store import SQLiteStore, Store, TurnRecord
 
 DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
+# The request options a cell sets itself: changing one of them is editing the cell.
+_CELL_OPTIONS = ("model", "system", "temperature", "max_tokens", "params")
 
 
 def default_db_path() -> str:
@@ -58,6 +64,7 @@ class Reply:
     finish_reason: str | None = None
     cost: float | None = None
     info: Mapping[str, Any] = field(default_factory=dict)
+    replayed: bool = False  # shown again from the store, the model was not called
 
     def __str__(self) -> str:
         return self.text
@@ -76,6 +83,8 @@ class _Turn:
     provider: Provider
     request: ChatRequest
     info: Mapping[str, Any]
+    fork: CellPlan | None = None  # run on a new sibling of fork.slot, just before fork.turn
+    follow: bool = False  # make the fork the current slot
 
     def completion_or_raise(self, completion: Completion | None) -> Completion:
         if completion is None:
@@ -89,17 +98,30 @@ class _Turn:
 class TurnStream:
     """Iterate to receive the reply's text as it streams; ``reply`` is set once it is stored.
 
-    Stopping early (``break``, an exception, an interrupt) stores nothing. ``close()``, or
-    leaving a ``with`` block, closes the connection to the model at once.
+    Stopping early (``break``, an exception, an interrupt) stores nothing; ``close()``, or
+    leaving a ``with`` block, closes the connection to the model at once. ``plan`` says what
+    a turn from a notebook cell does (append, replay or fork); a replay yields the stored reply
+    at once and calls no model.
     """
 
-    def __init__(self, session: Session, turn: _Turn) -> None:
+    def __init__(self, session: Session, turn: _Turn | None, plan: CellPlan | None = None,
+                 replay: Reply | None = None) -> None:
         self._session = session
         self._turn = turn
         self._events: Iterator[StreamEvent] | None = None
-        self.reply: Reply | None = None
+        self.plan = plan
+        self.reply: Reply | None = replay
+        self.slot = replay.slot if replay is not None else turn.slot if turn is not None else ""
+
+    @property
+    def replayed(self) -> bool:
+        return self._turn is None
 
     def __iter__(self) -> Iterator[str]:
+        if self._turn is None:
+            assert self.reply is not None
+            yield self.reply.text
+            return
         completion: Completion | None = None
         self._events = self._turn.provider.stream(self._turn.request)
         try:
@@ -129,13 +151,19 @@ class TurnStream:
 class AsyncTurnStream:
     """``async for`` form of :class:`TurnStream`."""
 
-    def __init__(self, session: Session, turn: _Turn) -> None:
+    def __init__(self, session: Session, turn: _Turn | None, plan: CellPlan | None = None,
+                 replay: Reply | None = None) -> None:
         self._session = session
         self._turn = turn
         self._events: AsyncIterator[StreamEvent] | None = None
-        self.reply: Reply | None = None
+        self.plan = plan
+        self.reply: Reply | None = replay
 
     async def __aiter__(self) -> AsyncIterator[str]:
+        if self._turn is None:
+            assert self.reply is not None
+            yield self.reply.text
+            return
         completion: Completion | None = None
         self._events = self._turn.provider.astream(self._turn.request)
         try:
@@ -250,9 +278,17 @@ class Session:
     def list_slots(self) -> list[Slot]:
         return self.store.slots(self.session_id)
 
+    def has_slot(self, slot_id: str) -> bool:
+        return any(slot.id == slot_id for slot in self.list_slots())
+
     def create_slot(self, slot_id: str, config: SlotConfig | None = None, *,
-                    messages: Iterable[Message] | None = None) -> Slot:
-        """A new empty slot, or a *static* one holding ``messages`` (e.g. a reference document)."""
+                    messages: Iterable[Message] | None = None, exist_ok: bool = False) -> Slot:
+        """A new empty slot, or a *static* one holding ``messages`` (e.g. a reference document).
+
+        An existing ``slot_id`` raises ``SlotExists``; with ``exist_ok`` an existing slot of the
+        same definition is returned as is (a re-run notebook cell) and one of another
+        definition raises ``SlotConflict`` naming the difference.
+        """
         validate_slot_id(slot_id)
         config = config or SlotConfig()
         preset = [self._counted(m) for m in messages or ()]
@@ -260,6 +296,8 @@ class Session:
             config = config.replace(source=SlotSource.static())
         elif config.source.kind == "derived":
             raise ConfigError("use derive_slot() to make a derived slot")
+        if exist_ok and self.has_slot(slot_id):
+            return self._same_definition(slot_id, config)
         return self.store.create_slot(self.session_id, slot_id, config, preset)
 
     def switch_slot(self, slot_id: str) -> Slot:
@@ -268,14 +306,19 @@ class Session:
 
     def derive_slot(self, slot_id: str, parent: str | None = None,
                     strategy: DeriveStrategy | FocusedConfig | str | None = "full", *,
-                    at: int | None = None) -> Slot:
+                    at: int | None = None, exist_ok: bool = False) -> Slot:
         """Branch ``parent`` (the current slot by default) into a new slot.
 
         The new slot shares the parent's history up to ``at`` messages (all by default); no
         message is copied. With a focused strategy it sees that history through the filter.
-        Turns in either slot are invisible to the other.
+        Turns in either slot are invisible to the other. ``exist_ok`` works as in
+        :meth:`create_slot` (the fork point is not part of the definition).
         """
         validate_slot_id(slot_id)
+        if exist_ok and parent is None and self.has_slot(slot_id):
+            # Re-running "derive from the current slot" after it switched to the new slot:
+            # the parent meant is the one it was derived from.
+            parent = self.slot(slot_id).config.source.parent_id
         parent_slot = self.slot(parent)
         strategy = DeriveStrategy.parse(strategy)
         base = parent_slot.config
@@ -285,7 +328,16 @@ class Session:
             mode, focused = SlotMode.FULL, base.focused
         config = base.replace(mode=mode, focused=focused,
                               source=SlotSource.derived(parent_slot.id, strategy))
+        if exist_ok and self.has_slot(slot_id):
+            return self._same_definition(slot_id, config)
         return self.store.derive_slot(self.session_id, slot_id, parent_slot.id, config, at)
+
+    def _same_definition(self, slot_id: str, config: SlotConfig) -> Slot:
+        existing = self.slot(slot_id)
+        difference = describe_difference(existing.config, config)
+        if difference is not None:
+            raise SlotConflict(slot_id, difference)
+        return existing
 
     def configure_slot(self, slot_id: str | None = None, config: SlotConfig | None = None,
                        **changes: Any) -> Slot:
@@ -300,9 +352,28 @@ class Session:
     def rename_slot(self, old_id: str, new_id: str) -> Slot:
         return self.store.rename_slot(self.session_id, old_id, validate_slot_id(new_id))
 
-    def delete_slot(self, slot_id: str) -> None:
-        """Delete a slot. Its derived slots keep their whole history; ``default`` stays."""
-        self.store.delete_slot(self.session_id, validate_slot_id(slot_id))
+    def delete_slot(self, slot_id: str, *, force: bool = True, missing_ok: bool = False) -> bool:
+        """Delete a slot. Its derived slots keep their whole history; ``default`` stays.
+
+        With ``force=False`` a slot holding turns that no other slot shares is refused
+        (``SlotNotEmpty``). With ``missing_ok`` an unknown slot is not an error. Returns whether
+        a slot was deleted.
+        """
+        validate_slot_id(slot_id)
+        if missing_ok and not self.has_slot(slot_id):
+            return False
+        if not force:
+            unique = self.unshared_turns(slot_id)
+            if unique:
+                raise SlotNotEmpty(slot_id, len(unique))
+        self.store.delete_slot(self.session_id, slot_id)
+        return True
+
+    def unshared_turns(self, slot_id: str) -> list[TurnRecord]:
+        """The turns of the slot that no other slot's history holds (what deleting it loses)."""
+        shared = {_turn_key(t) for slot in self.list_slots() if slot.id != slot_id
+                  for t in self.turns(slot.id)}
+        return [t for t in self.turns(slot_id) if _turn_key(t) not in shared]
 
     # -- histories -------------------------------------------------------------------------
 
@@ -329,6 +400,14 @@ class Session:
         return self.store.append_turn(self.session_id, slot_obj.id, counted,
                                       {"kind": "append", **(info or {})})
 
+    def diff(self, a: str, b: str) -> BranchDiff:
+        """Where two slots' histories part and what each has had since."""
+        return diff_slots(self, self._slot_id(a), self._slot_id(b))
+
+    def export(self, path: str | os.PathLike[str], slot: str | None = None) -> Path:
+        """Write a slot's whole history to a ``.md`` or ``.json`` file."""
+        return export_slot(self, path, slot)
+
     # -- turns -----------------------------------------------------------------------------
 
     def submit_turn(self, text: str, **options: Any) -> Reply:
@@ -344,8 +423,20 @@ class Session:
         assert stream.reply is not None
         return stream.reply
 
-    def stream_turn(self, text: str, **options: Any) -> TurnStream:
-        return TurnStream(self, self._prepare(text, **options))
+    def stream_turn(self, text: str, *, cell_id: str | None = None, rerun: bool = False,
+                    **options: Any) -> TurnStream:
+        """Start a turn; iterate the result for the reply's text as it streams.
+
+        ``cell_id`` names the notebook cell the text comes from. When that cell already
+        produced a turn in the slot, unchanged text replays the stored reply (no model call)
+        and edited text (or ``rerun``) forks a sibling just before the earlier turn and runs
+        there (see :mod:`slotmagic.replay`). A turn on the current slot (no ``slot=``) makes
+        the fork, or the replayed branch, current. Without ``cell_id`` turns append.
+        """
+        plan, cell = self._plan(text, cell_id, rerun, options)
+        if plan is not None and plan.action == "replay":
+            return TurnStream(self, None, plan, self._replay(plan, follow=options.get("slot") is None))
+        return TurnStream(self, self._prepare(text, cell=cell, plan=plan, **options), plan)
 
     async def asubmit_turn(self, text: str, **options: Any) -> Reply:
         stream = self.astream_turn(text, **options)
@@ -354,8 +445,25 @@ class Session:
         assert stream.reply is not None
         return stream.reply
 
-    def astream_turn(self, text: str, **options: Any) -> AsyncTurnStream:
-        return AsyncTurnStream(self, self._prepare(text, **options))
+    def astream_turn(self, text: str, *, cell_id: str | None = None, rerun: bool = False,
+                     **options: Any) -> AsyncTurnStream:
+        plan, cell = self._plan(text, cell_id, rerun, options)
+        if plan is not None and plan.action == "replay":
+            return AsyncTurnStream(self, None, plan, self._replay(plan, follow=options.get("slot") is None))
+        return AsyncTurnStream(self, self._prepare(text, cell=cell, plan=plan, **options), plan)
+
+    def stored_reply(self, slot: str, turn: TurnRecord) -> Reply:
+        """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
+        history = self.messages(slot)
+        produced = history[turn.start:turn.end]
+        message = next((m for m in reversed(produced) if m.role == "assistant"), None)
+        if message is None:
+            raise ConfigError(f"turn {turn.number} of slot {slot!r} has no reply to show")
+        usage = Usage(**{k: int(v) for k, v in (turn.info.get("usage") or {}).items()
+                         if k in ("input_tokens", "output_tokens", "cached_tokens")})
+        return Reply(message.content, message, usage, str(turn.info.get("model", self.model)), slot,
+                     turn.number, turn.info.get("finish_reason"), turn.info.get("cost"), turn.info,
+                     replayed=True)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -396,29 +504,81 @@ class Session:
             params=dict(params or {}),
         )
 
+    @staticmethod
+    def _check_text(text: object) -> None:
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError("the turn is empty: write the message to send to the model")
+
+    def _plan(self, text: str, cell_id: str | None, rerun: bool,
+              options: Mapping[str, Any]) -> tuple[CellPlan | None, CellSource | None]:
+        self._check_text(text)
+        if cell_id is None:
+            return None, None
+        cell = CellSource(cell_id, text, {k: options[k] for k in _CELL_OPTIONS if options.get(k) is not None})
+        return plan_cell_turn(self, self._slot_id(options.get("slot")), cell, rerun=rerun), cell
+
+    def _replay(self, plan: CellPlan, *, follow: bool) -> Reply:
+        assert plan.turn is not None
+        if follow and plan.slot != self.current_slot:
+            self.switch_slot(plan.slot)  # the edited cell's branch, as when it was forked
+        return self.stored_reply(plan.slot, plan.turn)
+
     def _prepare(self, text: str, *, slot: str | None = None, model: str | None = None,
                  system: str | None = None, temperature: float | None = None,
                  max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
-                 info: Mapping[str, Any] | None = None) -> _Turn:
-        if not isinstance(text, str) or not text.strip():
-            raise ConfigError("the turn is empty: write the message to send to the model")
+                 info: Mapping[str, Any] | None = None, cell: CellSource | None = None,
+                 plan: CellPlan | None = None) -> _Turn:
+        self._check_text(text)
         slot_obj = self._writable(slot)
         model = model or self.model
         provider, _ = self._provider(model)
         user = self._counted(Message.user(text))
-        request = self._request(slot_obj, self.messages(slot_obj.id), model, new=user, system=system,
+        history = self.messages(slot_obj.id)
+        fork = plan if plan is not None and plan.action == "fork" else None
+        if fork is not None:
+            assert fork.turn is not None
+            history = history[:fork.turn.start]  # what the sibling will share
+        request = self._request(slot_obj, history, model, new=user, system=system,
                                 temperature=temperature, max_tokens=max_tokens, params=params)
-        turn_info = {"kind": "turn", "model": model, **(info or {})}
+        turn_info: dict[str, Any] = {"kind": "turn", "model": model, **(info or {})}
         if system is not None:
             turn_info["system"] = system
-        return _Turn(slot_obj.id, user, model, provider, request, turn_info)
+        if cell is not None:
+            turn_info["cell"] = cell.to_info()
+        return _Turn(slot_obj.id, user, model, provider, request, turn_info, fork, slot is None)
 
     def _store_turn(self, turn: _Turn, completion: Completion) -> Reply:
         assistant = self._counted(completion.message)
         cost = cost_of(turn.model, completion.usage, self.settings.prices)
         info = {**turn.info, "usage": completion.usage.to_dict(),
                 "finish_reason": completion.finish_reason, "cost": cost}
-        record = self.store.append_turn(self.session_id, turn.slot, [turn.user, assistant], info)
+        slot_id = turn.slot
+        if turn.fork is not None:
+            slot_id = self._fork_for(turn.fork)
+            info["forked_from"] = {"slot": turn.slot, "turn": turn.fork.turn.number if turn.fork.turn else None}
+        try:
+            record = self.store.append_turn(self.session_id, slot_id, [turn.user, assistant], info)
+        except BaseException:
+            if turn.fork is not None:  # a fork exists only with its turn
+                self.store.delete_slot(self.session_id, slot_id)
+            raise
+        if turn.fork is not None and turn.follow:
+            self.switch_slot(slot_id)
         self.usage = self.usage + completion.usage
-        return Reply(assistant.content, assistant, completion.usage, turn.model, turn.slot,
+        return Reply(assistant.content, assistant, completion.usage, turn.model, slot_id,
                      record.number, completion.finish_reason, cost, info)
+
+    def _fork_for(self, plan: CellPlan) -> str:
+        """Derive the sibling a fork plan runs on; it behaves like the branch it edits."""
+        assert plan.turn is not None
+        parent = self.slot(plan.slot)
+        strategy = (DeriveStrategy.focused_on(parent.config.focused)
+                    if parent.mode is SlotMode.FOCUSED else DeriveStrategy.full())
+        name = fork_name(parent.id, frozenset(s.id for s in self.list_slots()))
+        self.derive_slot(name, parent.id, strategy, at=plan.turn.start)
+        return name
+
+
+def _turn_key(turn: TurnRecord) -> tuple[int, int, int, float]:
+    """Identifies a stored turn: slots that share it report the same row."""
+    return turn.number, turn.start, turn.count, turn.created_at

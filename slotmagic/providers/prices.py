@@ -5,7 +5,7 @@ written; prices change, so treat costs as estimates and extend or correct the ta
 ``ProviderSettings(prices={...})`` (``%config SlotMagic.prices``). A model is looked up by its
 full model string, then without a dated snapshot suffix (``claude-sonnet-4-5-20250929`` is
 priced as ``claude-sonnet-4-5``), then as ``provider:*``. Models found nowhere have no cost
-(None), which is not the same as free.
+(None), which is not the same as free; ``echo``, not being a real model, has none.
 
 Cached input tokens are charged at the full input rate, so a cost with cache hits is an upper
 bound.
@@ -36,7 +36,6 @@ BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType({
     "anthropic:claude-haiku-4-5": (1.00, 5.00),
     "anthropic:claude-3-5-haiku": (0.80, 4.00),
     "ollama:*": (0.0, 0.0),  # runs on your own machine
-    "echo": (0.0, 0.0),  # offline test model
 })
 
 # "-20250929", "-2024-07-18": the dated snapshots providers publish under an alias

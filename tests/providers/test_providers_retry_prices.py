@@ -87,3 +87,4 @@ def test_unknown_models_have_no_cost_and_local_ones_are_free() -> None:
     usage = Usage(input_tokens=10, output_tokens=10)
     assert cost_of("openai:some-new-model", usage) is None
     assert cost_of("ollama:llama3.2", usage) == 0.0
+    assert cost_of("echo", usage) is None  # a test model, not a free one

@@ -1,0 +1,59 @@
+"""The IPython extension: ``%load_ext slotmagic`` registers ``%slot`` and ``%%turn``.
+
+Imported only when the extension loads, so ``import slotmagic`` stays free of IPython.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import Any
+
+from IPython.core.interactiveshell import InteractiveShell
+
+from .completion import make_matcher
+from .magic import SlotMagic
+
+__all__ = ["SlotMagic", "load_ipython_extension", "unload_ipython_extension"]
+
+
+def _loaded(shell: InteractiveShell) -> SlotMagic | None:
+    # By class name: %reload_ext re-imports the package, and the class with it.
+    found: Any = next((c for c in shell.configurables if type(c).__name__ == "SlotMagic"), None)
+    return found  # type: ignore[no-any-return]
+
+
+def load_ipython_extension(shell: InteractiveShell) -> None:
+    """Register the magics and open the notebook's session. Loading again replaces the
+    earlier registration (its session is closed first), so it is harmless."""
+    if _loaded(shell) is not None:
+        unload_ipython_extension(shell)
+    magic = SlotMagic(shell)
+    try:
+        magic.session()  # open now: a bad store path or setting is reported at load time
+    except BaseException:
+        magic.close()
+        raise
+    shell.register_magics(magic)  # Magics also joins shell.configurables: %config SlotMagic
+    shell.events.register("pre_run_cell", magic.remember_cell)
+    completer = getattr(shell, "Completer", None)
+    if completer is not None:
+        completer.custom_matchers.append(make_matcher(lambda: [s.id for s in magic.session().list_slots()]))
+
+
+def unload_ipython_extension(shell: InteractiveShell) -> None:
+    """Close the session and take back everything the extension registered."""
+    magic = _loaded(shell)
+    if magic is None:
+        return
+    configurables: list[Any] = shell.configurables
+    configurables[:] = [c for c in configurables if c is not magic]
+    manager: Any = shell.magics_manager
+    for kind, name in (("line", "slot"), ("cell", "turn")):
+        manager.magics[kind].pop(name, None)
+    manager.registry.pop(type(magic).__name__, None)
+    with suppress(ValueError):  # the hook was already gone
+        shell.events.unregister("pre_run_cell", magic.remember_cell)
+    completer = getattr(shell, "Completer", None)
+    if completer is not None:
+        completer.custom_matchers[:] = [m for m in completer.custom_matchers if not getattr(m, "slotmagic", False)]
+    magic.close()

@@ -1,0 +1,91 @@
+"""Showing a reply: one display area, updated at a bounded rate while the reply streams.
+
+Each output is a mimebundle (Markdown with a plain-text fallback, so notebooks render on
+GitHub and under nbval) with provenance metadata (session, slot, turn, model) that
+front-end code can find.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from time import monotonic
+from typing import Any
+
+from IPython.display import DisplayHandle, display
+
+from ..session import Reply
+
+_MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|"})
+
+
+def footer(reply: Reply, *, note: str | None = None) -> str:
+    """One line: where the turn went, what it cost, and whether it was replayed or forked."""
+    parts = [f"slot {reply.slot}", f"turn {reply.turn}",
+             f"{reply.usage.input_tokens} in / {reply.usage.output_tokens} out", reply.model]
+    if reply.cost is not None:
+        parts.append(f"${reply.cost:.4f}")
+    if reply.replayed:
+        parts.insert(0, "replayed from the store, no model call")
+    forked = reply.info.get("forked_from")
+    if forked and not reply.replayed:
+        parts.insert(0, f"edited: new branch {reply.slot} from {forked['slot']} before turn {forked['turn']}")
+    if note:
+        parts.insert(0, note)
+    return " · ".join(parts)
+
+
+def bundle(text: str, line: str) -> dict[str, str]:
+    return {
+        "text/markdown": f"{text}\n\n*{line.translate(_MARKDOWN_SPECIALS)}*",
+        "text/plain": f"{text}\n\n[{line}]",
+    }
+
+
+def reply_metadata(reply: Reply | None, session_id: str, slot: str, model: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"session": session_id, "slot": slot, "model": model}
+    if reply is not None:
+        meta.update(slot=reply.slot, turn=reply.turn, model=reply.model, replayed=reply.replayed)
+    return {"slotmagic": meta}
+
+
+class StreamView:
+    """Shows a reply as it streams.
+
+    Nothing is displayed until ``throttle`` seconds have passed (a quick reply is shown once,
+    complete); after that the one display area is updated at most once per ``throttle``
+    seconds, plus once at the end. So the number of updates is bounded by the reply's
+    duration, not its length.
+    """
+
+    def __init__(self, *, live: bool, throttle: float, metadata: dict[str, Any], waiting: str) -> None:
+        self.live = live
+        self.throttle = throttle
+        self.metadata = metadata
+        self.waiting = waiting
+        self.text = ""
+        self._handle: DisplayHandle | None = None
+        self._started = monotonic()
+        self._last = self._started
+
+    def feed(self, chunks: Iterable[str]) -> None:
+        for chunk in chunks:
+            self.text += chunk
+            if self.live:
+                now = monotonic()
+                if now - self._last >= self.throttle:
+                    self._last = now
+                    self._show(bundle(self.text, self.waiting))
+
+    def finish(self, reply: Reply, line: str) -> None:
+        self.metadata = reply_metadata(reply, self.metadata["slotmagic"]["session"], reply.slot, reply.model)
+        self._show(bundle(reply.text, line))
+
+    def interrupted(self, line: str) -> None:
+        if self._handle is not None:
+            self._show(bundle(self.text, line))
+
+    def _show(self, data: dict[str, str]) -> None:
+        if self._handle is None:
+            self._handle = display(data, raw=True, metadata=self.metadata, display_id=True)
+        else:
+            self._handle.update(data, raw=True, metadata=self.metadata)

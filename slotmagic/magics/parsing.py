@@ -1,0 +1,66 @@
+"""Parsing magic lines: shlex for quoting, argparse for options, UsageError for mistakes.
+
+argparse would print to stderr and exit the process; these parsers raise instead, so a bad
+flag is one IPython ``UsageError`` line and ``--help`` just prints the help.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import shlex
+from collections.abc import Iterable, Sequence
+from typing import NoReturn
+
+from IPython.core.error import UsageError
+
+
+class HelpShown(Exception):
+    """``--help`` was asked for and printed; the command has nothing more to do."""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ArgumentParser for one magic command, named like the magic (``%slot create``)."""
+
+    def __init__(self, prog: str, description: str, **kwargs: object) -> None:
+        super().__init__(prog=prog, description=description, add_help=True, allow_abbrev=False,
+                         formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            print(message, end="")
+        raise HelpShown()
+
+    def summary(self) -> str:
+        """The first line of the description, for command lists."""
+        return (self.description or "").strip().splitlines()[0]
+
+
+def split_line(line: str) -> list[str]:
+    """Split a magic line like a shell would: quotes group words, backslashes escape."""
+    try:
+        return shlex.split(line, posix=True)
+    except ValueError as exc:  # e.g. "No closing quotation"
+        raise UsageError(f"cannot read the line: {str(exc).lower()}; close the quote or escape it") from None
+
+
+def parse(parser: CommandParser, args: Sequence[str]) -> argparse.Namespace:
+    return parser.parse_args(list(args))
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
+    return f"; did you mean {match[0]!r}?" if match else ""
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value

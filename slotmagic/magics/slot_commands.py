@@ -1,0 +1,351 @@
+"""``%slot``: one line magic, a subcommand per action, each with its own parser and ``--help``.
+
+Handlers only parse, call the Session and print; what they do is the Session's behaviour.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from IPython.core.error import UsageError
+
+from ..core.messages import Message
+from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
+from ..session import Session
+from .options import SlotMagicOptions
+from .parsing import CommandParser, did_you_mean, parse, positive_int, split_line
+
+
+@dataclass
+class Context:
+    """What a subcommand may use: the session, and the settings (``session`` changes them)."""
+
+    session: Session
+    options: SlotMagicOptions
+    db_path: str
+
+
+Handler = Callable[[Context, argparse.Namespace], None]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    make_parser: Callable[[], CommandParser]
+    run: Handler
+    slot_args: tuple[str, ...] = ()  # options after which a slot id is expected (for completion)
+    slot_positionals: int = 0  # how many leading positionals are slot ids (for completion)
+
+
+# -- formatting -------------------------------------------------------------------------------
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def describe_mode(config: SlotConfig) -> str:
+    if config.mode is SlotMode.FOCUSED:
+        focus = config.focused
+        parts = [f"last {_plural(focus.recent_messages, 'message')}"]
+        parts.append("system prompt kept" if focus.keep_system else "system prompt dropped")
+        if focus.summary_override:
+            parts.append("with a summary")
+        return "focused: " + ", ".join(parts)
+    return str(config.mode)
+
+
+def describe_slot(slot: Slot) -> str:
+    meta = slot.meta
+    origin = f", derived from {meta.parent_id}" if meta.parent_id else ""
+    return (f"{slot.id} ({describe_mode(slot.config)}{origin}; {_plural(meta.turns, 'turn')}, "
+            f"{_plural(meta.message_count, 'message')}, ~{meta.total_tokens} tokens)")
+
+
+def format_messages(messages: Sequence[Message], first_number: int = 1) -> str:
+    lines = []
+    for number, message in enumerate(messages, first_number):
+        lines.append(f"[{number}] {message.role} ({_plural(message.tokens, 'token')})")
+        body = message.content or "(no text)"
+        lines.extend("    " + line for line in body.splitlines() or [""])
+        for call in message.tool_calls:
+            lines.append(f"    -> tool call {call.name}({call.arguments})")
+    return "\n".join(lines)
+
+
+# -- focus options shared by create and derive ----------------------------------------------------
+
+def _add_focus_options(parser: CommandParser) -> None:
+    parser.add_argument("--recent", metavar="N", type=positive_int,
+                        help="focused: how many of the latest non-system messages the model sees (10)")
+    parser.add_argument("--keep-system", action=argparse.BooleanOptionalAction, default=None,
+                        help="focused: keep the first system message (default: keep)")
+    parser.add_argument("--summary", metavar="TEXT",
+                        help="focused: a summary the model sees in place of older messages")
+
+
+def _focus_given(args: argparse.Namespace) -> bool:
+    return args.recent is not None or args.keep_system is not None or args.summary is not None
+
+
+def _focused_config(args: argparse.Namespace) -> FocusedConfig:
+    base = FocusedConfig()
+    return FocusedConfig(
+        base.keep_system if args.keep_system is None else args.keep_system,
+        base.recent_messages if args.recent is None else args.recent,
+        args.summary,
+    )
+
+
+def _switch_line(session: Session, slot_id: str, switch: bool) -> str:
+    if not switch:
+        return f"current slot stays {session.current_slot!r}"
+    session.switch_slot(slot_id)
+    return "switched to it"
+
+
+# -- subcommands ----------------------------------------------------------------------------
+
+def _status_parser() -> CommandParser:
+    return CommandParser("%slot", "Show the current slot with a one-line summary.")
+
+
+def _status(ctx: Context, args: argparse.Namespace) -> None:
+    session = ctx.session
+    slots = session.list_slots()
+    print(f"current slot: {describe_slot(session.slot())}")
+    print(f"session {session.session_id} · {_plural(len(slots), 'slot')} · model {session.model}")
+
+
+def _list_parser() -> CommandParser:
+    return CommandParser("%slot list", "List the slots of this session; * marks the current one.")
+
+
+def _list(ctx: Context, args: argparse.Namespace) -> None:
+    slots = ctx.session.list_slots()
+    rows = [("", "slot", "mode", "parent", "turns", "messages", "tokens")]
+    rows += [("*" if s.current else "", s.id, s.mode.value, s.meta.parent_id or "-", str(s.meta.turns),
+              str(s.meta.message_count), str(s.meta.total_tokens)) for s in slots]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    numeric = {4, 5, 6}
+    for row in rows:
+        cells = [cell.rjust(width) if i in numeric else cell.ljust(width)
+                 for i, (cell, width) in enumerate(zip(row, widths, strict=True))]
+        print("  ".join(cells).rstrip())
+
+
+def _create_parser() -> CommandParser:
+    parser = CommandParser(
+        "%slot create",
+        "Create an empty slot and switch to it.\n\n"
+        "Running it again with the same definition just switches to the slot.")
+    parser.add_argument("id", help="the new slot's id: letters, digits, '-', '_' or '.'")
+    parser.add_argument("--mode", choices=[m.value for m in SlotMode], default=None,
+                        help="full (all messages), focused (a filter) or readonly (default: full, "
+                             "focused if a focus option is given)")
+    _add_focus_options(parser)
+    parser.add_argument("--system", metavar="TEXT", help="this slot's own system prompt (quote it)")
+    parser.add_argument("--no-switch", dest="switch", action="store_false", help="stay on the current slot")
+    return parser
+
+
+def _create(ctx: Context, args: argparse.Namespace) -> None:
+    mode = SlotMode(args.mode) if args.mode else SlotMode.FOCUSED if _focus_given(args) else SlotMode.FULL
+    if _focus_given(args) and mode is not SlotMode.FOCUSED:
+        raise UsageError(f"--recent, --keep-system and --summary apply to focused slots; "
+                         f"drop them or use --mode focused instead of --mode {mode.value}")
+    config = SlotConfig(mode=mode, focused=_focused_config(args), system=args.system)
+    existed = ctx.session.has_slot(args.id)
+    slot = ctx.session.create_slot(args.id, config, exist_ok=True)
+    what = "already exists as defined" if existed else f"created ({describe_mode(slot.config)})"
+    print(f"slot {slot.id!r} {what}; {_switch_line(ctx.session, slot.id, args.switch)}")
+
+
+def _switch_parser() -> CommandParser:
+    parser = CommandParser("%slot switch", "Make another slot current: %%turn cells then run on it.")
+    parser.add_argument("id", help="the slot to switch to")
+    return parser
+
+
+def _switch(ctx: Context, args: argparse.Namespace) -> None:
+    slot = ctx.session.switch_slot(args.id)
+    print(f"switched to slot {describe_slot(slot)}")
+
+
+def _derive_parser() -> CommandParser:
+    parser = CommandParser(
+        "%slot derive",
+        "Branch a slot: the new slot shares its parent's history so far (nothing is copied)\n"
+        "and turns on either side stay invisible to the other. Switches to it by default.\n\n"
+        "Running it again with the same definition just switches to the slot.")
+    parser.add_argument("id", help="the new slot's id")
+    parser.add_argument("--from", dest="parent", metavar="PARENT", help="the slot to branch (default: current)")
+    parser.add_argument("--focused", action="store_true",
+                        help="the new slot sees its history through the focused filter")
+    _add_focus_options(parser)
+    parser.add_argument("--no-switch", dest="switch", action="store_false", help="stay on the current slot")
+    return parser
+
+
+def _derive(ctx: Context, args: argparse.Namespace) -> None:
+    strategy: FocusedConfig | str = _focused_config(args) if args.focused or _focus_given(args) else "full"
+    existed = ctx.session.has_slot(args.id)
+    slot = ctx.session.derive_slot(args.id, args.parent, strategy, exist_ok=True)
+    what = ("already exists as defined" if existed
+            else f"derived from {slot.meta.parent_id!r} ({describe_mode(slot.config)}, "
+                 f"sharing {_plural(slot.meta.message_count, 'message')})")
+    print(f"slot {slot.id!r} {what}; {_switch_line(ctx.session, slot.id, args.switch)}")
+
+
+def _delete_parser() -> CommandParser:
+    parser = CommandParser(
+        "%slot delete",
+        "Delete a slot. Slots derived from it keep their whole history; 'default' stays.")
+    parser.add_argument("id", help="the slot to delete")
+    parser.add_argument("--force", action="store_true",
+                        help="also delete turns no other slot shares, and do not mind a missing slot")
+    return parser
+
+
+def _delete(ctx: Context, args: argparse.Namespace) -> None:
+    was_current = ctx.session.current_slot == args.id
+    if not ctx.session.delete_slot(args.id, force=args.force, missing_ok=args.force):
+        print(f"no slot {args.id!r}; nothing to delete")
+        return
+    after = f"; current slot is now {ctx.session.current_slot!r}" if was_current else ""
+    print(f"deleted slot {args.id!r}{after}")
+
+
+def _show_parser() -> CommandParser:
+    parser = CommandParser("%slot show", "Show a slot's stored messages (all of them, before any filter).")
+    parser.add_argument("id", nargs="?", help="the slot (default: current)")
+    parser.add_argument("--last", metavar="N", type=positive_int, help="only the last N messages")
+    return parser
+
+
+def _show(ctx: Context, args: argparse.Namespace) -> None:
+    slot = ctx.session.slot(args.id)
+    messages = ctx.session.messages(slot.id)
+    shown = messages[-args.last:] if args.last else messages if args.last is None else []
+    print(f"slot {describe_slot(slot)}")
+    if shown:
+        print(format_messages(shown, len(messages) - len(shown) + 1))
+
+
+def _preview_parser() -> CommandParser:
+    parser = CommandParser(
+        "%slot preview",
+        "Show what the model would be sent for the slot's next turn (before the new user\n"
+        "message): the system prompt, then the history through the slot's mode, with tokens.")
+    parser.add_argument("id", nargs="?", help="the slot (default: current)")
+    return parser
+
+
+def _preview(ctx: Context, args: argparse.Namespace) -> None:
+    slot = ctx.session.slot(args.id)
+    view = ctx.session.view(slot.id)
+    total = sum(m.tokens for m in view)
+    print(f"slot {slot.id} ({describe_mode(slot.config)}) would send {_plural(len(view), 'message')}, "
+          f"~{total} tokens, then the new user message:")
+    if view:
+        print(format_messages(view))
+
+
+def _session_parser() -> CommandParser:
+    parser = CommandParser(
+        "%slot session",
+        "Show this notebook's session, or attach to another one by name (started if new).")
+    parser.add_argument("name", nargs="?", help="the session to attach to")
+    return parser
+
+
+def _session(ctx: Context, args: argparse.Namespace) -> None:
+    if args.name is None:
+        slots = ctx.session.list_slots()
+        print(f"session {ctx.session.session_id} in {ctx.db_path} · {_plural(len(slots), 'slot')} · "
+              f"current slot {ctx.session.current_slot}")
+        return
+    if not args.name.strip():
+        raise UsageError("%slot session: a session name cannot be empty")
+    known = args.name in ctx.session.store.sessions()
+    ctx.options.session_id = args.name  # the workspace reopens on this setting
+    print(f"{'attached to' if known else 'started'} session {args.name}; "
+          f"%config SlotMagic.session_id is now {args.name!r}")
+
+
+def _rename_parser() -> CommandParser:
+    parser = CommandParser("%slot rename", "Rename a slot; its history and branches stay as they are.")
+    parser.add_argument("old", help="the slot's id")
+    parser.add_argument("new", help="its new id")
+    return parser
+
+
+def _rename(ctx: Context, args: argparse.Namespace) -> None:
+    ctx.session.rename_slot(args.old, args.new)
+    print(f"renamed slot {args.old!r} to {args.new!r}")
+
+
+def _diff_parser() -> CommandParser:
+    parser = CommandParser("%slot diff", "Where two slots' histories part, and what each has had since.")
+    parser.add_argument("a", help="one slot")
+    parser.add_argument("b", help="the other slot")
+    return parser
+
+
+def _diff(ctx: Context, args: argparse.Namespace) -> None:
+    print(ctx.session.diff(args.a, args.b).to_text())
+
+
+def _export_parser() -> CommandParser:
+    parser = CommandParser("%slot export", "Write a slot's whole branch history to a Markdown or JSON file.")
+    parser.add_argument("id", nargs="?", help="the slot (default: current)")
+    parser.add_argument("--to", metavar="FILE", required=True, help="FILE.md or FILE.json")
+    return parser
+
+
+def _export(ctx: Context, args: argparse.Namespace) -> None:
+    slot = ctx.session.slot(args.id)
+    path = ctx.session.export(args.to, slot.id)
+    print(f"exported slot {slot.id!r} ({_plural(slot.meta.message_count, 'message')}) to {path}")
+
+
+COMMANDS: dict[str, Command] = {c.name: c for c in (
+    Command("list", _list_parser, _list),
+    Command("create", _create_parser, _create),
+    Command("switch", _switch_parser, _switch, slot_positionals=1),
+    Command("derive", _derive_parser, _derive, slot_args=("--from",)),
+    Command("delete", _delete_parser, _delete, slot_positionals=1),
+    Command("show", _show_parser, _show, slot_positionals=1),
+    Command("preview", _preview_parser, _preview, slot_positionals=1),
+    Command("session", _session_parser, _session),
+    Command("rename", _rename_parser, _rename, slot_positionals=1),
+    Command("diff", _diff_parser, _diff, slot_positionals=2),
+    Command("export", _export_parser, _export, slot_positionals=1),
+)}
+
+
+def overview() -> str:
+    """``%slot --help``: every subcommand with its summary, generated from the parsers."""
+    width = max(len(name) for name in COMMANDS)
+    lines = ["usage: %slot [SUBCOMMAND] [ARGS]   (each subcommand takes --help)", "",
+             f"  {'(none)':<{width}}  {_status_parser().summary()}"]
+    lines += [f"  {name:<{width}}  {command.make_parser().summary()}" for name, command in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def dispatch(line: str) -> tuple[Handler, argparse.Namespace] | None:
+    """Parse a ``%slot`` line into its handler and arguments; None when help was printed."""
+    words = split_line(line)
+    if not words:
+        return _status, parse(_status_parser(), [])
+    name, rest = words[0], words[1:]
+    if name in ("-h", "--help", "help"):
+        print(overview())
+        return None
+    command = COMMANDS.get(name)
+    if command is None:
+        what = "option" if name.startswith("-") else "subcommand"
+        raise UsageError(f"%slot: unknown {what} {name!r}{did_you_mean(name, COMMANDS)} "
+                         f"(%slot --help lists the subcommands)")
+    return command.run, parse(command.make_parser(), rest)

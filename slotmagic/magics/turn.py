@@ -1,0 +1,77 @@
+"""``%%turn``: send the cell as a user message on a slot and show the reply as it streams."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..session import Reply, Session
+from .display import StreamView, footer, reply_metadata
+from .options import SlotMagicOptions
+from .parsing import CommandParser, parse, split_line
+
+
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
+def _tokens(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {value}")
+    return value
+
+
+def turn_parser() -> CommandParser:
+    parser = CommandParser(
+        "%%turn",
+        "Send the cell as a user message and show the model's reply.\n\n"
+        "Re-running a cell replays its stored reply when its text is unchanged (no model call),\n"
+        "and forks a sibling branch just before its earlier turn when the text was edited.\n"
+        "The reply is the cell's value: `reply = _` keeps it.",
+    )
+    parser.add_argument("--slot", metavar="ID", help="run on this slot; the current slot stays current")
+    parser.add_argument("--model", metavar="M", help="this turn's model, e.g. openai:gpt-4o-mini or echo")
+    parser.add_argument("--system", metavar="TEXT", help="this turn's system prompt (quote it)")
+    parser.add_argument("--temperature", metavar="T", type=_temperature, help="sampling temperature")
+    parser.add_argument("--max-tokens", metavar="N", type=_tokens, help="longest reply, in tokens")
+    parser.add_argument("--no-stream", dest="stream", action="store_false", default=None,
+                        help="show the reply once, when it is complete")
+    parser.add_argument("--rerun", action="store_true",
+                        help="ask the model again even if this cell's text is unchanged (forks)")
+    return parser
+
+
+def run_turn(session: Session, options: SlotMagicOptions, line: str, cell: str,
+             cell_id: str | None) -> Reply:
+    """Parse the line, run (or replay) the turn with a live view, return the stored reply."""
+    args = parse(turn_parser(), split_line(line))
+    stream = session.stream_turn(
+        cell.strip("\n"), cell_id=cell_id, rerun=args.rerun, slot=args.slot, model=args.model,
+        system=args.system, temperature=args.temperature, max_tokens=args.max_tokens,
+    )
+    model = args.model or session.model
+    slot = stream.plan.slot if stream.plan is not None else args.slot or session.current_slot
+    live = options.stream if args.stream is None else args.stream
+    view = StreamView(live=live and not stream.replayed, throttle=options.stream_throttle,
+                      metadata=reply_metadata(None, session.session_id, slot, model),
+                      waiting=f"streaming from {model} on slot {slot}…")
+    try:
+        view.feed(stream)
+    except KeyboardInterrupt:
+        message = f"interrupted: nothing was stored, slot {slot!r} is as it was before the turn"
+        view.interrupted(message)
+        print(message, file=sys.stderr)
+        raise
+    assert stream.reply is not None
+    view.finish(stream.reply, footer(stream.reply))
+    return stream.reply

@@ -1,0 +1,82 @@
+"""Where the notebook's session lives: the store beside the notebook, the session named after it.
+
+The workspace follows the settings lazily: each command asks for the session, and a changed
+``db_path`` or ``session_id`` reopens it, so ``%config`` takes effect at the next command.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..session import DEFAULT_DB_PATH, Session, new_session_id
+from ..store import SQLiteStore
+from .options import SlotMagicOptions
+
+# Where frontends tell the kernel which notebook it runs: jupyter_server sets
+# JPY_SESSION_NAME and ipykernel copies it to ``__session__``; VS Code sets its own name.
+_NOTEBOOK_VARIABLES = ("__session__", "__vsc_ipynb_file__")
+_KERNEL_SESSION = "_slotmagic_session_id"
+
+
+def notebook_path(user_ns: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> str | None:
+    for name in _NOTEBOOK_VARIABLES:
+        value = user_ns.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return environ.get("JPY_SESSION_NAME") or None
+
+
+def session_id_for(path: str, cwd: str | None = None) -> str:
+    """The notebook's path relative to the kernel's folder when it is inside it (so a moved
+    project keeps its sessions), else the absolute path."""
+    cwd = os.path.abspath(cwd or os.getcwd())
+    absolute = os.path.abspath(os.path.join(cwd, path))
+    try:
+        relative = os.path.relpath(absolute, cwd)
+    except ValueError:  # another drive on Windows
+        return absolute
+    return absolute if relative.startswith(os.pardir) else Path(relative).as_posix()
+
+
+class Workspace:
+    """The open store and session of one kernel."""
+
+    def __init__(self, shell: Any) -> None:
+        path = notebook_path(shell.user_ns)
+        if path:
+            self.auto_session_id = session_id_for(path)
+        else:
+            # Without a notebook path, a new id per kernel; kept on the shell so that
+            # %reload_ext in the same kernel finds the same session.
+            self.auto_session_id = getattr(shell, _KERNEL_SESSION, None) or new_session_id()
+            setattr(shell, _KERNEL_SESSION, self.auto_session_id)
+        self._store: SQLiteStore | None = None
+        self._session: Session | None = None
+
+    def db_path(self, options: SlotMagicOptions) -> str:
+        return options.db_path or str(DEFAULT_DB_PATH)
+
+    def session(self, options: SlotMagicOptions) -> Session:
+        """The session the settings name, opened (or reopened) as needed, with the current
+        model and system prompt applied."""
+        db_path = self.db_path(options)
+        session_id = options.session_id or self.auto_session_id
+        if self._store is None or self._store.path != db_path:
+            self.close()
+            self._store = SQLiteStore(db_path)
+        if self._session is None or self._session.session_id != session_id:
+            self._session = Session.open(session_id, store=self._store)
+        self._session.model = options.model  # a malformed model string is refused here
+        self._session.system = options.system or None
+        return self._session
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None

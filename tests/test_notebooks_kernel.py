@@ -1,0 +1,128 @@
+"""The tutorials in a real kernel, the way JupyterLab runs them: the kernel knows the notebook's
+path (JPY_SESSION_NAME) and each execution carries its cell id. Run All twice, restart, Run All
+again: the slots come back, and unchanged turn cells replay instead of calling the model."""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from jupyter_core.utils import run_sync
+from nbclient import NotebookClient
+
+from conftest import ROOT
+from slotmagic import Session
+
+NOTEBOOKS = ROOT / "notebooks"
+pytestmark = pytest.mark.slow
+
+
+class LabLikeClient(NotebookClient):
+    """nbclient, but each execute_request carries the cell's id in its metadata, as
+    JupyterLab sends it (plain nbclient and nbval send none)."""
+
+    async def async_execute_cell(self, cell: Any, cell_index: int, execution_count: int | None = None,
+                                 store_history: bool = True) -> Any:
+        kc = self.kc
+        assert kc is not None
+
+        def execute(code: str, **options: Any) -> str:
+            content = {"code": code, "silent": False, "store_history": options.get("store_history", True),
+                       "user_expressions": {}, "allow_stdin": False,
+                       "stop_on_error": options.get("stop_on_error", True)}
+            msg = kc.session.msg("execute_request", content, metadata={"cellId": cell.id})
+            kc.shell_channel.send(msg)
+            return str(msg["header"]["msg_id"])
+
+        original = kc.execute
+        kc.execute = execute  # type: ignore[method-assign]
+        try:
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        finally:
+            kc.execute = original  # type: ignore[method-assign]
+
+
+def lab_env(notebook: Path, db: Path) -> dict[str, str]:
+    return {**os.environ, "JPY_SESSION_NAME": str(notebook), "SLOTMAGIC_DB": str(db)}
+
+
+def run_all(notebook: Path, env: dict[str, str], times: int = 1) -> list[nbformat.NotebookNode]:
+    """Run All ``times`` times in one fresh kernel (a restart before the first); the cells as
+    each run left them."""
+    runs = []
+    nb = nbformat.read(notebook, as_version=4)
+    client = LabLikeClient(nb, timeout=120, kernel_name="python3",
+                           resources={"metadata": {"path": str(notebook.parent)}})
+    with client.setup_kernel(env=env):
+        for _ in range(times):
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type == "code":
+                    cell.outputs = []
+                    run_sync(client.async_execute_cell)(cell, index)  # execute_cell skips overrides
+            runs.append(nbformat.reads(nbformat.writes(nb), as_version=4))  # a copy
+    return runs
+
+
+def turn_outputs(nb: nbformat.NotebookNode) -> Iterator[dict[str, Any]]:
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.source.startswith("%%turn"):
+            (output,) = [o for o in cell.outputs if o.output_type == "display_data"]
+            yield {"text": output.data["text/plain"], **output.metadata["slotmagic"]}
+
+
+def state(db: Path, session_id: str) -> dict[str, Any]:
+    with Session.open(session_id, db_path=db) as session:
+        return {"current": session.current_slot,
+                "slots": {s.id: [(m.role, m.content) for m in session.messages(s.id)] for s in session.list_slots()}}
+
+
+@pytest.mark.parametrize(("name", "deleted"), [("01-getting-started.ipynb", set()),
+                                                ("02-branching.ipynb", {"court"})])
+def test_run_all_twice_restart_and_run_all_again(name: str, deleted: set[str], tmp_path: Path) -> None:
+    notebook, db = NOTEBOOKS / name, tmp_path / "lab.sqlite3"
+    first, second = run_all(notebook, lab_env(notebook, db), times=2)
+    after_first = state(db, name)  # the session is named after the notebook
+    third, = run_all(notebook, lab_env(notebook, db))  # a new kernel: the restart
+    assert state(db, name) == after_first  # Run All after a restart changed nothing ...
+    for run in (second, third):  # ... and asked the model only for branches deleted meanwhile
+        for before, again in zip(turn_outputs(first), turn_outputs(run), strict=True):
+            assert again["replayed"] is (before["slot"] not in deleted)
+            assert again["text"].split("\n\n[")[0] == before["text"].split("\n\n[")[0]
+    assert not any(o["replayed"] for o in turn_outputs(first))
+
+
+def _sanitize(text: str) -> str:
+    config = configparser.ConfigParser()
+    config.read(ROOT / "tests" / "nbval_sanitize.cfg")
+    for section in config.sections():
+        text = re.sub(config[section]["regex"], config[section]["replace"], text)
+    return text
+
+
+def _texts(nb: nbformat.NotebookNode) -> list[str]:
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            out.append(_sanitize(o.get("text") or o.get("data", {}).get("text/plain", "")))
+    return out
+
+
+@pytest.mark.parametrize("name", ["01-getting-started.ipynb", "02-branching.ipynb"])
+def test_outputs_match_the_committed_ones_twice_against_one_store(name: str, tmp_path: Path) -> None:
+    """As under nbval (no notebook path, no cell ids): each run is a new session, so two runs in
+    a row on the same store print what the committed notebook shows."""
+    notebook = NOTEBOOKS / name
+    committed = _texts(nbformat.read(notebook, as_version=4))
+    env = {**os.environ, "SLOTMAGIC_DB": str(tmp_path / "same.sqlite3")}
+    env.pop("JPY_SESSION_NAME", None)
+    for _ in range(2):
+        nb = nbformat.read(notebook, as_version=4)
+        NotebookClient(nb, timeout=120, kernel_name="python3",
+                       resources={"metadata": {"path": str(notebook.parent)}}).execute(env=env)
+        assert _texts(nb) == committed
