@@ -62,19 +62,23 @@ class StreamView:
         self.throttle = throttle
         self.metadata = metadata
         self.waiting = waiting
-        self.text = ""
+        self._chunks: list[str] = []  # joined only when shown: += would copy the reply per chunk
         self._handle: DisplayHandle | None = None
         self._started = monotonic()
         self._last = self._started
 
     def feed(self, chunks: Iterable[str]) -> None:
         for chunk in chunks:
-            self.text += chunk
+            self._chunks.append(chunk)
             if self.live:
                 now = monotonic()
                 if now - self._last >= self.throttle:
                     self._last = now
                     self._show(bundle(self.text, self.waiting))
+
+    @property
+    def text(self) -> str:
+        return "".join(self._chunks)
 
     def finish(self, reply: Reply, line: str) -> None:
         self.metadata = reply_metadata(reply, self.metadata["slotmagic"]["session"], reply.slot, reply.model)
