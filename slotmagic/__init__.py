@@ -23,9 +23,14 @@ from .core import (
 from .errors import (
     ConfigError,
     InvalidSlotId,
+    MalformedReply,
     MissingAPIKey,
     ProtectedSlot,
+    ProviderConnectionError,
     ProviderError,
+    ProviderHTTPError,
+    ProviderTimeout,
+    RateLimited,
     SlotConflict,
     SlotError,
     SlotExists,
@@ -34,9 +39,10 @@ from .errors import (
     SlotNotFound,
     SlotReadonly,
     StoreError,
+    StreamInterrupted,
     UnknownModel,
 )
-from .providers import Usage
+from .providers import ProviderSettings, Usage
 from .session import AsyncTurnStream, Reply, Session, TurnStream
 from .store import SQLiteStore, TurnRecord
 
@@ -50,10 +56,16 @@ __all__ = [
     "DeriveStrategy",
     "FocusedConfig",
     "InvalidSlotId",
+    "MalformedReply",
     "Message",
     "MissingAPIKey",
     "ProtectedSlot",
+    "ProviderConnectionError",
     "ProviderError",
+    "ProviderHTTPError",
+    "ProviderSettings",
+    "ProviderTimeout",
+    "RateLimited",
     "Reply",
     "SQLiteStore",
     "Session",
@@ -70,6 +82,7 @@ __all__ = [
     "SlotReadonly",
     "SlotSource",
     "StoreError",
+    "StreamInterrupted",
     "ToolCall",
     "TurnRecord",
     "TurnStream",

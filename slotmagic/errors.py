@@ -15,9 +15,18 @@ can show it as is (a ``UsageError``, no traceback). Anything that is *not* a
     │   └── InvalidSlotId          (also a ValueError)
     ├── ConfigError                (also a ValueError)
     ├── StoreError
-    └── ProviderError
+    └── ProviderError              (the slot is always left unchanged)
         ├── UnknownModel
-        └── MissingAPIKey
+        ├── MissingAPIKey
+        ├── ProviderConnectionError  the server cannot be reached
+        ├── ProviderTimeout          no connection or no data within the configured timeout
+        ├── ProviderHTTPError        the API answered with an error status or error event
+        │   └── RateLimited          HTTP 429, still after the retries
+        ├── StreamInterrupted        the reply stopped before its final event
+        └── MalformedReply           the reply held something that is not the API's format
+
+Provider messages may quote the server's own error text; it is cut to one line and any API
+key in it is redacted before it gets here.
 """
 
 from __future__ import annotations
@@ -123,5 +132,38 @@ class MissingAPIKey(ProviderError):
         self.variable = variable
         super().__init__(
             f"no API key for {provider}: set the {variable} environment variable "
-            "(or the matching %config SlotMagic option)"
+            "(keys are read at each turn, so no restart is needed)"
         )
+
+
+class ProviderConnectionError(ProviderError):
+    """Nothing came back: the server refused the connection, or the name does not resolve."""
+
+
+class ProviderTimeout(ProviderError):
+    """The connect or read timeout passed (``connect_timeout`` / ``read_timeout`` settings)."""
+
+
+class ProviderHTTPError(ProviderError):
+    """The API said no: an HTTP error status, or an error event in the middle of a reply.
+
+    ``status`` is None for an error event inside a stream; ``error_type`` is the API's own
+    name for the error (``invalid_request_error``, ``overloaded_error`` ...) when it gave one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, error_type: str | None = None) -> None:
+        self.status = status
+        self.error_type = error_type
+        super().__init__(message)
+
+
+class RateLimited(ProviderHTTPError):
+    """HTTP 429 after every retry, or a server that asks to wait longer than slotmagic will."""
+
+
+class StreamInterrupted(ProviderError):
+    """The connection dropped, or the stream ended, before the reply's final event."""
+
+
+class MalformedReply(ProviderError):
+    """An event that cannot be parsed, or a response that is not an event stream."""

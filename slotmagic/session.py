@@ -32,7 +32,7 @@ from .core.tokens import estimate_message_tokens
 from .diff import BranchDiff, diff_slots
 from .errors import ConfigError, ProviderError, SlotConflict, SlotNotEmpty, SlotReadonly
 from .export import export_slot
-from .providers import parse_model, resolve_provider
+from .providers import ProviderSettings, cost_of, parse_model, resolve_provider
 from .providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta, Usage
 from .replay import CellPlan, CellSource, fork_name, plan_cell_turn
 from .store import SQLiteStore, Store, TurnRecord
@@ -98,7 +98,8 @@ class _Turn:
 class TurnStream:
     """Iterate to receive the reply's text as it streams; ``reply`` is set once it is stored.
 
-    Stopping early (``break``, an exception, an interrupt) stores nothing. ``plan`` says what
+    Stopping early (``break``, an exception, an interrupt) stores nothing; ``close()``, or
+    leaving a ``with`` block, closes the connection to the model at once. ``plan`` says what
     a turn from a notebook cell does (append, replay or fork); a replay yields the stored reply
     at once and calls no model.
     """
@@ -107,6 +108,7 @@ class TurnStream:
                  replay: Reply | None = None) -> None:
         self._session = session
         self._turn = turn
+        self._events: Iterator[StreamEvent] | None = None
         self.plan = plan
         self.reply: Reply | None = replay
         self.slot = replay.slot if replay is not None else turn.slot if turn is not None else ""
@@ -121,13 +123,29 @@ class TurnStream:
             yield self.reply.text
             return
         completion: Completion | None = None
-        for event in self._turn.provider.stream(self._turn.request):
-            if isinstance(event, TextDelta):
-                if event.text:
-                    yield event.text
-            else:
-                completion = event
+        self._events = self._turn.provider.stream(self._turn.request)
+        try:
+            for event in self._events:
+                if isinstance(event, TextDelta):
+                    if event.text:
+                        yield event.text
+                else:
+                    completion = event
+        finally:
+            self.close()
         self.reply = self._session._store_turn(self._turn, self._turn.completion_or_raise(completion))
+
+    def close(self) -> None:
+        """Stop the reply (if it is still streaming) and close its connection; stores nothing."""
+        close = getattr(self._events, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> TurnStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class AsyncTurnStream:
@@ -137,6 +155,7 @@ class AsyncTurnStream:
                  replay: Reply | None = None) -> None:
         self._session = session
         self._turn = turn
+        self._events: AsyncIterator[StreamEvent] | None = None
         self.plan = plan
         self.reply: Reply | None = replay
 
@@ -146,21 +165,37 @@ class AsyncTurnStream:
             yield self.reply.text
             return
         completion: Completion | None = None
-        events: AsyncIterator[StreamEvent] = self._turn.provider.astream(self._turn.request)
-        async for event in events:
-            if isinstance(event, TextDelta):
-                if event.text:
-                    yield event.text
-            else:
-                completion = event
+        self._events = self._turn.provider.astream(self._turn.request)
+        try:
+            async for event in self._events:
+                if isinstance(event, TextDelta):
+                    if event.text:
+                        yield event.text
+                else:
+                    completion = event
+        finally:
+            await self.aclose()
         self.reply = self._session._store_turn(self._turn, self._turn.completion_or_raise(completion))
+
+    async def aclose(self) -> None:
+        """Stop the reply (if it is still streaming) and close its connection; stores nothing."""
+        aclose = getattr(self._events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    async def __aenter__(self) -> AsyncTurnStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 class Session:
     """One conversation workspace: named slots (message histories) and a current slot."""
 
     def __init__(self, store: Store, session_id: str, *, model: str = "echo",
-                 system: str | None = None, owns_store: bool = False) -> None:
+                 system: str | None = None, owns_store: bool = False,
+                 settings: ProviderSettings | None = None) -> None:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ConfigError("a session id must be a non-empty string")
         self.store = store
@@ -170,12 +205,13 @@ class Session:
         self.usage = Usage()  # tokens used through this object, all slots
         self._owns_store = owns_store
         self._providers: dict[str, Provider] = {}
+        self.settings = settings or ProviderSettings()
         store.ensure_session(session_id)
 
     @classmethod
     def open(cls, session_id: str | None = None, *, db_path: str | os.PathLike[str] | None = None,
              model: str = "echo", system: str | None = None, store: Store | None = None,
-             durability: str = "normal") -> Session:
+             durability: str = "normal", settings: ProviderSettings | None = None) -> Session:
         """Open (or start) a session in the store at ``db_path``.
 
         ``db_path`` defaults to ``$SLOTMAGIC_DB`` or ``.slotmagic/state.sqlite3``; ``":memory:"``
@@ -185,7 +221,8 @@ class Session:
         if store is None:
             store = SQLiteStore(db_path if db_path is not None else default_db_path(),
                                 durability=durability)  # type: ignore[arg-type]
-        return cls(store, session_id or new_session_id(), model=model, system=system, owns_store=owns)
+        return cls(store, session_id or new_session_id(), model=model, system=system, owns_store=owns,
+                   settings=settings)
 
     # -- settings --------------------------------------------------------------------------
 
@@ -198,10 +235,25 @@ class Session:
         parse_model(value)  # refuse a malformed model string now, not at the first turn
         self._model = value
 
-    def close(self) -> None:
+    @property
+    def settings(self) -> ProviderSettings:
+        """Keys, URLs, timeouts, retries and prices for the providers (see ProviderSettings)."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: ProviderSettings) -> None:
+        if not isinstance(value, ProviderSettings):
+            raise ConfigError(f"settings must be a ProviderSettings, not {type(value).__name__}")
+        self._close_providers()  # the next turn builds providers that use the new settings
+        self._settings = value
+
+    def _close_providers(self) -> None:
         for provider in self._providers.values():
             provider.close()
         self._providers.clear()
+
+    def close(self) -> None:
+        self._close_providers()
         if self._owns_store:
             self.store.close()
 
@@ -431,7 +483,7 @@ class Session:
     def _provider(self, model: str) -> tuple[Provider, str]:
         provider_name, _ = parse_model(model)
         if provider_name not in self._providers:
-            self._providers[provider_name] = resolve_provider(model)[0]
+            self._providers[provider_name] = resolve_provider(model, self.settings)[0]
         return self._providers[provider_name], parse_model(model)[1]
 
     def _request(self, slot: Slot, history: list[Message], model: str, *, new: Message | None = None,
@@ -497,8 +549,9 @@ class Session:
 
     def _store_turn(self, turn: _Turn, completion: Completion) -> Reply:
         assistant = self._counted(completion.message)
+        cost = cost_of(turn.model, completion.usage, self.settings.prices)
         info = {**turn.info, "usage": completion.usage.to_dict(),
-                "finish_reason": completion.finish_reason}
+                "finish_reason": completion.finish_reason, "cost": cost}
         slot_id = turn.slot
         if turn.fork is not None:
             slot_id = self._fork_for(turn.fork)
@@ -513,7 +566,7 @@ class Session:
             self.switch_slot(slot_id)
         self.usage = self.usage + completion.usage
         return Reply(assistant.content, assistant, completion.usage, turn.model, slot_id,
-                     record.number, completion.finish_reason, None, info)
+                     record.number, completion.finish_reason, cost, info)
 
     def _fork_for(self, plan: CellPlan) -> str:
         """Derive the sibling a fork plan runs on; it behaves like the branch it edits."""

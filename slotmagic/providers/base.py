@@ -36,6 +36,9 @@ class ChatRequest:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Tokens as the provider counted them. ``input_tokens`` is every prompt token, cached or
+    not; ``cached_tokens`` is the part of them read from the provider's prompt cache."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0

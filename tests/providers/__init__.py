@@ -1,0 +1,1 @@
+"""Providers over HTTP, tested against a scripted local server."""
