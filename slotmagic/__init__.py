@@ -43,8 +43,9 @@ from .errors import (
     UnknownModel,
 )
 from .providers import ProviderSettings, Usage
-from .session import AsyncTurnStream, Reply, Session, TurnStream
+from .session import Session
 from .store import SQLiteStore, TurnRecord
+from .turns import AsyncTurnStream, Reply, TurnStream
 
 __version__ = "0.1.0"
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,13 @@ from .core.slots import (
 )
 from .core.tokens import estimate_message_tokens
 from .diff import BranchDiff, diff_slots
-from .errors import ConfigError, ProviderError, SlotConflict, SlotNotEmpty, SlotReadonly
+from .errors import ConfigError, SlotConflict, SlotNotEmpty, SlotReadonly
 from .export import export_slot
 from .providers import ProviderSettings, cost_of, parse_model, resolve_provider
-from .providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta, Usage
+from .providers.base import ChatRequest, Completion, Provider, Usage
 from .replay import CellPlan, CellSource, fork_name, plan_cell_turn
 from .store import SQLiteStore, Store, TurnRecord
+from .turns import AsyncTurnStream, PendingTurn, Reply, TurnStream
 
 DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
 # The request options a cell sets itself: changing one of them is editing the cell.
@@ -49,145 +49,6 @@ def default_db_path() -> str:
 
 def new_session_id() -> str:
     return time.strftime("session-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A model's answer to one turn. Displays as Markdown in a notebook."""
-
-    text: str
-    message: Message
-    usage: Usage
-    model: str
-    slot: str
-    turn: int
-    finish_reason: str | None = None
-    cost: float | None = None
-    info: Mapping[str, Any] = field(default_factory=dict)
-    replayed: bool = False  # shown again from the store, the model was not called
-
-    def __str__(self) -> str:
-        return self.text
-
-    def _repr_markdown_(self) -> str:
-        return self.text
-
-
-@dataclass(frozen=True)
-class _Turn:
-    """Everything decided before the model is called; nothing is stored until it answers."""
-
-    slot: str
-    user: Message
-    model: str
-    provider: Provider
-    request: ChatRequest
-    info: Mapping[str, Any]
-    fork: CellPlan | None = None  # run on a new sibling of fork.slot, just before fork.turn
-    follow: bool = False  # make the fork the current slot
-
-    def completion_or_raise(self, completion: Completion | None) -> Completion:
-        if completion is None:
-            raise ProviderError(
-                f"the reply from {self.model} ended before it was complete; "
-                f"slot {self.slot!r} is unchanged, run the turn again"
-            )
-        return completion
-
-
-class TurnStream:
-    """Iterate to receive the reply's text as it streams; ``reply`` is set once it is stored.
-
-    Stopping early (``break``, an exception, an interrupt) stores nothing; ``close()``, or
-    leaving a ``with`` block, closes the connection to the model at once. ``plan`` says what
-    a turn from a notebook cell does (append, replay or fork); a replay yields the stored reply
-    at once and calls no model.
-    """
-
-    def __init__(self, session: Session, turn: _Turn | None, plan: CellPlan | None = None,
-                 replay: Reply | None = None) -> None:
-        self._session = session
-        self._turn = turn
-        self._events: Iterator[StreamEvent] | None = None
-        self.plan = plan
-        self.reply: Reply | None = replay
-        self.slot = replay.slot if replay is not None else turn.slot if turn is not None else ""
-
-    @property
-    def replayed(self) -> bool:
-        return self._turn is None
-
-    def __iter__(self) -> Iterator[str]:
-        if self._turn is None:
-            assert self.reply is not None
-            yield self.reply.text
-            return
-        completion: Completion | None = None
-        self._events = self._turn.provider.stream(self._turn.request)
-        try:
-            for event in self._events:
-                if isinstance(event, TextDelta):
-                    if event.text:
-                        yield event.text
-                else:
-                    completion = event
-        finally:
-            self.close()
-        self.reply = self._session._store_turn(self._turn, self._turn.completion_or_raise(completion))
-
-    def close(self) -> None:
-        """Stop the reply (if it is still streaming) and close its connection; stores nothing."""
-        close = getattr(self._events, "close", None)
-        if close is not None:
-            close()
-
-    def __enter__(self) -> TurnStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AsyncTurnStream:
-    """``async for`` form of :class:`TurnStream`."""
-
-    def __init__(self, session: Session, turn: _Turn | None, plan: CellPlan | None = None,
-                 replay: Reply | None = None) -> None:
-        self._session = session
-        self._turn = turn
-        self._events: AsyncIterator[StreamEvent] | None = None
-        self.plan = plan
-        self.reply: Reply | None = replay
-
-    async def __aiter__(self) -> AsyncIterator[str]:
-        if self._turn is None:
-            assert self.reply is not None
-            yield self.reply.text
-            return
-        completion: Completion | None = None
-        self._events = self._turn.provider.astream(self._turn.request)
-        try:
-            async for event in self._events:
-                if isinstance(event, TextDelta):
-                    if event.text:
-                        yield event.text
-                else:
-                    completion = event
-        finally:
-            await self.aclose()
-        self.reply = self._session._store_turn(self._turn, self._turn.completion_or_raise(completion))
-
-    async def aclose(self) -> None:
-        """Stop the reply (if it is still streaming) and close its connection; stores nothing."""
-        aclose = getattr(self._events, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-    async def __aenter__(self) -> AsyncTurnStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 class Session:
@@ -480,11 +341,12 @@ class Session:
     def _counted(message: Message) -> Message:
         return message.with_tokens(estimate_message_tokens(message))
 
-    def _provider(self, model: str) -> tuple[Provider, str]:
+    def _provider(self, model: str) -> Provider:
+        """The provider for ``model``, one per provider name, kept for its open connections."""
         provider_name, _ = parse_model(model)
         if provider_name not in self._providers:
             self._providers[provider_name] = resolve_provider(model, self.settings)[0]
-        return self._providers[provider_name], parse_model(model)[1]
+        return self._providers[provider_name]
 
     def _request(self, slot: Slot, history: list[Message], model: str, *, new: Message | None = None,
                  system: str | None = None, temperature: float | None = None,
@@ -527,11 +389,11 @@ class Session:
                  system: str | None = None, temperature: float | None = None,
                  max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
                  info: Mapping[str, Any] | None = None, cell: CellSource | None = None,
-                 plan: CellPlan | None = None) -> _Turn:
+                 plan: CellPlan | None = None) -> PendingTurn:
         self._check_text(text)
         slot_obj = self._writable(slot)
         model = model or self.model
-        provider, _ = self._provider(model)
+        provider = self._provider(model)
         user = self._counted(Message.user(text))
         history = self.messages(slot_obj.id)
         fork = plan if plan is not None and plan.action == "fork" else None
@@ -545,25 +407,22 @@ class Session:
             turn_info["system"] = system
         if cell is not None:
             turn_info["cell"] = cell.to_info()
-        return _Turn(slot_obj.id, user, model, provider, request, turn_info, fork, slot is None)
+        return PendingTurn(slot_obj.id, user, model, provider, request, turn_info, fork, slot is None)
 
-    def _store_turn(self, turn: _Turn, completion: Completion) -> Reply:
+    def _store_turn(self, turn: PendingTurn, completion: Completion) -> Reply:
         assistant = self._counted(completion.message)
         cost = cost_of(turn.model, completion.usage, self.settings.prices)
         info = {**turn.info, "usage": completion.usage.to_dict(),
                 "finish_reason": completion.finish_reason, "cost": cost}
         slot_id = turn.slot
-        if turn.fork is not None:
-            slot_id = self._fork_for(turn.fork)
-            info["forked_from"] = {"slot": turn.slot, "turn": turn.fork.turn.number if turn.fork.turn else None}
-        try:
+        with self.store.atomic():  # a fork exists only with its turn, even after a crash
+            if turn.fork is not None:
+                slot_id = self._fork_for(turn.fork)
+                info["forked_from"] = {"slot": turn.slot,
+                                       "turn": turn.fork.turn.number if turn.fork.turn else None}
             record = self.store.append_turn(self.session_id, slot_id, [turn.user, assistant], info)
-        except BaseException:
-            if turn.fork is not None:  # a fork exists only with its turn
-                self.store.delete_slot(self.session_id, slot_id)
-            raise
-        if turn.fork is not None and turn.follow:
-            self.switch_slot(slot_id)
+            if turn.fork is not None and turn.follow:
+                self.store.set_current_slot(self.session_id, slot_id)
         self.usage = self.usage + completion.usage
         return Reply(assistant.content, assistant, completion.usage, turn.model, slot_id,
                      record.number, completion.finish_reason, cost, info)

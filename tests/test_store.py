@@ -92,3 +92,22 @@ def test_two_connections_see_each_others_turns(db_path: Path) -> None:
         second.submit_turn("from second")
         assert [m.content for m in first.messages() if m.role == "user"] == ["from first", "from second"]
         assert first.slot().meta.turns == 2
+
+
+def test_atomic_groups_calls_into_one_transaction(db_path: Path) -> None:
+    from slotmagic import Message, SlotConfig
+
+    store = SQLiteStore(db_path)
+    store.ensure_session("s")
+    with pytest.raises(RuntimeError), store.atomic():
+        store.derive_slot("s", "fork", "default", SlotConfig())
+        store.append_turn("s", "fork", [Message.user("hi").with_tokens(3)], {"kind": "append"})
+        store.set_current_slot("s", "fork")
+        raise RuntimeError("the model's reply could not be stored")
+    assert [slot.id for slot in store.slots("s")] == ["default"]
+    assert store.current_slot("s") == "default"
+    with store.atomic():
+        store.derive_slot("s", "fork", "default", SlotConfig())
+        store.append_turn("s", "fork", [Message.user("hi").with_tokens(3)], {"kind": "append"})
+    assert store.slot("s", "fork").meta.message_count == 1
+    store.close()

@@ -13,7 +13,7 @@ from typing import Any
 
 from IPython.display import DisplayHandle, display
 
-from ..session import Reply
+from ..turns import Reply
 
 _MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|"})
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from IPython.core.interactiveshell import ExecutionInfo, InteractiveShell
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from ..session import Reply, Session
+from ..session import Session
+from ..turns import Reply
 from .errors import user_errors
 from .options import SlotMagicOptions
 from .parsing import HelpShown

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..session import Reply, Session
+from ..session import Session
+from ..turns import Reply
 from .display import StreamView, footer, reply_metadata
 from .options import SlotMagicOptions
 from .parsing import CommandParser, parse, split_line

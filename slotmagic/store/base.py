@@ -7,6 +7,7 @@ today and a shared PostgreSQL store can implement later.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -74,5 +75,8 @@ class Store(Protocol):
         self, session_id: str, slot_id: str, messages: Sequence[Message], info: dict[str, Any]
     ) -> TurnRecord:
         """Store one turn's messages, all or none."""
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """Make several calls one transaction: if the block raises, none of them happened."""
 
     def close(self) -> None: ...

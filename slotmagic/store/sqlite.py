@@ -90,9 +90,13 @@ class SQLiteStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: all of it commits or none of it does."""
+        """One write transaction: all of it commits or none of it does. Inside ``atomic()``
+        it joins the enclosing transaction."""
         with self._lock:
             db = self._db
+            if db.in_transaction:
+                yield db
+                return
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -100,6 +104,12 @@ class SQLiteStore:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Make several store calls one transaction: if the block raises, none of them happened."""
+        with self._write():
+            yield
 
     def close(self) -> None:
         with self._lock:
