@@ -114,7 +114,7 @@ def test_model_setting_and_bad_model(ip: Any) -> None:
 
 def test_missing_api_key_is_a_usage_error(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(UsageError, match="openai"):
+    with pytest.raises(UsageError, match=r"^no API key for openai: set the OPENAI_API_KEY environment variable"):
         ip.run_cell("%%turn --model openai:gpt-4o-mini\nHi")
 
 

@@ -71,6 +71,9 @@ class Workspace:
             self._session = Session.open(session_id, store=self._store)
         self._session.model = options.model  # a malformed model string is refused here
         self._session.system = options.system or None
+        settings = options.provider_settings()
+        if settings != self._session.settings:  # a change closes connections: only when needed
+            self._session.settings = settings
         return self._session
 
     def close(self) -> None:

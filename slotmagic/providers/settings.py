@@ -42,7 +42,8 @@ _KEYS = ("openai_api_key", "anthropic_api_key")
 
 @dataclass(frozen=True, repr=False)
 class ProviderSettings:
-    """How to reach the model providers. ``%config SlotMagic.<field>`` sets the same names."""
+    """How to reach the model providers. In a notebook, ``%config SlotMagic.<field>`` sets
+    the same names, except the keys: those come from the environment only."""
 
     openai_api_key: str | None = None
     openai_base_url: str | None = None

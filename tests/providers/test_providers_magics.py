@@ -52,3 +52,37 @@ def test_a_provider_failure_is_one_line_and_stores_nothing(ip: Any, wire: WireSe
     assert "HTTP 401 invalid_api_key" in message and "\n" not in message
     assert PLANTED_OPENAI_KEY not in message
     assert session(ip).messages() == []
+
+
+def test_config_points_turns_at_a_server_and_sets_timeouts(ip: Any, wire: WireServer,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED_OPENAI_KEY)  # keys only ever from the environment
+    ip.run_cell(f'%config SlotMagic.openai_base_url = "{wire.url}/v1"')
+    ip.run_cell("%config SlotMagic.read_timeout = 7.5")
+    ip.run_cell("%config SlotMagic.max_retries = 0")
+    ip.run_cell('%config SlotMagic.prices = {"openai:house-model": (1.0, 2.0)}')
+    wire.script(sse_response(oa_text_stream("From the local server", usage=(1_000_000, 500_000, 0))))
+    ip.run_cell("%%turn --model openai:house-model\nHi")
+    reply = ip.user_ns["_"]
+    assert reply.text == "From the local server"
+    assert reply.cost == pytest.approx(1.0 + 1.0)  # 1M in at $1, 0.5M out at $2
+    settings = session(ip).settings
+    assert (settings.read_timeout, settings.max_retries, settings.openai_api_key) == (7.5, 0, None)
+
+
+def test_a_bad_provider_setting_is_refused_when_set(ip: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # %config reports a refused value as one logged line and keeps the old value.
+    ip.run_cell("%config SlotMagic.read_timeout = -1")
+    ip.run_cell("%config SlotMagic.max_retries = -2")
+    assert "read_timeout must be a positive number of seconds, not -1.0" in caplog.text
+    assert "max_retries must be a whole number >= 0, not -2" in caplog.text
+    assert (session(ip).settings.read_timeout, session(ip).settings.max_retries) == (120.0, 3)
+
+
+def test_provider_settings_from_the_environment(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from slotmagic.magics.options import SlotMagicOptions
+
+    monkeypatch.setenv("SLOTMAGIC_READ_TIMEOUT", "33")
+    monkeypatch.setenv("SLOTMAGIC_MAX_RETRIES", "1")
+    settings = SlotMagicOptions().provider_settings()
+    assert (settings.read_timeout, settings.max_retries, settings.connect_timeout) == (33.0, 1, 10.0)
