@@ -209,3 +209,11 @@ def test_internal_errors_keep_their_traceback(ip: Any, monkeypatch: pytest.Monke
     monkeypatch.setattr(Session, "list_slots", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         ip.run_cell("%slot list")
+
+
+def test_every_subcommand_summary_is_a_whole_sentence() -> None:
+    from slotmagic.magics.slot_commands import COMMANDS
+
+    for name, command in COMMANDS.items():
+        summary = command.make_parser().summary()
+        assert summary.endswith("."), f"%slot {name}: summary cut mid-sentence: {summary!r}"

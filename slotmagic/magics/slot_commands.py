@@ -176,8 +176,9 @@ def _switch(ctx: Context, args: argparse.Namespace) -> None:
 def _derive_parser() -> CommandParser:
     parser = CommandParser(
         "%slot derive",
-        "Branch a slot: the new slot shares its parent's history so far (nothing is copied)\n"
-        "and turns on either side stay invisible to the other. Switches to it by default.\n\n"
+        "Branch a slot into a new one and switch to it (nothing is copied).\n"
+        "The new slot shares its parent's history so far, and turns on either side stay\n"
+        "invisible to the other.\n\n"
         "Running it again with the same definition just switches to the slot.")
     parser.add_argument("id", help="the new slot's id")
     parser.add_argument("--from", dest="parent", metavar="PARENT", help="the slot to branch (default: current)")
@@ -236,8 +237,9 @@ def _show(ctx: Context, args: argparse.Namespace) -> None:
 def _preview_parser() -> CommandParser:
     parser = CommandParser(
         "%slot preview",
-        "Show what the model would be sent for the slot's next turn (before the new user\n"
-        "message): the system prompt, then the history through the slot's mode, with tokens.")
+        "Show what the model would be sent for the slot's next turn.\n"
+        "Before the new user message: the system prompt, then the history through the slot's\n"
+        "mode, each message with its token count.")
     parser.add_argument("id", nargs="?", help="the slot (default: current)")
     return parser
 
