@@ -29,6 +29,7 @@ BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType({
     "openai:gpt-4.1-nano": (0.10, 0.40),
     "openai:gpt-4o": (2.50, 10.00),
     "openai:gpt-4o-mini": (0.15, 0.60),
+    "anthropic:claude-opus-4-5": (5.00, 25.00),
     "anthropic:claude-opus-4-1": (15.00, 75.00),
     "anthropic:claude-sonnet-4-5": (3.00, 15.00),
     "anthropic:claude-sonnet-4": (3.00, 15.00),
