@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .core.messages import Message
 from .store import TurnRecord
 
 if TYPE_CHECKING:
@@ -78,9 +79,48 @@ def _earlier_fork(session: Session, slot_id: str, earlier: TurnRecord,
     return None
 
 
-def plan_cell_turn(session: Session, slot_id: str, cell: CellSource, *, rerun: bool = False) -> CellPlan:
-    """Decide between append, replay and fork for a turn from ``cell`` on ``slot_id``."""
+def _shared_prefix(a: Sequence[Message], b: Sequence[Message]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _home(session: Session, cell: CellSource, current: str) -> tuple[str, TurnRecord] | None:
+    """Another slot holding an earlier turn from the cell, unless the current slot rewrote the
+    history before that turn (it is a fork made by editing an earlier cell: the notebook's
+    later cells then belong to the new branch). Preferred: a slot where the turn has the cell's
+    current text, then the slot with the fewest messages (nearest to where the cell ran)."""
+    history = session.messages(current)
+    found = []
+    for slot in session.list_slots():
+        if slot.id != current:
+            turn = _last_from_cell(session.turns(slot.id), cell)
+            if turn is not None and _shared_prefix(history, session.messages(slot.id)) >= min(
+                    turn.start, len(history)):
+                found.append((not cell.same_text(turn.info), slot.meta.message_count, slot.id, turn))
+    if not found:
+        return None
+    _, _, slot_id, turn = min(found, key=lambda f: f[:3])
+    return slot_id, turn
+
+
+def plan_cell_turn(session: Session, slot_id: str, cell: CellSource, *, rerun: bool = False,
+                   anywhere: bool = False) -> CellPlan:
+    """Decide between append, replay and fork for a turn from ``cell`` on ``slot_id``.
+
+    With ``anywhere`` (the turn goes to whatever slot is current), a cell whose earlier turn
+    is not in that slot is looked for in the session's other slots, so Run All after a restart
+    replays each cell where it ran even when the notebook was left on an unrelated slot.
+    A cell always belongs to the branch it ran on.
+    """
     earlier = _last_from_cell(session.turns(slot_id), cell)
+    if earlier is None and anywhere:
+        home = _home(session, cell, slot_id)
+        if home is not None:
+            slot_id, earlier = home
     if earlier is None:
         return CellPlan("append", slot_id)
     if not rerun:

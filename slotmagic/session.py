@@ -377,7 +377,10 @@ class Session:
         if cell_id is None:
             return None, None
         cell = CellSource(cell_id, text, {k: options[k] for k in _CELL_OPTIONS if options.get(k) is not None})
-        return plan_cell_turn(self, self._slot_id(options.get("slot")), cell, rerun=rerun), cell
+        slot = options.get("slot")
+        # Only a cell sent to "the current slot" may be found elsewhere; --rerun asks again here.
+        anywhere = slot is None and not rerun
+        return plan_cell_turn(self, self._slot_id(slot), cell, rerun=rerun, anywhere=anywhere), cell
 
     def _replay(self, plan: CellPlan, *, follow: bool) -> Reply:
         assert plan.turn is not None

@@ -126,3 +126,23 @@ def test_outputs_match_the_committed_ones_twice_against_one_store(name: str, tmp
         NotebookClient(nb, timeout=120, kernel_name="python3",
                        resources={"metadata": {"path": str(notebook.parent)}}).execute(env=env)
         assert _texts(nb) == committed
+
+
+def test_run_all_after_a_restart_on_a_notebook_left_on_another_slot(tmp_path: Path) -> None:
+    notebook = tmp_path / "left-elsewhere.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in (
+        "%load_ext slotmagic",
+        "%%turn\nWhat is a deposit?",
+        "%%turn\nAnd a lease?",
+        "%slot create scratch",  # the notebook ends on a fresh, unrelated slot
+    )]
+    nbformat.write(nb, notebook)
+    db = tmp_path / "lab.sqlite3"
+    run_all(notebook, lab_env(notebook, db))
+    before = state(db, notebook.name)  # the session is named after the notebook
+    assert before["current"] == "scratch"
+    again, = run_all(notebook, lab_env(notebook, db))  # restart, Run All
+    assert state(db, notebook.name) == before
+    assert [o["replayed"] for o in turn_outputs(again)] == [True, True]
+    assert [o["slot"] for o in turn_outputs(again)] == ["default", "default"]

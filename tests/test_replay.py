@@ -127,3 +127,37 @@ def test_empty_text_is_refused_before_any_lookup(session: Session) -> None:
 )
 def test_fork_names(slot: str, taken: set[str], expected: str) -> None:
     assert fork_name(slot, taken) == expected
+
+
+def test_a_cell_replays_on_its_branch_when_another_slot_is_current(session: Session) -> None:
+    # Run All after a restart on a notebook left on an unrelated slot.
+    first = session.submit_turn("question", cell_id="c1")
+    session.submit_turn("follow-up", cell_id="c2")
+    session.create_slot("scratch")
+    session.switch_slot("scratch")
+    again = session.submit_turn("question", cell_id="c1")
+    assert again.replayed and again.slot == "default" and again.text == first.text
+    assert session.current_slot == "default"
+    assert session.submit_turn("follow-up", cell_id="c2").replayed
+    assert session.messages("scratch") == []
+
+
+def test_a_cell_on_another_branch_is_asked_again_with_slot_or_rerun(session: Session) -> None:
+    session.submit_turn("question", cell_id="c1")
+    session.create_slot("scratch")
+    reply = session.submit_turn("question", cell_id="c1", slot="scratch")
+    assert not reply.replayed and contents(session, "scratch") == ["question"]
+    session.create_slot("scratch2")
+    session.switch_slot("scratch2")
+    reply = session.submit_turn("question", cell_id="c1", rerun=True)
+    assert not reply.replayed and reply.slot == "scratch2"
+    assert contents(session, "default") == ["question"]
+
+
+def test_an_edited_cell_on_another_branch_forks_from_where_it_ran(session: Session) -> None:
+    session.submit_turn("question", cell_id="c1")
+    session.create_slot("scratch")
+    session.switch_slot("scratch")
+    reply = session.submit_turn("question, edited", cell_id="c1")
+    assert reply.slot == "default.2" and session.current_slot == "default.2"
+    assert contents(session, "default") == ["question"] and session.messages("scratch") == []
