@@ -121,8 +121,12 @@ def test_missing_api_key_is_a_usage_error(ip: Any, monkeypatch: pytest.MonkeyPat
 def test_mistakes_in_turn_cells(ip: Any) -> None:
     with pytest.raises(UsageError, match=r"^the turn is empty: write the message to send to the model$"):
         ip.run_cell("%%turn\n  \n")
-    with pytest.raises(UsageError, match=r"^%%turn: argument --max-tokens: expected a number > 0, got 0"):
+    with pytest.raises(UsageError, match=r"^%%turn: argument --max-tokens: expected a whole number >= 1, got 0"):
         ip.run_cell("%%turn --max-tokens 0\nHi")
+    with pytest.raises(UsageError, match=r"^%%turn: argument --temperature: expected a number >= 0, got -0.5"):
+        ip.run_cell("%%turn --temperature -0.5\nHi")
+    with pytest.raises(UsageError, match=r"^%%turn: argument --temperature: expected a number, got 'warm'"):
+        ip.run_cell("%%turn --temperature warm\nHi")
     with pytest.raises(UsageError, match=r"^no slot 'nope' in this session"):
         ip.run_cell("%%turn --slot nope\nHi")
     ip.run_cell("%slot create ro --mode readonly --no-switch")

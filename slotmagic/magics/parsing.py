@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import difflib
 import shlex
-from collections.abc import Iterable, Sequence
-from typing import NoReturn
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
 
@@ -56,11 +56,17 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"; did you mean {match[0]!r}?" if match else ""
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
-    return value
+def at_least(minimum: int, kind: type[int] | type[float] = int) -> Callable[[str], Any]:
+    """An argparse ``type`` accepting a number (whole, by default) no smaller than ``minimum``."""
+    what = "a whole number" if kind is int else "a number"
+
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {what} >= {minimum}, got {value}")
+        return value
+
+    return convert

@@ -15,7 +15,7 @@ from ..core.messages import Message
 from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
 from ..session import Session
 from .options import SlotMagicOptions
-from .parsing import CommandParser, did_you_mean, parse, positive_int, split_line
+from .parsing import CommandParser, at_least, did_you_mean, parse, split_line
 
 
 @dataclass
@@ -77,7 +77,7 @@ def format_messages(messages: Sequence[Message], first_number: int = 1) -> str:
 # -- focus options shared by create and derive ----------------------------------------------------
 
 def _add_focus_options(parser: CommandParser) -> None:
-    parser.add_argument("--recent", metavar="N", type=positive_int,
+    parser.add_argument("--recent", metavar="N", type=at_least(0),
                         help="focused: how many of the latest non-system messages the model sees (10)")
     parser.add_argument("--keep-system", action=argparse.BooleanOptionalAction, default=None,
                         help="focused: keep the first system message (default: keep)")
@@ -221,7 +221,7 @@ def _delete(ctx: Context, args: argparse.Namespace) -> None:
 def _show_parser() -> CommandParser:
     parser = CommandParser("%slot show", "Show a slot's stored messages (all of them, before any filter).")
     parser.add_argument("id", nargs="?", help="the slot (default: current)")
-    parser.add_argument("--last", metavar="N", type=positive_int, help="only the last N messages")
+    parser.add_argument("--last", metavar="N", type=at_least(0), help="only the last N messages")
     return parser
 
 

@@ -2,34 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from ..session import Session
 from ..turns import Reply
 from .display import StreamView, footer, reply_metadata
 from .options import SlotMagicOptions
-from .parsing import CommandParser, parse, split_line
-
-
-def _temperature(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
-    return value
-
-
-def _tokens(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {value}")
-    return value
+from .parsing import CommandParser, at_least, parse, split_line
 
 
 def turn_parser() -> CommandParser:
@@ -43,8 +22,8 @@ def turn_parser() -> CommandParser:
     parser.add_argument("--slot", metavar="ID", help="run on this slot; the current slot stays current")
     parser.add_argument("--model", metavar="M", help="this turn's model, e.g. openai:gpt-4o-mini or echo")
     parser.add_argument("--system", metavar="TEXT", help="this turn's system prompt (quote it)")
-    parser.add_argument("--temperature", metavar="T", type=_temperature, help="sampling temperature")
-    parser.add_argument("--max-tokens", metavar="N", type=_tokens, help="longest reply, in tokens")
+    parser.add_argument("--temperature", metavar="T", type=at_least(0, float), help="sampling temperature")
+    parser.add_argument("--max-tokens", metavar="N", type=at_least(1), help="longest reply, in tokens")
     parser.add_argument("--no-stream", dest="stream", action="store_false", default=None,
                         help="show the reply once, when it is complete")
     parser.add_argument("--rerun", action="store_true",
