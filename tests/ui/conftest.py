@@ -1,0 +1,106 @@
+"""A real JupyterLab server and headless Chromium for UI tests.
+
+Chromium is Debian's (/usr/bin/chromium; playwright never downloads a browser here). Without
+it these tests skip, except where SLOTMAGIC_REQUIRE_BROWSER is set (CI sets it): there a
+missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _need(condition: bool, what: str) -> None:
+    if not condition:
+        if os.environ.get("SLOTMAGIC_REQUIRE_BROWSER"):
+            pytest.fail(f"{what} is required here (SLOTMAGIC_REQUIRE_BROWSER is set)")
+        pytest.skip(f"{what} is not installed: apt-get install chromium; pip install playwright")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Lab:
+    """A JupyterLab server serving ``root``, with its own settings and runtime folders."""
+
+    def __init__(self, root: Path, home: Path) -> None:
+        self.root = root
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        settings = home / "settings"
+        news = settings / "@jupyterlab" / "apputils-extension"
+        news.mkdir(parents=True)
+        # The news toast would cover the page.
+        (news / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(settings),
+               "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+               "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
+        env.pop("SLOTMAGIC_DB", None)  # the store goes beside the notebook, as for a user
+        self.log = (home / "lab.log").open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser",
+             "--IdentityProvider.token=", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+             f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False"],
+            env=env, stdout=self.log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/status", timeout=2):
+                    break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"JupyterLab did not start; see {self.log.name}") from None
+                time.sleep(0.3)
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[Lab]:
+    _need(Path(CHROMIUM).exists(), "Debian's chromium")
+    root = tmp_path / "work"
+    root.mkdir()
+    server = Lab(root, tmp_path / "lab-home")
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def page(lab: Lab) -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need(False, "playwright")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        page.set_default_timeout(60_000)
+        yield page
+        browser.close()
