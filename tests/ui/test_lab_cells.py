@@ -72,5 +72,5 @@ def test_rerun_replays_edit_forks_and_restart_run_all_replays(lab: Any, page: An
     # The store sits beside the notebook, in the session named after it.
     with Session.open("deposit.ipynb", db_path=lab.root / ".slotmagic" / "state.sqlite3") as session:
         assert {s.id for s in session.list_slots()} == {"default", "default.2"}
-        assert [m.content for m in session.messages("default")][0] == "What is a deposit?"
-        assert [m.content for m in session.messages("default.2")][0] == "What is a deposit? Briefly."
+        assert session.messages("default")[0].content == "What is a deposit?"
+        assert session.messages("default.2")[0].content == "What is a deposit? Briefly."
