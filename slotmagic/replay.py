@@ -116,6 +116,8 @@ def plan_cell_turn(session: Session, slot_id: str, cell: CellSource, *, rerun: b
     replays each cell where it ran even when the notebook was left on an unrelated slot.
     A cell always belongs to the branch it ran on.
     """
+    if not session.store.has_cell_turns(session.session_id, cell.cell_id):
+        return CellPlan("append", slot_id)  # a cell's first run: the common case, one indexed lookup
     earlier = _last_from_cell(session.turns(slot_id), cell)
     if earlier is None and anywhere:
         home = _home(session, cell, slot_id)

@@ -111,3 +111,37 @@ def test_atomic_groups_calls_into_one_transaction(db_path: Path) -> None:
         store.append_turn("s", "fork", [Message.user("hi").with_tokens(3)], {"kind": "append"})
     assert store.slot("s", "fork").meta.message_count == 1
     store.close()
+
+
+def test_a_version_1_file_is_upgraded_and_keeps_its_turns(db_path: Path) -> None:
+    db = sqlite3.connect(db_path, isolation_level=None)
+    migrate(db, MIGRATIONS[:1])
+    db.execute("INSERT INTO sessions (id, current_slot, created_at) VALUES ('nb', 1, 0)")
+    db.execute("INSERT INTO slots (id, session_id, name, length, tokens, turns, config, created_at)"
+               " VALUES (1, 'nb', 'default', 2, 10, 1, '{}', 0)")
+    db.execute("INSERT INTO messages VALUES (1, 0, 1, 'user', 'hi', 5, NULL, 0)")
+    db.execute("INSERT INTO messages VALUES (1, 1, 1, 'assistant', 'hello', 5, NULL, 0)")
+    db.execute("""INSERT INTO turns VALUES (1, 1, 0, 2, '{"kind": "turn", "cell": {"id": "c1", "text": "hi"}}', 0)""")
+    db.close()
+
+    store = SQLiteStore(db_path)
+    assert user_version(db_path) == len(MIGRATIONS) == 2
+    assert store.has_cell_turns("nb", "c1") and not store.has_cell_turns("nb", "c2")
+    assert not store.has_cell_turns("other-session", "c1")
+    assert [m.content for m in store.messages("nb", "default")] == ["hi", "hello"]
+    store.close()
+    with Session.open("nb", db_path=db_path) as session:
+        assert session.submit_turn("hi", cell_id="c1").replayed
+
+
+def test_cell_lookups_see_turns_kept_for_derived_slots(db_path: Path) -> None:
+    with Session.open("nb", db_path=db_path) as session:
+        session.create_slot("a")
+        session.submit_turn("from a cell", slot="a", cell_id="c1")
+        session.derive_slot("b", parent="a")
+        session.delete_slot("a")  # a tombstone now, holding the turn b shares
+        assert session.store.has_cell_turns("nb", "c1")
+        session.switch_slot("b")
+        assert session.submit_turn("from a cell", cell_id="c1").replayed
+        session.delete_slot("b")
+        assert not session.store.has_cell_turns("nb", "c1")

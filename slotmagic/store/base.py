@@ -71,6 +71,10 @@ class Store(Protocol):
 
     def turns(self, session_id: str, slot_id: str) -> list[TurnRecord]: ...
 
+    def has_cell_turns(self, session_id: str, cell_id: str) -> bool:
+        """Whether any stored turn of the session came from this notebook cell
+        (``info["cell"]["id"]``), in a live slot or one kept for its derived slots."""
+
     def append_turn(
         self, session_id: str, slot_id: str, messages: Sequence[Message], info: dict[str, Any]
     ) -> TurnRecord:

@@ -78,7 +78,16 @@ def _v1_initial(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1_initial,)
+def _v2_turns_by_cell(db: sqlite3.Connection) -> None:
+    # Re-run notebook cells look up their earlier turns; most cells have none, and this index
+    # answers that without reading every slot's turns.
+    db.execute(
+        "CREATE INDEX turns_by_cell ON turns (json_extract(info, '$.cell.id'))"
+        " WHERE json_extract(info, '$.cell.id') IS NOT NULL"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_turns_by_cell)
 
 
 def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:

@@ -339,6 +339,14 @@ class SQLiteStore:
                 )
             return out
 
+    def has_cell_turns(self, session_id: str, cell_id: str) -> bool:
+        with self._lock:
+            return self._db.execute(
+                "SELECT 1 FROM turns JOIN slots ON slots.id = turns.slot"
+                " WHERE json_extract(turns.info, '$.cell.id') = ? AND slots.session_id = ? LIMIT 1",
+                (cell_id, session_id),
+            ).fetchone() is not None
+
     def append_turn(self, session_id: str, slot_id: str, messages: Sequence[Message],
                     info: dict[str, Any]) -> TurnRecord:
         if not messages:
