@@ -487,3 +487,10 @@ def test_not_a_database_is_one_clear_error(tmp_path: Path) -> None:
 def _rows(db_path: Path, table: str) -> int:
     with sqlite3.connect(db_path) as db:
         return int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+def test_an_unwritable_store_path_is_one_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StoreError, match=r"cannot create the state file .*a-file/state.sqlite3 .*writable place"):
+        Session.open("x", db_path=blocker / "state.sqlite3")

@@ -71,7 +71,13 @@ class SQLiteStore:
             raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
         self._lock = threading.RLock()
         if self.path != ":memory:":
-            _create_private(Path(self.path))
+            try:
+                _create_private(Path(self.path))
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the state file {self.path} ({exc.strerror or exc}); "
+                    "point SLOTMAGIC_DB (or db_path) at a writable place"
+                ) from None
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
