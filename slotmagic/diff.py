@@ -56,10 +56,6 @@ def _preview(text: str) -> str:
     return line if len(line) <= _PREVIEW else line[:_PREVIEW - 1] + "…"
 
 
-def _key(turn: TurnRecord) -> tuple[int, int, int, float]:
-    return turn.number, turn.start, turn.count, turn.created_at
-
-
 def diff_slots(session: Session, a: str, b: str) -> BranchDiff:
     """Compare two slots' histories turn by turn.
 
@@ -68,7 +64,7 @@ def diff_slots(session: Session, a: str, b: str) -> BranchDiff:
     """
     turns_a, turns_b = session.turns(a), session.turns(b)
     shared = 0
-    while shared < min(len(turns_a), len(turns_b)) and _key(turns_a[shared]) == _key(turns_b[shared]):
+    while shared < min(len(turns_a), len(turns_b)) and turns_a[shared].origin == turns_b[shared].origin:
         shared += 1
     part = turns_a[shared - 1].end if shared else 0
 

@@ -232,9 +232,9 @@ class Session:
 
     def unshared_turns(self, slot_id: str) -> list[TurnRecord]:
         """The turns of the slot that no other slot's history holds (what deleting it loses)."""
-        shared = {_turn_key(t) for slot in self.list_slots() if slot.id != slot_id
+        shared = {t.origin for slot in self.list_slots() if slot.id != slot_id
                   for t in self.turns(slot.id)}
-        return [t for t in self.turns(slot_id) if _turn_key(t) not in shared]
+        return [t for t in self.turns(slot_id) if t.origin not in shared]
 
     # -- histories -------------------------------------------------------------------------
 
@@ -439,8 +439,3 @@ class Session:
         name = fork_name(parent.id, frozenset(s.id for s in self.list_slots()))
         self.derive_slot(name, parent.id, strategy, at=plan.turn.start)
         return name
-
-
-def _turn_key(turn: TurnRecord) -> tuple[int, int, int, float]:
-    """Identifies a stored turn: slots that share it report the same row."""
-    return turn.number, turn.start, turn.count, turn.created_at

@@ -29,6 +29,8 @@ class TurnRecord:
     count: int
     info: dict[str, Any] = field(default_factory=dict)
     created_at: float = 0.0
+    # Where the store keeps the turn; slots that share a turn report the same origin.
+    origin: tuple[int, int] = (0, 0)
 
     @property
     def end(self) -> int:

@@ -336,7 +336,7 @@ class SQLiteStore:
             out: list[TurnRecord] = []
             for segment, lo, hi in self._segments(db, self._slot_row(db, session_id, slot_id)[0]):
                 out.extend(
-                    TurnRecord(number, start, count, json.loads(info), created_at)
+                    TurnRecord(number, start, count, json.loads(info), created_at, (segment, number))
                     for number, start, count, info, created_at in db.execute(
                         "SELECT number, start, count, info, created_at FROM turns"
                         " WHERE slot = ? AND start >= ? AND start < ? ORDER BY start",
@@ -376,7 +376,7 @@ class SQLiteStore:
             "UPDATE slots SET length = ?, tokens = ?, turns = ? WHERE id = ?",
             (length + len(messages), tokens + sum(m.tokens for m in messages), max(turns, number), key),
         )
-        return TurnRecord(number, length, len(messages), info, now)
+        return TurnRecord(number, length, len(messages), info, now, (key, number))
 
 
 def _create_private(path: Path) -> None:
