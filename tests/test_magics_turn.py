@@ -237,3 +237,11 @@ def test_footer_numbers_are_the_stored_turns(ip: Any) -> None:
     ip.run_cell("%%turn\nHi")
     stored = session(ip).turns()[0].info["usage"]
     assert ip.user_ns["_"].usage == Usage(**stored)
+
+
+@pytest.mark.parametrize(("usd", "shown"), [(0.0, "$0.0000"), (0.0000048, "<$0.0001"), (0.00012, "$0.0001"),
+                                            (1.23456, "$1.2346")])
+def test_cost_in_the_footer(usd: float, shown: str) -> None:
+    from slotmagic.magics.display import format_cost
+
+    assert format_cost(usd) == shown

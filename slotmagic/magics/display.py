@@ -18,12 +18,19 @@ from ..turns import Reply
 _MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|"})
 
 
+def format_cost(usd: float) -> str:
+    """Dollars to four places; a cost too small for that is still shown as not nothing."""
+    if 0 < usd < 0.0001:
+        return "<$0.0001"
+    return f"${usd:.4f}"
+
+
 def footer(reply: Reply, *, note: str | None = None) -> str:
     """One line: where the turn went, what it cost, and whether it was replayed or forked."""
     parts = [f"slot {reply.slot}", f"turn {reply.turn}",
              f"{reply.usage.input_tokens} in / {reply.usage.output_tokens} out", reply.model]
     if reply.cost is not None:
-        parts.append(f"${reply.cost:.4f}")
+        parts.append(format_cost(reply.cost))
     if reply.replayed:
         parts.insert(0, "replayed from the store, no model call")
     forked = reply.info.get("forked_from")

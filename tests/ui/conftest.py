@@ -54,7 +54,9 @@ class Lab:
         env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(settings),
                "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
                "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
-        env.pop("SLOTMAGIC_DB", None)  # the store goes beside the notebook, as for a user
+        # As for a user: the store beside the notebook, replies streamed at the default rate.
+        for name in ("SLOTMAGIC_DB", "SLOTMAGIC_STREAM_THROTTLE"):
+            env.pop(name, None)
         self.log = (home / "lab.log").open("w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser",
