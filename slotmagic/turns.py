@@ -60,7 +60,33 @@ class PendingTurn:
         return completion
 
 
-class TurnStream:
+class _Stream:
+    """What the sync and async streams share: the turn, its plan, and the reply once stored."""
+
+    def __init__(self, session: Session, turn: PendingTurn | None, plan: CellPlan | None = None,
+                 replay: Reply | None = None) -> None:
+        self._session = session
+        self._turn = turn
+        self._completion: Completion | None = None
+        self.plan = plan
+        self.reply: Reply | None = replay
+
+    @property
+    def replayed(self) -> bool:
+        return self._turn is None
+
+    def _receive(self, event: StreamEvent) -> str:
+        """The text an event adds (none for the final one, which is kept for storing)."""
+        if isinstance(event, TextDelta):
+            return event.text
+        self._completion = event
+        return ""
+
+    def _store(self, turn: PendingTurn) -> None:
+        self.reply = self._session._store_turn(turn, turn.completion_or_raise(self._completion))
+
+
+class TurnStream(_Stream):
     """Iterate to receive the reply's text as it streams; ``reply`` is set once it is stored.
 
     Stopping early (``break``, an exception, an interrupt) stores nothing; ``close()``, or
@@ -69,36 +95,22 @@ class TurnStream:
     at once and calls no model.
     """
 
-    def __init__(self, session: Session, turn: PendingTurn | None, plan: CellPlan | None = None,
-                 replay: Reply | None = None) -> None:
-        self._session = session
-        self._turn = turn
-        self._events: Iterator[StreamEvent] | None = None
-        self.plan = plan
-        self.reply: Reply | None = replay
-        self.slot = replay.slot if replay is not None else turn.slot if turn is not None else ""
-
-    @property
-    def replayed(self) -> bool:
-        return self._turn is None
+    _events: Iterator[StreamEvent] | None = None
 
     def __iter__(self) -> Iterator[str]:
         if self._turn is None:
             assert self.reply is not None
             yield self.reply.text
             return
-        completion: Completion | None = None
         self._events = self._turn.provider.stream(self._turn.request)
         try:
             for event in self._events:
-                if isinstance(event, TextDelta):
-                    if event.text:
-                        yield event.text
-                else:
-                    completion = event
+                text = self._receive(event)
+                if text:
+                    yield text
         finally:
             self.close()
-        self.reply = self._session._store_turn(self._turn, self._turn.completion_or_raise(completion))
+        self._store(self._turn)
 
     def close(self) -> None:
         """Stop the reply (if it is still streaming) and close its connection; stores nothing."""
@@ -113,34 +125,25 @@ class TurnStream:
         self.close()
 
 
-class AsyncTurnStream:
+class AsyncTurnStream(_Stream):
     """``async for`` form of :class:`TurnStream`."""
 
-    def __init__(self, session: Session, turn: PendingTurn | None, plan: CellPlan | None = None,
-                 replay: Reply | None = None) -> None:
-        self._session = session
-        self._turn = turn
-        self._events: AsyncIterator[StreamEvent] | None = None
-        self.plan = plan
-        self.reply: Reply | None = replay
+    _events: AsyncIterator[StreamEvent] | None = None
 
     async def __aiter__(self) -> AsyncIterator[str]:
         if self._turn is None:
             assert self.reply is not None
             yield self.reply.text
             return
-        completion: Completion | None = None
         self._events = self._turn.provider.astream(self._turn.request)
         try:
             async for event in self._events:
-                if isinstance(event, TextDelta):
-                    if event.text:
-                        yield event.text
-                else:
-                    completion = event
+                text = self._receive(event)
+                if text:
+                    yield text
         finally:
             await self.aclose()
-        self.reply = self._session._store_turn(self._turn, self._turn.completion_or_raise(completion))
+        self._store(self._turn)
 
     async def aclose(self) -> None:
         """Stop the reply (if it is still streaming) and close its connection; stores nothing."""
