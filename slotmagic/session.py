@@ -176,7 +176,8 @@ class Session:
         :meth:`create_slot` (the fork point is not part of the definition).
         """
         validate_slot_id(slot_id)
-        if exist_ok and parent is None and self.has_slot(slot_id):
+        exists = exist_ok and self.has_slot(slot_id)
+        if exists and parent is None:
             # Re-running "derive from the current slot" after it switched to the new slot:
             # the parent meant is the one it was derived from.
             parent = self.slot(slot_id).config.source.parent_id
@@ -189,7 +190,7 @@ class Session:
             mode, focused = SlotMode.FULL, base.focused
         config = base.replace(mode=mode, focused=focused,
                               source=SlotSource.derived(parent_slot.id, strategy))
-        if exist_ok and self.has_slot(slot_id):
+        if exists:
             return self._same_definition(slot_id, config)
         return self.store.derive_slot(self.session_id, slot_id, parent_slot.id, config, at)
 
