@@ -295,10 +295,7 @@ class Session:
         there (see :mod:`slotmagic.replay`). A turn on the current slot (no ``slot=``) makes
         the fork, or the replayed branch, current. Without ``cell_id`` turns append.
         """
-        plan, cell = self._plan(text, cell_id, rerun, options)
-        if plan is not None and plan.action == "replay":
-            return TurnStream(self, None, plan, self._replay(plan, follow=options.get("slot") is None))
-        return TurnStream(self, self._prepare(text, cell=cell, plan=plan, **options), plan)
+        return TurnStream(self, *self._start(text, cell_id, rerun, options))
 
     async def asubmit_turn(self, text: str, **options: Any) -> Reply:
         stream = self.astream_turn(text, **options)
@@ -309,10 +306,7 @@ class Session:
 
     def astream_turn(self, text: str, *, cell_id: str | None = None, rerun: bool = False,
                      **options: Any) -> AsyncTurnStream:
-        plan, cell = self._plan(text, cell_id, rerun, options)
-        if plan is not None and plan.action == "replay":
-            return AsyncTurnStream(self, None, plan, self._replay(plan, follow=options.get("slot") is None))
-        return AsyncTurnStream(self, self._prepare(text, cell=cell, plan=plan, **options), plan)
+        return AsyncTurnStream(self, *self._start(text, cell_id, rerun, options))
 
     def stored_reply(self, slot: str, turn: TurnRecord) -> Reply:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
@@ -383,6 +377,14 @@ class Session:
         anywhere = slot is None and not rerun
         return plan_cell_turn(self, self._slot_id(slot), cell, rerun=rerun, anywhere=anywhere), cell
 
+    def _start(self, text: str, cell_id: str | None, rerun: bool,
+               options: dict[str, Any]) -> tuple[PendingTurn | None, CellPlan | None, Reply | None]:
+        """A turn about to stream, its cell plan, and the stored reply when it is a replay."""
+        plan, cell = self._plan(text, cell_id, rerun, options)
+        if plan is not None and plan.action == "replay":
+            return None, plan, self._replay(plan, follow=options.get("slot") is None)
+        return self._prepare(text, cell=cell, plan=plan, **options), plan, None
+
     def _replay(self, plan: CellPlan, *, follow: bool) -> Reply:
         assert plan.turn is not None
         if follow and plan.slot != self.current_slot:
@@ -394,7 +396,6 @@ class Session:
                  max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
                  info: Mapping[str, Any] | None = None, cell: CellSource | None = None,
                  plan: CellPlan | None = None) -> PendingTurn:
-        self._check_text(text)
         slot_obj = self._writable(slot)
         model = model or self.model
         provider = self._provider(model)
