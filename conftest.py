@@ -38,6 +38,7 @@ def db_path(tmp_path: Path) -> Path:
 
 # -- a real IPython shell for the magics ----------------------------------------------------------
 
+
 @pytest.fixture(scope="session")
 def _testing_shell() -> object:
     from IPython.core.interactiveshell import InteractiveShell

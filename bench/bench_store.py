@@ -56,15 +56,18 @@ class Baseline:
         self.db = sqlite3.connect(path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode = WAL")
         self.db.execute("PRAGMA synchronous = NORMAL")
-        self.db.execute("CREATE TABLE messages (slot TEXT, seq INTEGER, role TEXT, content TEXT,"
-                        " PRIMARY KEY (slot, seq))")
+        self.db.execute(
+            "CREATE TABLE messages (slot TEXT, seq INTEGER, role TEXT, content TEXT, PRIMARY KEY (slot, seq))"
+        )
         self.db.execute("CREATE TABLE forks (slot TEXT PRIMARY KEY, parent TEXT, at INTEGER)")
         self.length = 0
 
     def persist(self, messages: list[Message]) -> None:
         self.db.execute("BEGIN")
-        self.db.executemany("INSERT INTO messages VALUES ('main', ?, ?, ?)",
-                            [(self.length + i, m.role, m.content) for i, m in enumerate(messages)])
+        self.db.executemany(
+            "INSERT INTO messages VALUES ('main', ?, ?, ?)",
+            [(self.length + i, m.role, m.content) for i, m in enumerate(messages)],
+        )
         self.db.execute("COMMIT")
         self.length += len(messages)
 
@@ -103,8 +106,11 @@ def bench_size(n: int, samples: int, workdir: Path) -> dict[str, float]:
     persist_ours, persist_base = [], []
     for _ in range(samples):
         messages = [m.with_tokens(estimate_message_tokens(m)) for m in turn_messages(rng)]
-        persist_ours.append(timed_us(lambda m=messages: session.store.append_turn(
-            "bench", "default", m, {"kind": "turn", "model": "bench"})))
+        persist_ours.append(
+            timed_us(
+                lambda m=messages: session.store.append_turn("bench", "default", m, {"kind": "turn", "model": "bench"})
+            )
+        )
         persist_base.append(timed_us(lambda m=messages: baseline.persist(m)))
 
     load_ours, load_base = [], []
@@ -130,11 +136,17 @@ def bench_size(n: int, samples: int, workdir: Path) -> dict[str, float]:
     baseline.db.close()
     med = statistics.median
     return {
-        "persist_us": med(persist_ours), "persist_base_us": med(persist_base),
-        "load_ms": min(load_ours), "load_base_ms": min(load_base),
-        "load_med_ms": med(load_ours), "load_base_med_ms": med(load_base),
-        "derive_us": med(derive_ours), "derive_base_us": med(derive_base),
-        "derive_bytes": grow_ours, "derive_base_bytes": grow_base, "derive_wal_bytes": wal_one,
+        "persist_us": med(persist_ours),
+        "persist_base_us": med(persist_base),
+        "load_ms": min(load_ours),
+        "load_base_ms": min(load_base),
+        "load_med_ms": med(load_ours),
+        "load_base_med_ms": med(load_base),
+        "derive_us": med(derive_ours),
+        "derive_base_us": med(derive_base),
+        "derive_bytes": grow_ours,
+        "derive_base_bytes": grow_base,
+        "derive_wal_bytes": wal_one,
     }
 
 
@@ -149,19 +161,25 @@ def main() -> int:
         for n in SIZES:
             results[n] = bench_size(n, samples, Path(tmp))
 
-    print(f"slotmagic store benchmark - {samples} turn samples per size, SQLite {sqlite3.sqlite_version},"
-          f" Python {sys.version.split()[0]}, {os.cpu_count()} cores")
+    print(
+        f"slotmagic store benchmark - {samples} turn samples per size, SQLite {sqlite3.sqlite_version},"
+        f" Python {sys.version.split()[0]}, {os.cpu_count()} cores"
+    )
     print("WAL journal, synchronous=NORMAL for both; messages of ~300 (user) and ~1,500 (assistant) chars\n")
-    header = (f"{'messages':>9} | {'persist turn µs':>15} {'base':>7} {'ratio':>6} | {'load ms':>8} {'base':>7}"
-              f" {'ratio':>6} | {'derive µs':>9} {'base':>6} {'ratio':>6} | {'derive B':>8} {'base':>6}")
+    header = (
+        f"{'messages':>9} | {'persist turn µs':>15} {'base':>7} {'ratio':>6} | {'load ms':>8} {'base':>7}"
+        f" {'ratio':>6} | {'derive µs':>9} {'base':>6} {'ratio':>6} | {'derive B':>8} {'base':>6}"
+    )
     print(header)
     print("-" * len(header))
     for n, r in results.items():
-        print(f"{n:>9,} | {r['persist_us']:>15.1f} {r['persist_base_us']:>7.1f} "
-              f"{r['persist_us'] / r['persist_base_us']:>5.2f}x | {r['load_ms']:>8.2f} {r['load_base_ms']:>7.2f} "
-              f"{r['load_ms'] / r['load_base_ms']:>5.2f}x | {r['derive_us']:>9.1f} {r['derive_base_us']:>6.1f} "
-              f"{r['derive_us'] / r['derive_base_us']:>5.2f}x | "
-              f"{r['derive_bytes']:>8.0f} {r['derive_base_bytes']:>6.0f}")
+        print(
+            f"{n:>9,} | {r['persist_us']:>15.1f} {r['persist_base_us']:>7.1f} "
+            f"{r['persist_us'] / r['persist_base_us']:>5.2f}x | {r['load_ms']:>8.2f} {r['load_base_ms']:>7.2f} "
+            f"{r['load_ms'] / r['load_base_ms']:>5.2f}x | {r['derive_us']:>9.1f} {r['derive_base_us']:>6.1f} "
+            f"{r['derive_us'] / r['derive_base_us']:>5.2f}x | "
+            f"{r['derive_bytes']:>8.0f} {r['derive_base_bytes']:>6.0f}"
+        )
 
     big, small = results[SIZES[-1]], results[SIZES[0]]
     checks = [
@@ -174,10 +192,12 @@ def main() -> int:
     print("\ntargets:")
     for label, value, limit in checks:
         print(f"  {'ok  ' if value <= limit else 'MISS'} {label:<40} {value:,.2f}")
-    print(f"\n(medians; load is the best of {max(5, samples // 20)} runs, median "
-          f"{big['load_med_ms']:.2f} ms vs {big['load_base_med_ms']:.2f} ms at 10k;"
-          f" derive bytes: main-file growth per fork after a checkpoint, averaged;"
-          f" one fork adds {big['derive_wal_bytes']:,.0f} B of WAL until the next checkpoint)")
+    print(
+        f"\n(medians; load is the best of {max(5, samples // 20)} runs, median "
+        f"{big['load_med_ms']:.2f} ms vs {big['load_base_med_ms']:.2f} ms at 10k;"
+        f" derive bytes: main-file growth per fork after a checkpoint, averaged;"
+        f" one fork adds {big['derive_wal_bytes']:,.0f} B of WAL until the next checkpoint)"
+    )
     return 0
 
 

@@ -36,8 +36,10 @@ class BranchDiff:
         if self.shared_turns == 0:
             head = f"{self.a!r} and {self.b!r} share no history."
         else:
-            head = (f"{self.a!r} and {self.b!r} share {_count(self.shared_turns, 'turn')} "
-                    f"({_count(self.shared_messages, 'message')}), then part.")
+            head = (
+                f"{self.a!r} and {self.b!r} share {_count(self.shared_turns, 'turn')} "
+                f"({_count(self.shared_messages, 'message')}), then part."
+            )
         lines = [head]
         for name, turns in ((self.a, self.only_a), (self.b, self.only_b)):
             lines.append(f"only in {name!r}: {_count(len(turns), 'turn') if turns else 'nothing'}")
@@ -53,7 +55,7 @@ def _count(n: int, noun: str) -> str:
 
 def _preview(text: str) -> str:
     line = " ".join(text.split())
-    return line if len(line) <= _PREVIEW else line[:_PREVIEW - 1] + "…"
+    return line if len(line) <= _PREVIEW else line[: _PREVIEW - 1] + "…"
 
 
 def diff_slots(session: Session, a: str, b: str) -> BranchDiff:
@@ -70,6 +72,6 @@ def diff_slots(session: Session, a: str, b: str) -> BranchDiff:
 
     def since(slot: str, turns: list[TurnRecord]) -> tuple[BranchTurn, ...]:
         history = session.messages(slot)
-        return tuple(BranchTurn(t, tuple(history[t.start:t.end])) for t in turns[shared:])
+        return tuple(BranchTurn(t, tuple(history[t.start : t.end])) for t in turns[shared:])
 
     return BranchDiff(a, b, shared, part, since(a, turns_a), since(b, turns_b))

@@ -48,8 +48,10 @@ class SlotNotFound(SlotError, KeyError):
         self.slot_id = slot_id
         known = sorted(known)
         self.suggestion = next(iter(difflib.get_close_matches(slot_id, known, n=1, cutoff=0.5)), None)
-        hint = f"did you mean {self.suggestion!r}?" if self.suggestion else (
-            f"existing slots: {', '.join(known)}" if known else "create it first"
+        hint = (
+            f"did you mean {self.suggestion!r}?"
+            if self.suggestion
+            else (f"existing slots: {', '.join(known)}" if known else "create it first")
         )
         super().__init__(f"no slot {slot_id!r} in this session; {hint}")
 
@@ -70,8 +72,7 @@ class SlotConflict(SlotExists):
         self.slot_id = slot_id
         self.difference = difference
         SlotError.__init__(
-            self, f"slot {slot_id!r} already exists but {difference}; "
-            "delete it first or pick another id"
+            self, f"slot {slot_id!r} already exists but {difference}; delete it first or pick another id"
         )
 
 
@@ -82,17 +83,16 @@ class SlotNotEmpty(SlotError):
         self.slot_id = slot_id
         self.turns = turns
         SlotError.__init__(
-            self, f"slot {slot_id!r} holds {turns} turn{'s' if turns != 1 else ''} that no other slot "
-            "shares; delete it with --force (force=True in Python) to discard them"
+            self,
+            f"slot {slot_id!r} holds {turns} turn{'s' if turns != 1 else ''} that no other slot "
+            "shares; delete it with --force (force=True in Python) to discard them",
         )
 
 
 class SlotReadonly(SlotError):
     def __init__(self, slot_id: str) -> None:
         self.slot_id = slot_id
-        super().__init__(
-            f"slot {slot_id!r} is readonly; derive a writable slot from it to continue the conversation"
-        )
+        super().__init__(f"slot {slot_id!r} is readonly; derive a writable slot from it to continue the conversation")
 
 
 class ProtectedSlot(SlotError):
@@ -102,9 +102,7 @@ class ProtectedSlot(SlotError):
 class InvalidSlotId(SlotError, ValueError):
     def __init__(self, slot_id: object) -> None:
         self.slot_id = slot_id
-        super().__init__(
-            f"invalid slot id {slot_id!r}: use 1-64 letters, digits, '-', '_' or '.'"
-        )
+        super().__init__(f"invalid slot id {slot_id!r}: use 1-64 letters, digits, '-', '_' or '.'")
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -27,17 +27,23 @@ def branch_record(session: Session, slot: str | None = None) -> dict[str, Any]:
         "parent": slot_obj.meta.parent_id,
         "config": slot_obj.config.to_dict(),
         "messages": [{**m.to_dict(), "tokens": m.tokens} for m in messages],
-        "turns": [{"number": t.number, "start": t.start, "count": t.count, "info": t.info,
-                   "created_at": t.created_at} for t in session.turns(slot_obj.id)],
+        "turns": [
+            {"number": t.number, "start": t.start, "count": t.count, "info": t.info, "created_at": t.created_at}
+            for t in session.turns(slot_obj.id)
+        ],
     }
 
 
 def to_markdown(session: Session, slot: str | None = None) -> str:
     record = branch_record(session, slot)
-    lines = [f"# Slot `{record['slot']}`", "",
-             f"Session `{record['session']}`, mode {record['config']['mode']}"
-             + (f", derived from `{record['parent']}`" if record["parent"] else "")
-             + f", {len(record['messages'])} messages.", ""]
+    lines = [
+        f"# Slot `{record['slot']}`",
+        "",
+        f"Session `{record['session']}`, mode {record['config']['mode']}"
+        + (f", derived from `{record['parent']}`" if record["parent"] else "")
+        + f", {len(record['messages'])} messages.",
+        "",
+    ]
     for message in record["messages"]:
         title = message["role"] + (f" ({message['name']})" if message.get("name") else "")
         lines += [f"## {title}", "", message["content"].rstrip(), ""]

@@ -65,16 +65,21 @@ def _last_from_cell(turns: Sequence[TurnRecord], cell: CellSource) -> TurnRecord
     return next((t for t in reversed(turns) if cell.same_cell(t.info)), None)
 
 
-def _earlier_fork(session: Session, slot_id: str, earlier: TurnRecord,
-                  cell: CellSource) -> tuple[str, TurnRecord] | None:
+def _earlier_fork(
+    session: Session, slot_id: str, earlier: TurnRecord, cell: CellSource
+) -> tuple[str, TurnRecord] | None:
     """A sibling that already holds this cell's current text after the same history."""
-    before = session.messages(slot_id)[:earlier.start]
+    before = session.messages(slot_id)[: earlier.start]
     for slot in reversed(session.list_slots()):  # newest first
         if slot.id == slot_id:
             continue
         for turn in session.turns(slot.id):
-            if (turn.start == earlier.start and cell.same_cell(turn.info) and cell.same_text(turn.info)
-                    and session.messages(slot.id)[:turn.start] == before):
+            if (
+                turn.start == earlier.start
+                and cell.same_cell(turn.info)
+                and cell.same_text(turn.info)
+                and session.messages(slot.id)[: turn.start] == before
+            ):
                 return slot.id, turn
     return None
 
@@ -98,8 +103,7 @@ def _home(session: Session, cell: CellSource, current: str) -> tuple[str, TurnRe
     for slot in session.list_slots():
         if slot.id != current:
             turn = _last_from_cell(session.turns(slot.id), cell)
-            if turn is not None and _shared_prefix(history, session.messages(slot.id)) >= min(
-                    turn.start, len(history)):
+            if turn is not None and _shared_prefix(history, session.messages(slot.id)) >= min(turn.start, len(history)):
                 found.append((not cell.same_text(turn.info), slot.meta.message_count, slot.id, turn))
     if not found:
         return None
@@ -107,8 +111,9 @@ def _home(session: Session, cell: CellSource, current: str) -> tuple[str, TurnRe
     return slot_id, turn
 
 
-def plan_cell_turn(session: Session, slot_id: str, cell: CellSource, *, rerun: bool = False,
-                   anywhere: bool = False) -> CellPlan:
+def plan_cell_turn(
+    session: Session, slot_id: str, cell: CellSource, *, rerun: bool = False, anywhere: bool = False
+) -> CellPlan:
     """Decide between append, replay and fork for a turn from ``cell`` on ``slot_id``.
 
     With ``anywhere`` (the turn goes to whatever slot is current), a cell whose earlier turn
@@ -141,7 +146,7 @@ def fork_name(slot_id: str, taken: set[str] | frozenset[str]) -> str:
     number = 2
     while True:
         suffix = f".{number}"
-        name = base[:_MAX_ID - len(suffix)] + suffix
+        name = base[: _MAX_ID - len(suffix)] + suffix
         if name not in taken:
             return name
         number += 1

@@ -1,9 +1,9 @@
 """The Session: slots, turns and the model, over a store. Plain Python, no IPython needed.
 
-    with Session.open("my-notes", model="echo") as session:
-        session.submit_turn("Hello")
-        session.derive_slot("branch")
-        session.switch_slot("branch")
+with Session.open("my-notes", model="echo") as session:
+    session.submit_turn("Hello")
+    session.derive_slot("branch")
+    session.switch_slot("branch")
 """
 
 from __future__ import annotations
@@ -54,9 +54,16 @@ def new_session_id() -> str:
 class Session:
     """One conversation workspace: named slots (message histories) and a current slot."""
 
-    def __init__(self, store: Store, session_id: str, *, model: str = "echo",
-                 system: str | None = None, owns_store: bool = False,
-                 settings: ProviderSettings | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        session_id: str,
+        *,
+        model: str = "echo",
+        system: str | None = None,
+        owns_store: bool = False,
+        settings: ProviderSettings | None = None,
+    ) -> None:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ConfigError("a session id must be a non-empty string")
         self.store = store
@@ -70,9 +77,17 @@ class Session:
         store.ensure_session(session_id)
 
     @classmethod
-    def open(cls, session_id: str | None = None, *, db_path: str | os.PathLike[str] | None = None,
-             model: str = "echo", system: str | None = None, store: Store | None = None,
-             durability: str = "normal", settings: ProviderSettings | None = None) -> Session:
+    def open(
+        cls,
+        session_id: str | None = None,
+        *,
+        db_path: str | os.PathLike[str] | None = None,
+        model: str = "echo",
+        system: str | None = None,
+        store: Store | None = None,
+        durability: str = "normal",
+        settings: ProviderSettings | None = None,
+    ) -> Session:
         """Open (or start) a session in the store at ``db_path``.
 
         ``db_path`` defaults to ``$SLOTMAGIC_DB`` or ``.slotmagic/state.sqlite3``; ``":memory:"``
@@ -80,10 +95,10 @@ class Session:
         """
         owns = store is None
         if store is None:
-            store = SQLiteStore(db_path if db_path is not None else default_db_path(),
-                                durability=durability)  # type: ignore[arg-type]
-        return cls(store, session_id or new_session_id(), model=model, system=system, owns_store=owns,
-                   settings=settings)
+            store = SQLiteStore(db_path if db_path is not None else default_db_path(), durability=durability)  # type: ignore[arg-type]
+        return cls(
+            store, session_id or new_session_id(), model=model, system=system, owns_store=owns, settings=settings
+        )
 
     # -- settings --------------------------------------------------------------------------
 
@@ -142,8 +157,14 @@ class Session:
     def has_slot(self, slot_id: str) -> bool:
         return any(slot.id == slot_id for slot in self.list_slots())
 
-    def create_slot(self, slot_id: str, config: SlotConfig | None = None, *,
-                    messages: Iterable[Message] | None = None, exist_ok: bool = False) -> Slot:
+    def create_slot(
+        self,
+        slot_id: str,
+        config: SlotConfig | None = None,
+        *,
+        messages: Iterable[Message] | None = None,
+        exist_ok: bool = False,
+    ) -> Slot:
         """A new empty slot, or a *static* one holding ``messages`` (e.g. a reference document).
 
         An existing ``slot_id`` raises ``SlotExists``; with ``exist_ok`` an existing slot of the
@@ -165,9 +186,15 @@ class Session:
         self.store.set_current_slot(self.session_id, validate_slot_id(slot_id))
         return self.slot(slot_id)
 
-    def derive_slot(self, slot_id: str, parent: str | None = None,
-                    strategy: DeriveStrategy | FocusedConfig | str | None = "full", *,
-                    at: int | None = None, exist_ok: bool = False) -> Slot:
+    def derive_slot(
+        self,
+        slot_id: str,
+        parent: str | None = None,
+        strategy: DeriveStrategy | FocusedConfig | str | None = "full",
+        *,
+        at: int | None = None,
+        exist_ok: bool = False,
+    ) -> Slot:
         """Branch ``parent`` (the current slot by default) into a new slot.
 
         The new slot shares the parent's history up to ``at`` messages (all by default); no
@@ -188,8 +215,7 @@ class Session:
             mode, focused = SlotMode.FOCUSED, strategy.focused or FocusedConfig()
         else:
             mode, focused = SlotMode.FULL, base.focused
-        config = base.replace(mode=mode, focused=focused,
-                              source=SlotSource.derived(parent_slot.id, strategy))
+        config = base.replace(mode=mode, focused=focused, source=SlotSource.derived(parent_slot.id, strategy))
         if exists:
             return self._same_definition(slot_id, config)
         return self.store.derive_slot(self.session_id, slot_id, parent_slot.id, config, at)
@@ -201,8 +227,7 @@ class Session:
             raise SlotConflict(slot_id, difference)
         return existing
 
-    def configure_slot(self, slot_id: str | None = None, config: SlotConfig | None = None,
-                       **changes: Any) -> Slot:
+    def configure_slot(self, slot_id: str | None = None, config: SlotConfig | None = None, **changes: Any) -> Slot:
         """Replace a slot's config, or change some fields: ``configure_slot("a", mode="readonly")``."""
         slot = self.slot(slot_id)
         try:
@@ -233,8 +258,7 @@ class Session:
 
     def unshared_turns(self, slot_id: str) -> list[TurnRecord]:
         """The turns of the slot that no other slot's history holds (what deleting it loses)."""
-        shared = {t.origin for slot in self.list_slots() if slot.id != slot_id
-                  for t in self.turns(slot.id)}
+        shared = {t.origin for slot in self.list_slots() if slot.id != slot_id for t in self.turns(slot.id)}
         return [t for t in self.turns(slot_id) if t.origin not in shared]
 
     # -- histories -------------------------------------------------------------------------
@@ -252,15 +276,15 @@ class Session:
         slot_obj = self.slot(slot)
         return list(self._request(slot_obj, self.messages(slot_obj.id), self.model).messages)
 
-    def append(self, messages: Iterable[Message], slot: str | None = None,
-               info: Mapping[str, Any] | None = None) -> TurnRecord:
+    def append(
+        self, messages: Iterable[Message], slot: str | None = None, info: Mapping[str, Any] | None = None
+    ) -> TurnRecord:
         """Store messages as one turn without calling the model (all or none)."""
         slot_obj = self._writable(slot)
         counted = [self._counted(m) for m in messages]
         if not counted:
             raise ConfigError("nothing to append: pass at least one message")
-        return self.store.append_turn(self.session_id, slot_obj.id, counted,
-                                      {"kind": "append", **(info or {})})
+        return self.store.append_turn(self.session_id, slot_obj.id, counted, {"kind": "append", **(info or {})})
 
     def diff(self, a: str, b: str) -> BranchDiff:
         """Where two slots' histories part and what each has had since."""
@@ -285,8 +309,7 @@ class Session:
         assert stream.reply is not None
         return stream.reply
 
-    def stream_turn(self, text: str, *, cell_id: str | None = None, rerun: bool = False,
-                    **options: Any) -> TurnStream:
+    def stream_turn(self, text: str, *, cell_id: str | None = None, rerun: bool = False, **options: Any) -> TurnStream:
         """Start a turn; iterate the result for the reply's text as it streams.
 
         ``cell_id`` names the notebook cell the text comes from. When that cell already
@@ -304,22 +327,37 @@ class Session:
         assert stream.reply is not None
         return stream.reply
 
-    def astream_turn(self, text: str, *, cell_id: str | None = None, rerun: bool = False,
-                     **options: Any) -> AsyncTurnStream:
+    def astream_turn(
+        self, text: str, *, cell_id: str | None = None, rerun: bool = False, **options: Any
+    ) -> AsyncTurnStream:
         return AsyncTurnStream(self, *self._start(text, cell_id, rerun, options))
 
     def stored_reply(self, slot: str, turn: TurnRecord) -> Reply:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
         history = self.messages(slot)
-        produced = history[turn.start:turn.end]
+        produced = history[turn.start : turn.end]
         message = next((m for m in reversed(produced) if m.role == "assistant"), None)
         if message is None:
             raise ConfigError(f"turn {turn.number} of slot {slot!r} has no reply to show")
-        usage = Usage(**{k: int(v) for k, v in (turn.info.get("usage") or {}).items()
-                         if k in ("input_tokens", "output_tokens", "cached_tokens")})
-        return Reply(message.content, message, usage, str(turn.info.get("model", self.model)), slot,
-                     turn.number, turn.info.get("finish_reason"), turn.info.get("cost"), turn.info,
-                     replayed=True)
+        usage = Usage(
+            **{
+                k: int(v)
+                for k, v in (turn.info.get("usage") or {}).items()
+                if k in ("input_tokens", "output_tokens", "cached_tokens")
+            }
+        )
+        return Reply(
+            message.content,
+            message,
+            usage,
+            str(turn.info.get("model", self.model)),
+            slot,
+            turn.number,
+            turn.info.get("finish_reason"),
+            turn.info.get("cost"),
+            turn.info,
+            replayed=True,
+        )
 
     # -- internals -------------------------------------------------------------------------
 
@@ -343,9 +381,18 @@ class Session:
             self._providers[provider_name] = resolve_provider(model, self.settings)[0]
         return self._providers[provider_name]
 
-    def _request(self, slot: Slot, history: list[Message], model: str, *, new: Message | None = None,
-                 system: str | None = None, temperature: float | None = None,
-                 max_tokens: int | None = None, params: Mapping[str, Any] | None = None) -> ChatRequest:
+    def _request(
+        self,
+        slot: Slot,
+        history: list[Message],
+        model: str,
+        *,
+        new: Message | None = None,
+        system: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> ChatRequest:
         """The one place a model request is assembled: the system prompt and the slot's
         history through its mode's filter, then the new message (never filtered out)."""
         prompt = system if system is not None else slot.config.system or self.system
@@ -366,8 +413,9 @@ class Session:
         if not isinstance(text, str) or not text.strip():
             raise ConfigError("the turn is empty: write the message to send to the model")
 
-    def _plan(self, text: str, cell_id: str | None, rerun: bool,
-              options: Mapping[str, Any]) -> tuple[CellPlan | None, CellSource | None]:
+    def _plan(
+        self, text: str, cell_id: str | None, rerun: bool, options: Mapping[str, Any]
+    ) -> tuple[CellPlan | None, CellSource | None]:
         self._check_text(text)
         if cell_id is None:
             return None, None
@@ -377,8 +425,9 @@ class Session:
         anywhere = slot is None and not rerun
         return plan_cell_turn(self, self._slot_id(slot), cell, rerun=rerun, anywhere=anywhere), cell
 
-    def _start(self, text: str, cell_id: str | None, rerun: bool,
-               options: dict[str, Any]) -> tuple[PendingTurn | None, CellPlan | None, Reply | None]:
+    def _start(
+        self, text: str, cell_id: str | None, rerun: bool, options: dict[str, Any]
+    ) -> tuple[PendingTurn | None, CellPlan | None, Reply | None]:
         """A turn about to stream, its cell plan, and the stored reply when it is a replay."""
         plan, cell = self._plan(text, cell_id, rerun, options)
         if plan is not None and plan.action == "replay":
@@ -391,11 +440,20 @@ class Session:
             self.switch_slot(plan.slot)  # the edited cell's branch, as when it was forked
         return self.stored_reply(plan.slot, plan.turn)
 
-    def _prepare(self, text: str, *, slot: str | None = None, model: str | None = None,
-                 system: str | None = None, temperature: float | None = None,
-                 max_tokens: int | None = None, params: Mapping[str, Any] | None = None,
-                 info: Mapping[str, Any] | None = None, cell: CellSource | None = None,
-                 plan: CellPlan | None = None) -> PendingTurn:
+    def _prepare(
+        self,
+        text: str,
+        *,
+        slot: str | None = None,
+        model: str | None = None,
+        system: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        params: Mapping[str, Any] | None = None,
+        info: Mapping[str, Any] | None = None,
+        cell: CellSource | None = None,
+        plan: CellPlan | None = None,
+    ) -> PendingTurn:
         slot_obj = self._writable(slot)
         model = model or self.model
         provider = self._provider(model)
@@ -404,9 +462,17 @@ class Session:
         fork = plan if plan is not None and plan.action == "fork" else None
         if fork is not None:
             assert fork.turn is not None
-            history = history[:fork.turn.start]  # what the sibling will share
-        request = self._request(slot_obj, history, model, new=user, system=system,
-                                temperature=temperature, max_tokens=max_tokens, params=params)
+            history = history[: fork.turn.start]  # what the sibling will share
+        request = self._request(
+            slot_obj,
+            history,
+            model,
+            new=user,
+            system=system,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            params=params,
+        )
         turn_info: dict[str, Any] = {"kind": "turn", "model": model, **(info or {})}
         if system is not None:
             turn_info["system"] = system
@@ -417,27 +483,42 @@ class Session:
     def _store_turn(self, turn: PendingTurn, completion: Completion) -> Reply:
         assistant = self._counted(completion.message)
         cost = cost_of(turn.model, completion.usage, self.settings.prices)
-        info = {**turn.info, "usage": completion.usage.to_dict(),
-                "finish_reason": completion.finish_reason, "cost": cost}
+        info = {
+            **turn.info,
+            "usage": completion.usage.to_dict(),
+            "finish_reason": completion.finish_reason,
+            "cost": cost,
+        }
         slot_id = turn.slot
         with self.store.atomic():  # a fork exists only with its turn, even after a crash
             if turn.fork is not None:
                 slot_id = self._fork_for(turn.fork)
-                info["forked_from"] = {"slot": turn.slot,
-                                       "turn": turn.fork.turn.number if turn.fork.turn else None}
+                info["forked_from"] = {"slot": turn.slot, "turn": turn.fork.turn.number if turn.fork.turn else None}
             record = self.store.append_turn(self.session_id, slot_id, [turn.user, assistant], info)
             if turn.fork is not None and turn.follow:
                 self.store.set_current_slot(self.session_id, slot_id)
         self.usage = self.usage + completion.usage
-        return Reply(assistant.content, assistant, completion.usage, turn.model, slot_id,
-                     record.number, completion.finish_reason, cost, info)
+        return Reply(
+            assistant.content,
+            assistant,
+            completion.usage,
+            turn.model,
+            slot_id,
+            record.number,
+            completion.finish_reason,
+            cost,
+            info,
+        )
 
     def _fork_for(self, plan: CellPlan) -> str:
         """Derive the sibling a fork plan runs on; it behaves like the branch it edits."""
         assert plan.turn is not None
         parent = self.slot(plan.slot)
-        strategy = (DeriveStrategy.focused_on(parent.config.focused)
-                    if parent.mode is SlotMode.FOCUSED else DeriveStrategy.full())
+        strategy = (
+            DeriveStrategy.focused_on(parent.config.focused)
+            if parent.mode is SlotMode.FOCUSED
+            else DeriveStrategy.full()
+        )
         name = fork_name(parent.id, frozenset(s.id for s in self.list_slots()))
         self.derive_slot(name, parent.id, strategy, at=plan.turn.start)
         return name

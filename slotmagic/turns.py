@@ -63,8 +63,9 @@ class PendingTurn:
 class _Stream:
     """What the sync and async streams share: the turn, its plan, and the reply once stored."""
 
-    def __init__(self, session: Session, turn: PendingTurn | None, plan: CellPlan | None = None,
-                 replay: Reply | None = None) -> None:
+    def __init__(
+        self, session: Session, turn: PendingTurn | None, plan: CellPlan | None = None, replay: Reply | None = None
+    ) -> None:
         self._session = session
         self._turn = turn
         self._completion: Completion | None = None

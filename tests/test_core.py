@@ -78,7 +78,12 @@ def test_token_estimate() -> None:
 def test_default_budget_is_the_seed_split() -> None:
     budget = ContextBudget()
     assert (budget.system, budget.history, budget.tools, budget.tool_results, budget.reserve) == (
-        8_000, 80_000, 10_000, 20_000, 10_000)
+        8_000,
+        80_000,
+        10_000,
+        20_000,
+        10_000,
+    )
     assert ContextBudget.auto(128_000) == budget
 
 
@@ -169,8 +174,13 @@ def test_slot_view_by_mode() -> None:
 
 
 def test_slot_config_roundtrip_and_mode_parsing() -> None:
-    config = SlotConfig(mode="focused", focused=FocusedConfig(False, 4, "so far"),  # type: ignore[arg-type]
-                        budget=ContextBudget.auto(16_000), compact=False, system="You are a clerk.")
+    config = SlotConfig(
+        mode="focused",
+        focused=FocusedConfig(False, 4, "so far"),  # type: ignore[arg-type]
+        budget=ContextBudget.auto(16_000),
+        compact=False,
+        system="You are a clerk.",
+    )
     assert config.mode is SlotMode.FOCUSED
     assert SlotConfig.from_dict(config.to_dict()) == config
     with pytest.raises(ConfigError, match="unknown slot mode 'fancy'"):

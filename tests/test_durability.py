@@ -64,15 +64,13 @@ def check_intact(db_path: Path) -> tuple[int, int]:
             assert [t.number for t in turns] == list(range(1, len(turns) + 1))
             assert sum(t.count for t in turns) == len(messages)
             for turn in turns:
-                part = messages[turn.start:turn.end]
+                part = messages[turn.start : turn.end]
                 if turn.info["kind"] == "turn":
                     assert [m.role for m in part] == ["user", "assistant"]
                     assert part[1].content.endswith("last user message: " + part[0].content)
                 else:
                     tag, n = turn.info["tag"], turn.info["n"]
-                    assert [m.content.split(" ")[:2] for m in part] == [
-                        [tag, f"{i}/{n}"] for i in range(1, n + 1)
-                    ]
+                    assert [m.content.split(" ")[:2] for m in part] == [[tag, f"{i}/{n}"] for i in range(1, n + 1)]
             turns_seen += len(turns)
     return len(slots), turns_seen
 
@@ -84,7 +82,9 @@ def test_sigkill_while_writing_never_tears_a_turn(db_path: Path) -> None:
     for round_ in range(kills):
         writer = subprocess.Popen(
             [sys.executable, str(HERE / "crash_writer.py"), str(db_path), str(round_)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         assert writer.stdout is not None
         assert writer.stdout.readline().strip() == "ready", writer.stderr.read() if writer.stderr else ""

@@ -20,3 +20,8 @@ def test_ruff() -> None:
 def test_mypy_strict() -> None:
     done = run("mypy", "--no-incremental")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff_format() -> None:
+    done = run("ruff", "format", "--check", ".")
+    assert done.returncode == 0, done.stdout + done.stderr

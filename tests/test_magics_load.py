@@ -49,8 +49,7 @@ def test_unload_takes_everything_back(ip: Any) -> None:
     slotmagic.load_ipython_extension(ip)  # for the fixture's teardown
 
 
-def test_reloading_resumes_slots_and_the_current_slot(ip: Any, monkeypatch: pytest.MonkeyPatch,
-                                                      tmp_path: Path) -> None:
+def test_reloading_resumes_slots_and_the_current_slot(ip: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     ip.user_ns["__session__"] = str(tmp_path / "story.ipynb")  # what ipykernel sets from Jupyter
     slotmagic.load_ipython_extension(ip)
@@ -114,12 +113,16 @@ def test_config_changes_apply_at_the_next_command(ip: Any, tmp_path: Path) -> No
     ip.run_cell("%config SlotMagic.system = 'Be terse.'")
     session = magic(ip).session()
     assert (session.session_id, session.store.path, session.system) == (
-        "elsewhere", str(tmp_path / "other.sqlite3"), "Be terse.")
+        "elsewhere",
+        str(tmp_path / "other.sqlite3"),
+        "Be terse.",
+    )
 
 
 def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
     ip.run_cell("%slot create draft --no-switch")
     with provisionalcompleter():
+
         def texts(line: str) -> list[str]:
             return [c.text for c in ip.Completer.completions(line, len(line))]
 
@@ -131,8 +134,23 @@ def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("%slot ", ["list", "create", "switch", "derive", "delete", "show", "preview", "session",
-                    "rename", "diff", "export", "--help"]),
+        (
+            "%slot ",
+            [
+                "list",
+                "create",
+                "switch",
+                "derive",
+                "delete",
+                "show",
+                "preview",
+                "session",
+                "rename",
+                "diff",
+                "export",
+                "--help",
+            ],
+        ),
         ("%slot de", ["derive", "delete"]),
         ("%slot derive x --from ", ["default", "draft"]),
         ("%slot derive x --no", ["--no-keep-system", "--no-switch"]),
@@ -140,8 +158,10 @@ def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
         ("%slot diff default draft ", []),
         ("%slot rename draft ", []),
         ("%slot create ", []),
-        ("%%turn --", ["--help", "--max-tokens", "--model", "--no-stream", "--rerun", "--slot", "--system",
-                       "--temperature"]),
+        (
+            "%%turn --",
+            ["--help", "--max-tokens", "--model", "--no-stream", "--rerun", "--slot", "--system", "--temperature"],
+        ),
         ("%%turn --slot ", ["default", "draft"]),
         ('%slot export "my ', []),
         ("print(1)", []),

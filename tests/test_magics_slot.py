@@ -47,10 +47,14 @@ def test_list_marks_the_current_slot(ip: Any, capsys: pytest.CaptureFixture[str]
 
 
 def test_create_with_every_option(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    out = run(ip, '%slot create brief --recent 4 --no-keep-system --summary "We agreed on \'A\'." '
-                  '--system "Be brief."', capsys)
-    assert out.strip() == ("slot 'brief' created (focused: last 4 messages, system prompt dropped, "
-                           "with a summary); switched to it")
+    out = run(
+        ip,
+        '%slot create brief --recent 4 --no-keep-system --summary "We agreed on \'A\'." --system "Be brief."',
+        capsys,
+    )
+    assert out.strip() == (
+        "slot 'brief' created (focused: last 4 messages, system prompt dropped, with a summary); switched to it"
+    )
     slot = session(ip).slot("brief")
     assert slot.config.focused.summary_override == "We agreed on 'A'."
     assert (slot.config.focused.recent_messages, slot.config.focused.keep_system) == (4, False)
@@ -60,14 +64,16 @@ def test_create_with_every_option(ip: Any, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_create_again_is_idempotent_and_a_clash_names_the_difference(
-        ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     ip.run_cell("%slot create a --mode focused --recent 4")
     ip.run_cell("%slot switch default")
     out = run(ip, "%slot create a --mode focused --recent 4", capsys)
     assert out.strip() == "slot 'a' already exists as defined; switched to it"
     assert session(ip).current_slot == "a"
     assert usage_error(ip, "%slot create a --recent 6") == (
-        "slot 'a' already exists but it keeps the last 4 messages, not 6; delete it first or pick another id")
+        "slot 'a' already exists but it keeps the last 4 messages, not 6; delete it first or pick another id"
+    )
 
 
 def test_focus_options_need_focused_mode(ip: Any) -> None:
@@ -125,8 +131,10 @@ def test_preview_shows_the_filtered_view_with_tokens(ip: Any, capsys: pytest.Cap
     ip.run_cell("%slot derive f --recent 1 --no-switch")
     out = run(ip, "%slot preview f", capsys)
     view = session(ip).view("f")
-    assert out.splitlines()[0] == (f"slot f (focused: last 1 message, system prompt kept) would send 1 message, "
-                                   f"~{view[0].tokens} tokens, then the new user message:")
+    assert out.splitlines()[0] == (
+        f"slot f (focused: last 1 message, system prompt kept) would send 1 message, "
+        f"~{view[0].tokens} tokens, then the new user message:"
+    )
     assert f"[1] assistant ({view[0].tokens} tokens)" in out
 
 
@@ -152,8 +160,11 @@ def test_diff(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
     ip.run_cell("%slot derive a")
     ip.run_cell("%%turn\non a")
     out = run(ip, "%slot diff default a", capsys)
-    assert out.splitlines()[:3] == ["'default' and 'a' share 1 turn (2 messages), then part.",
-                                    "only in 'default': nothing", "only in 'a': 1 turn"]
+    assert out.splitlines()[:3] == [
+        "'default' and 'a' share 1 turn (2 messages), then part.",
+        "only in 'default': nothing",
+        "only in 'a': 1 turn",
+    ]
 
 
 def test_export(ip: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -166,8 +177,10 @@ def test_export(ip: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert "the following arguments are required: --to" in usage_error(ip, "%slot export")
 
 
-@pytest.mark.parametrize("sub", ["", "list", "create", "switch", "derive", "delete", "show", "preview",
-                                 "session", "rename", "diff", "export"])
+@pytest.mark.parametrize(
+    "sub",
+    ["", "list", "create", "switch", "derive", "delete", "show", "preview", "session", "rename", "diff", "export"],
+)
 def test_every_subcommand_has_help(ip: Any, capsys: pytest.CaptureFixture[str], sub: str) -> None:
     out = run(ip, f"%slot {sub} --help", capsys)
     if sub:
@@ -189,11 +202,16 @@ def test_magic_docstrings_come_from_the_parsers(ip: Any) -> None:
         ("%slot lst", "%slot: unknown subcommand 'lst'; did you mean 'list'? (%slot --help lists the subcommands)"),
         ("%slot --frobnicate", "%slot: unknown option '--frobnicate' (%slot --help lists the subcommands)"),
         ("%slot create a --colour red", "%slot create: unrecognized arguments: --colour red (see %slot create --help)"),
-        ("%slot create a --recent many",
-         "%slot create: argument --recent: expected a whole number, got 'many' (see %slot create --help)"),
+        (
+            "%slot create a --recent many",
+            "%slot create: argument --recent: expected a whole number, got 'many' (see %slot create --help)",
+        ),
         ("%slot create 'bad id'", "invalid slot id 'bad id': use 1-64 letters, digits, '-', '_' or '.'"),
-        ("%slot create a --mode wide", "%slot create: argument --mode: invalid choice: 'wide' (choose from "
-                                       "'full', 'focused', 'readonly') (see %slot create --help)"),
+        (
+            "%slot create a --mode wide",
+            "%slot create: argument --mode: invalid choice: 'wide' (choose from "
+            "'full', 'focused', 'readonly') (see %slot create --help)",
+        ),
         ("%slot switch", "%slot switch: the following arguments are required: id (see %slot switch --help)"),
         ('%slot create "unclosed', "cannot read the line: no closing quotation; close the quote or escape it"),
     ],

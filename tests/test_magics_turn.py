@@ -32,8 +32,15 @@ class RecordingPublisher(DisplayPublisher):
         super().__init__(**kwargs)
         self.outputs: list[dict[str, Any]] = []
 
-    def publish(self, data: Any, metadata: Any = None, source: Any = None, *,  # type: ignore[override]
-                transient: Any = None, update: bool = False) -> None:
+    def publish(
+        self,
+        data: Any,
+        metadata: Any = None,
+        source: Any = None,
+        *,  # type: ignore[override]
+        transient: Any = None,
+        update: bool = False,
+    ) -> None:
         self.outputs.append({"data": data, "metadata": metadata, "update": update})
 
 
@@ -54,11 +61,18 @@ def test_reply_is_shown_once_as_markdown_with_a_footer(ip: Any) -> None:
     reply = ip.user_ns["_"]
     assert data["text/markdown"].startswith(reply.text)
     assert data["text/markdown"].endswith(
-        f"*slot default · turn 1 · {reply.usage.input_tokens} in / {reply.usage.output_tokens} out · echo*")
+        f"*slot default · turn 1 · {reply.usage.input_tokens} in / {reply.usage.output_tokens} out · echo*"
+    )
     assert data["text/plain"].endswith(
-        f"[slot default · turn 1 · {reply.usage.input_tokens} in / {reply.usage.output_tokens} out · echo]")
-    assert outputs[0]["metadata"]["slotmagic"] == {"session": session(ip).session_id, "slot": "default",
-                                                   "turn": 1, "model": "echo", "replayed": False}
+        f"[slot default · turn 1 · {reply.usage.input_tokens} in / {reply.usage.output_tokens} out · echo]"
+    )
+    assert outputs[0]["metadata"]["slotmagic"] == {
+        "session": session(ip).session_id,
+        "slot": "default",
+        "turn": 1,
+        "model": "echo",
+        "replayed": False,
+    }
 
 
 def test_reply_is_the_cells_value(ip: Any) -> None:
@@ -81,8 +95,7 @@ def test_options_reach_the_request(ip: Any, monkeypatch: pytest.MonkeyPatch) -> 
         return real_stream(self, request)
 
     monkeypatch.setattr(EchoProvider, "stream", recording)
-    ip.run_cell('%%turn --system "You are a \\"careful\\" clerk." --model echo --temperature 0.2 '
-                '--max-tokens 50\nHi')
+    ip.run_cell('%%turn --system "You are a \\"careful\\" clerk." --model echo --temperature 0.2 --max-tokens 50\nHi')
     reply = ip.user_ns["_"]
     assert 'system prompt: You are a "careful" clerk.' in reply.text
     assert (requests[0].temperature, requests[0].max_tokens) == (0.2, 50)
@@ -136,6 +149,7 @@ def test_mistakes_in_turn_cells(ip: Any) -> None:
 
 # -- re-run cells ----------------------------------------------------------------------------
 
+
 def test_rerun_unchanged_cell_replays_without_the_model(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     ip.run_cell("%%turn\nQuestion", cell_id="cell-1")
     first = ip.user_ns["_"]
@@ -159,10 +173,12 @@ def test_edited_cell_forks_a_sibling_branch(ip: Any, capsys: pytest.CaptureFixtu
     outputs = displays(ip, "%%turn\nBetter question", cell_id="c1")
     assert session(ip).current_slot == "default.2"
     assert "edited: new branch default.2 from default before turn 2" in outputs[0]["data"]["text/plain"]
-    assert [m.content for m in session(ip).messages("default") if m.role == "user"] == ["Intro", "Question",
-                                                                                        "Follow-up"]
-    assert [m.content for m in session(ip).messages("default.2") if m.role == "user"] == ["Intro",
-                                                                                          "Better question"]
+    assert [m.content for m in session(ip).messages("default") if m.role == "user"] == [
+        "Intro",
+        "Question",
+        "Follow-up",
+    ]
+    assert [m.content for m in session(ip).messages("default.2") if m.role == "user"] == ["Intro", "Better question"]
     capsys.readouterr()
     ip.run_cell("%slot list")
     assert "default.2" in capsys.readouterr().out
@@ -181,6 +197,7 @@ def test_without_cell_id_turns_append(ip: Any) -> None:
 
 
 # -- streaming and interrupts ------------------------------------------------------------------
+
 
 def test_long_reply_costs_a_bounded_number_of_updates(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A ~10,000-token reply arrives as ~10,000 deltas; with a clock that advances 1 ms per
@@ -217,8 +234,9 @@ class InterruptedProvider:
         pass
 
 
-def test_interrupt_leaves_the_slot_as_it_was(ip: Any, capsys: pytest.CaptureFixture[str],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupt_leaves_the_slot_as_it_was(
+    ip: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ip.run_cell("%%turn\nFirst", cell_id="c1")
     before = session(ip).messages()
     monkeypatch.setattr("slotmagic.providers.echo.EchoProvider.stream", InterruptedProvider().stream)
@@ -239,8 +257,9 @@ def test_footer_numbers_are_the_stored_turns(ip: Any) -> None:
     assert ip.user_ns["_"].usage == Usage(**stored)
 
 
-@pytest.mark.parametrize(("usd", "shown"), [(0.0, "$0.0000"), (0.0000048, "<$0.0001"), (0.00012, "$0.0001"),
-                                            (1.23456, "$1.2346")])
+@pytest.mark.parametrize(
+    ("usd", "shown"), [(0.0, "$0.0000"), (0.0000048, "<$0.0001"), (0.00012, "$0.0001"), (1.23456, "$1.2346")]
+)
 def test_cost_in_the_footer(usd: float, shown: str) -> None:
     from slotmagic.magics.display import format_cost
 

@@ -27,15 +27,21 @@ class LabLikeClient(NotebookClient):
     """nbclient, but each execute_request carries the cell's id in its metadata, as
     JupyterLab sends it (plain nbclient and nbval send none)."""
 
-    async def async_execute_cell(self, cell: Any, cell_index: int, execution_count: int | None = None,
-                                 store_history: bool = True) -> Any:
+    async def async_execute_cell(
+        self, cell: Any, cell_index: int, execution_count: int | None = None, store_history: bool = True
+    ) -> Any:
         kc = self.kc
         assert kc is not None
 
         def execute(code: str, **options: Any) -> str:
-            content = {"code": code, "silent": False, "store_history": options.get("store_history", True),
-                       "user_expressions": {}, "allow_stdin": False,
-                       "stop_on_error": options.get("stop_on_error", True)}
+            content = {
+                "code": code,
+                "silent": False,
+                "store_history": options.get("store_history", True),
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": options.get("stop_on_error", True),
+            }
             msg = kc.session.msg("execute_request", content, metadata={"cellId": cell.id})
             kc.shell_channel.send(msg)
             return str(msg["header"]["msg_id"])
@@ -57,8 +63,9 @@ def run_all(notebook: Path, env: dict[str, str], times: int = 1) -> list[nbforma
     each run left them."""
     runs = []
     nb = nbformat.read(notebook, as_version=4)
-    client = LabLikeClient(nb, timeout=120, kernel_name="python3",
-                           resources={"metadata": {"path": str(notebook.parent)}})
+    client = LabLikeClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(notebook.parent)}}
+    )
     with client.setup_kernel(env=env):
         for _ in range(times):
             for index, cell in enumerate(nb.cells):
@@ -78,17 +85,18 @@ def turn_outputs(nb: nbformat.NotebookNode) -> Iterator[dict[str, Any]]:
 
 def state(db: Path, session_id: str) -> dict[str, Any]:
     with Session.open(session_id, db_path=db) as session:
-        return {"current": session.current_slot,
-                "slots": {s.id: [(m.role, m.content) for m in session.messages(s.id)] for s in session.list_slots()}}
+        return {
+            "current": session.current_slot,
+            "slots": {s.id: [(m.role, m.content) for m in session.messages(s.id)] for s in session.list_slots()},
+        }
 
 
-@pytest.mark.parametrize(("name", "deleted"), [("01-getting-started.ipynb", set()),
-                                                ("02-branching.ipynb", {"court"})])
+@pytest.mark.parametrize(("name", "deleted"), [("01-getting-started.ipynb", set()), ("02-branching.ipynb", {"court"})])
 def test_run_all_twice_restart_and_run_all_again(name: str, deleted: set[str], tmp_path: Path) -> None:
     notebook, db = NOTEBOOKS / name, tmp_path / "lab.sqlite3"
     first, second = run_all(notebook, lab_env(notebook, db), times=2)
     after_first = state(db, name)  # the session is named after the notebook
-    third, = run_all(notebook, lab_env(notebook, db))  # a new kernel: the restart
+    (third,) = run_all(notebook, lab_env(notebook, db))  # a new kernel: the restart
     assert state(db, name) == after_first  # Run All after a restart changed nothing ...
     for run in (second, third):  # ... and asked the model only for branches deleted meanwhile
         for before, again in zip(turn_outputs(first), turn_outputs(run), strict=True):
@@ -123,26 +131,30 @@ def test_outputs_match_the_committed_ones_twice_against_one_store(name: str, tmp
     env.pop("JPY_SESSION_NAME", None)
     for _ in range(2):
         nb = nbformat.read(notebook, as_version=4)
-        NotebookClient(nb, timeout=120, kernel_name="python3",
-                       resources={"metadata": {"path": str(notebook.parent)}}).execute(env=env)
+        NotebookClient(
+            nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(notebook.parent)}}
+        ).execute(env=env)
         assert _texts(nb) == committed
 
 
 def test_run_all_after_a_restart_on_a_notebook_left_on_another_slot(tmp_path: Path) -> None:
     notebook = tmp_path / "left-elsewhere.ipynb"
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in (
-        "%load_ext slotmagic",
-        "%%turn\nWhat is a deposit?",
-        "%%turn\nAnd a lease?",
-        "%slot create scratch",  # the notebook ends on a fresh, unrelated slot
-    )]
+    nb.cells = [
+        nbformat.v4.new_code_cell(source)
+        for source in (
+            "%load_ext slotmagic",
+            "%%turn\nWhat is a deposit?",
+            "%%turn\nAnd a lease?",
+            "%slot create scratch",  # the notebook ends on a fresh, unrelated slot
+        )
+    ]
     nbformat.write(nb, notebook)
     db = tmp_path / "lab.sqlite3"
     run_all(notebook, lab_env(notebook, db))
     before = state(db, notebook.name)  # the session is named after the notebook
     assert before["current"] == "scratch"
-    again, = run_all(notebook, lab_env(notebook, db))  # restart, Run All
+    (again,) = run_all(notebook, lab_env(notebook, db))  # restart, Run All
     assert state(db, notebook.name) == before
     assert [o["replayed"] for o in turn_outputs(again)] == [True, True]
     assert [o["slot"] for o in turn_outputs(again)] == ["default", "default"]

@@ -41,16 +41,26 @@ def test_rederiving_after_the_parent_moved_on_is_the_same_definition(session: Se
 @pytest.mark.parametrize(
     ("make", "again", "difference"),
     [
-        (lambda s: s.create_slot("x"), lambda s: s.create_slot("x", SlotConfig.readonly(), exist_ok=True),
-         "its mode is 'full', not 'readonly'"),
-        (lambda s: s.create_slot("x", SlotConfig.focused_mode(4)),
-         lambda s: s.create_slot("x", SlotConfig.focused_mode(6), exist_ok=True),
-         "it keeps the last 4 messages, not 6"),
-        (lambda s: s.create_slot("x"), lambda s: s.derive_slot("x", exist_ok=True),
-         "it is a new slot, not derived (full) from 'default'"),
-        (lambda s: s.create_slot("x", SlotConfig(system="A")),
-         lambda s: s.create_slot("x", SlotConfig(system="B"), exist_ok=True),
-         "its system prompt is 'A', not 'B'"),
+        (
+            lambda s: s.create_slot("x"),
+            lambda s: s.create_slot("x", SlotConfig.readonly(), exist_ok=True),
+            "its mode is 'full', not 'readonly'",
+        ),
+        (
+            lambda s: s.create_slot("x", SlotConfig.focused_mode(4)),
+            lambda s: s.create_slot("x", SlotConfig.focused_mode(6), exist_ok=True),
+            "it keeps the last 4 messages, not 6",
+        ),
+        (
+            lambda s: s.create_slot("x"),
+            lambda s: s.derive_slot("x", exist_ok=True),
+            "it is a new slot, not derived (full) from 'default'",
+        ),
+        (
+            lambda s: s.create_slot("x", SlotConfig(system="A")),
+            lambda s: s.create_slot("x", SlotConfig(system="B"), exist_ok=True),
+            "its system prompt is 'A', not 'B'",
+        ),
     ],
 )
 def test_another_definition_names_the_difference(session: Session, make, again, difference: str) -> None:

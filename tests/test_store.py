@@ -117,8 +117,10 @@ def test_a_version_1_file_is_upgraded_and_keeps_its_turns(db_path: Path) -> None
     db = sqlite3.connect(db_path, isolation_level=None)
     migrate(db, MIGRATIONS[:1])
     db.execute("INSERT INTO sessions (id, current_slot, created_at) VALUES ('nb', 1, 0)")
-    db.execute("INSERT INTO slots (id, session_id, name, length, tokens, turns, config, created_at)"
-               " VALUES (1, 'nb', 'default', 2, 10, 1, '{}', 0)")
+    db.execute(
+        "INSERT INTO slots (id, session_id, name, length, tokens, turns, config, created_at)"
+        " VALUES (1, 'nb', 'default', 2, 10, 1, '{}', 0)"
+    )
     db.execute("INSERT INTO messages VALUES (1, 0, 1, 'user', 'hi', 5, NULL, 0)")
     db.execute("INSERT INTO messages VALUES (1, 1, 1, 'assistant', 'hello', 5, NULL, 0)")
     db.execute("""INSERT INTO turns VALUES (1, 1, 0, 2, '{"kind": "turn", "cell": {"id": "c1", "text": "hi"}}', 0)""")

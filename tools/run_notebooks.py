@@ -1,6 +1,6 @@
 """Execute tutorial notebooks in place (outputs are what nbval compares against).
 
-    python tools/run_notebooks.py notebooks/*.ipynb
+python tools/run_notebooks.py notebooks/*.ipynb
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ def main(paths: list[str]) -> None:
     os.environ["SLOTMAGIC_DB"] = str(Path(tempfile.mkdtemp()) / "state.sqlite3")
     for path in paths:
         notebook = nbformat.read(path, as_version=4)
-        NotebookClient(notebook, timeout=120, kernel_name="python3",
-                       resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+        NotebookClient(
+            notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(Path(path).parent)}}
+        ).execute()
         nbformat.write(notebook, path)
         print("executed", path)
 

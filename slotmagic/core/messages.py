@@ -72,9 +72,7 @@ class Message:
         """The fields beyond role and content, or None when there are none (the common case)."""
         extra: dict[str, Any] = {}
         if self.tool_calls:
-            extra["tool_calls"] = [
-                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
-            ]
+            extra["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls]
         if self.tool_call_id is not None:
             extra["tool_call_id"] = self.tool_call_id
         if self.name is not None:
@@ -86,9 +84,7 @@ class Message:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], tokens: int = 0) -> Message:
-        calls = tuple(
-            ToolCall(c["id"], c["name"], c.get("arguments", "{}")) for c in data.get("tool_calls") or ()
-        )
+        calls = tuple(ToolCall(c["id"], c["name"], c.get("arguments", "{}")) for c in data.get("tool_calls") or ())
         return cls(
             data["role"],
             data.get("content") or "",

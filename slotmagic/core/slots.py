@@ -36,9 +36,7 @@ class SlotMode(str, Enum):
         try:
             return cls(value)
         except ValueError:
-            raise ConfigError(
-                f"unknown slot mode {value!r}; use one of: {', '.join(m.value for m in cls)}"
-            ) from None
+            raise ConfigError(f"unknown slot mode {value!r}; use one of: {', '.join(m.value for m in cls)}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +51,7 @@ class FocusedConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.recent_messages, int) or self.recent_messages < 0:
-            raise ConfigError(
-                f"recent_messages must be a whole number >= 0, got {self.recent_messages!r}"
-            )
+            raise ConfigError(f"recent_messages must be a whole number >= 0, got {self.recent_messages!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -169,10 +165,12 @@ class SlotConfig:
         object.__setattr__(self, "mode", SlotMode.parse(self.mode))
 
     @classmethod
-    def focused_mode(cls, recent_messages: int = 10, keep_system: bool = True,
-                     summary_override: str | None = None, **kwargs: Any) -> SlotConfig:
-        return cls(mode=SlotMode.FOCUSED,
-                   focused=FocusedConfig(keep_system, recent_messages, summary_override), **kwargs)
+    def focused_mode(
+        cls, recent_messages: int = 10, keep_system: bool = True, summary_override: str | None = None, **kwargs: Any
+    ) -> SlotConfig:
+        return cls(
+            mode=SlotMode.FOCUSED, focused=FocusedConfig(keep_system, recent_messages, summary_override), **kwargs
+        )
 
     @classmethod
     def readonly(cls, **kwargs: Any) -> SlotConfig:

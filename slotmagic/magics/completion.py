@@ -56,8 +56,9 @@ def complete(text_until_cursor: str, slot_ids: Iterable[str]) -> list[str]:
         return _starting(current, slot_ids)
     if current.startswith("-"):
         return _starting(current, _options(command.make_parser()))
-    positionals = [w for i, w in enumerate(before[1:], 1)
-                   if not w.startswith("-") and before[i - 1] not in command.slot_args]
+    positionals = [
+        w for i, w in enumerate(before[1:], 1) if not w.startswith("-") and before[i - 1] not in command.slot_args
+    ]
     if len(positionals) < command.slot_positionals:
         return _starting(current, slot_ids)
     return []
@@ -73,8 +74,7 @@ def make_matcher(slot_ids: Callable[[], list[str]]) -> Any:
         except Exception:  # completion must never raise into the editor
             ids = []
         found = complete(context.text_until_cursor, ids)
-        return {"completions": [SimpleCompletion(text=c, type="slotmagic") for c in found],
-                "suppress": bool(found)}
+        return {"completions": [SimpleCompletion(text=c, type="slotmagic") for c in found], "suppress": bool(found)}
 
     slotmagic_matcher.slotmagic = True  # found again on reload
     return slotmagic_matcher

@@ -27,8 +27,12 @@ def format_cost(usd: float) -> str:
 
 def footer(reply: Reply, *, note: str | None = None) -> str:
     """One line: where the turn went, what it cost, and whether it was replayed or forked."""
-    parts = [f"slot {reply.slot}", f"turn {reply.turn}",
-             f"{reply.usage.input_tokens} in / {reply.usage.output_tokens} out", reply.model]
+    parts = [
+        f"slot {reply.slot}",
+        f"turn {reply.turn}",
+        f"{reply.usage.input_tokens} in / {reply.usage.output_tokens} out",
+        reply.model,
+    ]
     if reply.cost is not None:
         parts.append(format_cost(reply.cost))
     if reply.replayed:

@@ -88,4 +88,3 @@ def _document() -> None:
 
 
 _document()
-

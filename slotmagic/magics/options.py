@@ -53,17 +53,17 @@ def _number(name: str, kind: type[float] | type[int], fallback: float) -> float:
 class SlotMagicOptions(Configurable):
     model = Unicode(
         help="The model for %%turn: provider:model (openai:gpt-4o-mini, anthropic:..., "
-             "ollama:...) or echo, the offline test model. Env: SLOTMAGIC_MODEL.",
+        "ollama:...) or echo, the offline test model. Env: SLOTMAGIC_MODEL.",
     ).tag(config=True)
 
     db_path = Unicode(
         help="The SQLite state file; empty means .slotmagic/state.sqlite3 in the kernel's "
-             "working directory (beside the notebook); ':memory:' keeps nothing. Env: SLOTMAGIC_DB.",
+        "working directory (beside the notebook); ':memory:' keeps nothing. Env: SLOTMAGIC_DB.",
     ).tag(config=True)
 
     session_id = Unicode(
         help="The session to open; empty means the notebook's path when the kernel knows it, "
-             "else a new id (see %slot session). Env: SLOTMAGIC_SESSION.",
+        "else a new id (see %slot session). Env: SLOTMAGIC_SESSION.",
     ).tag(config=True)
 
     system = Unicode(
@@ -72,18 +72,18 @@ class SlotMagicOptions(Configurable):
 
     stream = Bool(
         help="Show replies while they stream (--no-stream on a %%turn line turns it off for "
-             "one turn). Env: SLOTMAGIC_STREAM=0 to turn it off.",
+        "one turn). Env: SLOTMAGIC_STREAM=0 to turn it off.",
     ).tag(config=True)
 
     stream_throttle = CFloat(
         help="Seconds between display updates while a reply streams, so a long reply costs "
-             "a bounded number of re-renders; a reply complete sooner is shown once. "
-             "Env: SLOTMAGIC_STREAM_THROTTLE.",
+        "a bounded number of re-renders; a reply complete sooner is shown once. "
+        "Env: SLOTMAGIC_STREAM_THROTTLE.",
     ).tag(config=True)
 
     openai_base_url = Unicode(
         help="Base URL of an OpenAI-compatible server for openai:... models (vLLM, llama.cpp, "
-             "LM Studio, OpenRouter, a proxy); empty uses OPENAI_BASE_URL, else api.openai.com.",
+        "LM Studio, OpenRouter, a proxy); empty uses OPENAI_BASE_URL, else api.openai.com.",
     ).tag(config=True)
 
     anthropic_base_url = Unicode(
@@ -99,18 +99,17 @@ class SlotMagicOptions(Configurable):
     ).tag(config=True)
 
     read_timeout = CFloat(
-        help="Seconds the model's server may stay silent, before or within a reply. "
-             "Env: SLOTMAGIC_READ_TIMEOUT.",
+        help="Seconds the model's server may stay silent, before or within a reply. Env: SLOTMAGIC_READ_TIMEOUT.",
     ).tag(config=True)
 
     max_retries = CInt(
         help="Retries after HTTP 429 (rate limited) or 5xx, with exponential backoff; 0 turns "
-             "retrying off. Env: SLOTMAGIC_MAX_RETRIES.",
+        "retrying off. Env: SLOTMAGIC_MAX_RETRIES.",
     ).tag(config=True)
 
     prices = Dict(
         help="Prices to add to or override the built-in table, in USD per million tokens: "
-             "{'openai:my-model': (input, output)}; 'provider:*' covers a whole provider.",
+        "{'openai:my-model': (input, output)}; 'provider:*' covers a whole provider.",
     ).tag(config=True)
 
     def provider_settings(self) -> ProviderSettings:

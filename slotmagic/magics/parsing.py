@@ -22,9 +22,15 @@ class HelpShown(Exception):
 class CommandParser(argparse.ArgumentParser):
     """An ArgumentParser for one magic command, named like the magic (``%slot create``)."""
 
-    def __init__(self, prog: str, description: str, **kwargs: object) -> None:
-        super().__init__(prog=prog, description=description, add_help=True, allow_abbrev=False,
-                         formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, prog: str, description: str, **kwargs: Any) -> None:
+        super().__init__(
+            prog=prog,
+            description=description,
+            add_help=True,
+            allow_abbrev=False,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            **kwargs,
+        )
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")

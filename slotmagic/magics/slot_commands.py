@@ -41,6 +41,7 @@ class Command:
 
 # -- formatting -------------------------------------------------------------------------------
 
+
 def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
@@ -59,8 +60,10 @@ def describe_mode(config: SlotConfig) -> str:
 def describe_slot(slot: Slot) -> str:
     meta = slot.meta
     origin = f", derived from {meta.parent_id}" if meta.parent_id else ""
-    return (f"{slot.id} ({describe_mode(slot.config)}{origin}; {_plural(meta.turns, 'turn')}, "
-            f"{_plural(meta.message_count, 'message')}, ~{meta.total_tokens} tokens)")
+    return (
+        f"{slot.id} ({describe_mode(slot.config)}{origin}; {_plural(meta.turns, 'turn')}, "
+        f"{_plural(meta.message_count, 'message')}, ~{meta.total_tokens} tokens)"
+    )
 
 
 def format_messages(messages: Sequence[Message], first_number: int = 1) -> str:
@@ -76,13 +79,23 @@ def format_messages(messages: Sequence[Message], first_number: int = 1) -> str:
 
 # -- focus options shared by create and derive ----------------------------------------------------
 
+
 def _add_focus_options(parser: CommandParser) -> None:
-    parser.add_argument("--recent", metavar="N", type=at_least(0),
-                        help="focused: how many of the latest non-system messages the model sees (10)")
-    parser.add_argument("--keep-system", action=argparse.BooleanOptionalAction, default=None,
-                        help="focused: keep the first system message (default: keep)")
-    parser.add_argument("--summary", metavar="TEXT",
-                        help="focused: a summary the model sees in place of older messages")
+    parser.add_argument(
+        "--recent",
+        metavar="N",
+        type=at_least(0),
+        help="focused: how many of the latest non-system messages the model sees (10)",
+    )
+    parser.add_argument(
+        "--keep-system",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="focused: keep the first system message (default: keep)",
+    )
+    parser.add_argument(
+        "--summary", metavar="TEXT", help="focused: a summary the model sees in place of older messages"
+    )
 
 
 def _focus_given(args: argparse.Namespace) -> bool:
@@ -107,6 +120,7 @@ def _switch_line(session: Session, slot_id: str, switch: bool) -> str:
 
 # -- subcommands ----------------------------------------------------------------------------
 
+
 def _status_parser() -> CommandParser:
     return CommandParser("%slot", "Show the current slot with a one-line summary.")
 
@@ -125,13 +139,25 @@ def _list_parser() -> CommandParser:
 def _list(ctx: Context, args: argparse.Namespace) -> None:
     slots = ctx.session.list_slots()
     rows = [("", "slot", "mode", "parent", "turns", "messages", "tokens")]
-    rows += [("*" if s.current else "", s.id, s.mode.value, s.meta.parent_id or "-", str(s.meta.turns),
-              str(s.meta.message_count), str(s.meta.total_tokens)) for s in slots]
+    rows += [
+        (
+            "*" if s.current else "",
+            s.id,
+            s.mode.value,
+            s.meta.parent_id or "-",
+            str(s.meta.turns),
+            str(s.meta.message_count),
+            str(s.meta.total_tokens),
+        )
+        for s in slots
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     numeric = {4, 5, 6}
     for row in rows:
-        cells = [cell.rjust(width) if i in numeric else cell.ljust(width)
-                 for i, (cell, width) in enumerate(zip(row, widths, strict=True))]
+        cells = [
+            cell.rjust(width) if i in numeric else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
         print("  ".join(cells).rstrip())
 
 
@@ -139,11 +165,15 @@ def _create_parser() -> CommandParser:
     parser = CommandParser(
         "%slot create",
         "Create an empty slot and switch to it.\n\n"
-        "Running it again with the same definition just switches to the slot.")
+        "Running it again with the same definition just switches to the slot.",
+    )
     parser.add_argument("id", help="the new slot's id: letters, digits, '-', '_' or '.'")
-    parser.add_argument("--mode", choices=[m.value for m in SlotMode], default=None,
-                        help="full (all messages), focused (a filter) or readonly (default: full, "
-                             "focused if a focus option is given)")
+    parser.add_argument(
+        "--mode",
+        choices=[m.value for m in SlotMode],
+        default=None,
+        help="full (all messages), focused (a filter) or readonly (default: full, focused if a focus option is given)",
+    )
     _add_focus_options(parser)
     parser.add_argument("--system", metavar="TEXT", help="this slot's own system prompt (quote it)")
     parser.add_argument("--no-switch", dest="switch", action="store_false", help="stay on the current slot")
@@ -153,8 +183,10 @@ def _create_parser() -> CommandParser:
 def _create(ctx: Context, args: argparse.Namespace) -> None:
     mode = SlotMode(args.mode) if args.mode else SlotMode.FOCUSED if _focus_given(args) else SlotMode.FULL
     if _focus_given(args) and mode is not SlotMode.FOCUSED:
-        raise UsageError(f"--recent, --keep-system and --summary apply to focused slots; "
-                         f"drop them or use --mode focused instead of --mode {mode.value}")
+        raise UsageError(
+            f"--recent, --keep-system and --summary apply to focused slots; "
+            f"drop them or use --mode focused instead of --mode {mode.value}"
+        )
     config = SlotConfig(mode=mode, focused=_focused_config(args), system=args.system)
     existed = ctx.session.has_slot(args.id)
     slot = ctx.session.create_slot(args.id, config, exist_ok=True)
@@ -179,11 +211,13 @@ def _derive_parser() -> CommandParser:
         "Branch a slot into a new one and switch to it (nothing is copied).\n"
         "The new slot shares its parent's history so far, and turns on either side stay\n"
         "invisible to the other.\n\n"
-        "Running it again with the same definition just switches to the slot.")
+        "Running it again with the same definition just switches to the slot.",
+    )
     parser.add_argument("id", help="the new slot's id")
     parser.add_argument("--from", dest="parent", metavar="PARENT", help="the slot to branch (default: current)")
-    parser.add_argument("--focused", action="store_true",
-                        help="the new slot sees its history through the focused filter")
+    parser.add_argument(
+        "--focused", action="store_true", help="the new slot sees its history through the focused filter"
+    )
     _add_focus_options(parser)
     parser.add_argument("--no-switch", dest="switch", action="store_false", help="stay on the current slot")
     return parser
@@ -193,19 +227,23 @@ def _derive(ctx: Context, args: argparse.Namespace) -> None:
     strategy: FocusedConfig | str = _focused_config(args) if args.focused or _focus_given(args) else "full"
     existed = ctx.session.has_slot(args.id)
     slot = ctx.session.derive_slot(args.id, args.parent, strategy, exist_ok=True)
-    what = ("already exists as defined" if existed
-            else f"derived from {slot.meta.parent_id!r} ({describe_mode(slot.config)}, "
-                 f"sharing {_plural(slot.meta.message_count, 'message')})")
+    what = (
+        "already exists as defined"
+        if existed
+        else f"derived from {slot.meta.parent_id!r} ({describe_mode(slot.config)}, "
+        f"sharing {_plural(slot.meta.message_count, 'message')})"
+    )
     print(f"slot {slot.id!r} {what}; {_switch_line(ctx.session, slot.id, args.switch)}")
 
 
 def _delete_parser() -> CommandParser:
     parser = CommandParser(
-        "%slot delete",
-        "Delete a slot. Slots derived from it keep their whole history; 'default' stays.")
+        "%slot delete", "Delete a slot. Slots derived from it keep their whole history; 'default' stays."
+    )
     parser.add_argument("id", help="the slot to delete")
-    parser.add_argument("--force", action="store_true",
-                        help="also delete turns no other slot shares, and do not mind a missing slot")
+    parser.add_argument(
+        "--force", action="store_true", help="also delete turns no other slot shares, and do not mind a missing slot"
+    )
     return parser
 
 
@@ -228,7 +266,7 @@ def _show_parser() -> CommandParser:
 def _show(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.id)
     messages = ctx.session.messages(slot.id)
-    shown = messages[-args.last:] if args.last else messages if args.last is None else []
+    shown = messages[-args.last :] if args.last else messages if args.last is None else []
     print(f"slot {describe_slot(slot)}")
     if shown:
         print(format_messages(shown, len(messages) - len(shown) + 1))
@@ -239,7 +277,8 @@ def _preview_parser() -> CommandParser:
         "%slot preview",
         "Show what the model would be sent for the slot's next turn.\n"
         "Before the new user message: the system prompt, then the history through the slot's\n"
-        "mode, each message with its token count.")
+        "mode, each message with its token count.",
+    )
     parser.add_argument("id", nargs="?", help="the slot (default: current)")
     return parser
 
@@ -248,16 +287,18 @@ def _preview(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.id)
     view = ctx.session.view(slot.id)
     total = sum(m.tokens for m in view)
-    print(f"slot {slot.id} ({describe_mode(slot.config)}) would send {_plural(len(view), 'message')}, "
-          f"~{total} tokens, then the new user message:")
+    print(
+        f"slot {slot.id} ({describe_mode(slot.config)}) would send {_plural(len(view), 'message')}, "
+        f"~{total} tokens, then the new user message:"
+    )
     if view:
         print(format_messages(view))
 
 
 def _session_parser() -> CommandParser:
     parser = CommandParser(
-        "%slot session",
-        "Show this notebook's session, or attach to another one by name (started if new).")
+        "%slot session", "Show this notebook's session, or attach to another one by name (started if new)."
+    )
     parser.add_argument("name", nargs="?", help="the session to attach to")
     return parser
 
@@ -265,15 +306,19 @@ def _session_parser() -> CommandParser:
 def _session(ctx: Context, args: argparse.Namespace) -> None:
     if args.name is None:
         slots = ctx.session.list_slots()
-        print(f"session {ctx.session.session_id} in {ctx.db_path} · {_plural(len(slots), 'slot')} · "
-              f"current slot {ctx.session.current_slot}")
+        print(
+            f"session {ctx.session.session_id} in {ctx.db_path} · {_plural(len(slots), 'slot')} · "
+            f"current slot {ctx.session.current_slot}"
+        )
         return
     if not args.name.strip():
         raise UsageError("%slot session: a session name cannot be empty")
     known = args.name in ctx.session.store.sessions()
     ctx.options.session_id = args.name  # the workspace reopens on this setting
-    print(f"{'attached to' if known else 'started'} session {args.name}; "
-          f"%config SlotMagic.session_id is now {args.name!r}")
+    print(
+        f"{'attached to' if known else 'started'} session {args.name}; "
+        f"%config SlotMagic.session_id is now {args.name!r}"
+    )
 
 
 def _rename_parser() -> CommandParser:
@@ -312,26 +357,32 @@ def _export(ctx: Context, args: argparse.Namespace) -> None:
     print(f"exported slot {slot.id!r} ({_plural(slot.meta.message_count, 'message')}) to {path}")
 
 
-COMMANDS: dict[str, Command] = {c.name: c for c in (
-    Command("list", _list_parser, _list),
-    Command("create", _create_parser, _create),
-    Command("switch", _switch_parser, _switch, slot_positionals=1),
-    Command("derive", _derive_parser, _derive, slot_args=("--from",)),
-    Command("delete", _delete_parser, _delete, slot_positionals=1),
-    Command("show", _show_parser, _show, slot_positionals=1),
-    Command("preview", _preview_parser, _preview, slot_positionals=1),
-    Command("session", _session_parser, _session),
-    Command("rename", _rename_parser, _rename, slot_positionals=1),
-    Command("diff", _diff_parser, _diff, slot_positionals=2),
-    Command("export", _export_parser, _export, slot_positionals=1),
-)}
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in (
+        Command("list", _list_parser, _list),
+        Command("create", _create_parser, _create),
+        Command("switch", _switch_parser, _switch, slot_positionals=1),
+        Command("derive", _derive_parser, _derive, slot_args=("--from",)),
+        Command("delete", _delete_parser, _delete, slot_positionals=1),
+        Command("show", _show_parser, _show, slot_positionals=1),
+        Command("preview", _preview_parser, _preview, slot_positionals=1),
+        Command("session", _session_parser, _session),
+        Command("rename", _rename_parser, _rename, slot_positionals=1),
+        Command("diff", _diff_parser, _diff, slot_positionals=2),
+        Command("export", _export_parser, _export, slot_positionals=1),
+    )
+}
 
 
 def overview() -> str:
     """``%slot --help``: every subcommand with its summary, generated from the parsers."""
     width = max(len(name) for name in COMMANDS)
-    lines = ["usage: %slot [SUBCOMMAND] [ARGS]   (each subcommand takes --help)", "",
-             f"  {'(none)':<{width}}  {_status_parser().summary()}"]
+    lines = [
+        "usage: %slot [SUBCOMMAND] [ARGS]   (each subcommand takes --help)",
+        "",
+        f"  {'(none)':<{width}}  {_status_parser().summary()}",
+    ]
     lines += [f"  {name:<{width}}  {command.make_parser().summary()}" for name, command in COMMANDS.items()]
     return "\n".join(lines)
 
@@ -348,6 +399,7 @@ def dispatch(line: str) -> tuple[Handler, argparse.Namespace] | None:
     command = COMMANDS.get(name)
     if command is None:
         what = "option" if name.startswith("-") else "subcommand"
-        raise UsageError(f"%slot: unknown {what} {name!r}{did_you_mean(name, COMMANDS)} "
-                         f"(%slot --help lists the subcommands)")
+        raise UsageError(
+            f"%slot: unknown {what} {name!r}{did_you_mean(name, COMMANDS)} (%slot --help lists the subcommands)"
+        )
     return command.run, parse(command.make_parser(), rest)

@@ -24,27 +24,41 @@ def turn_parser() -> CommandParser:
     parser.add_argument("--system", metavar="TEXT", help="this turn's system prompt (quote it)")
     parser.add_argument("--temperature", metavar="T", type=at_least(0, float), help="sampling temperature")
     parser.add_argument("--max-tokens", metavar="N", type=at_least(1), help="longest reply, in tokens")
-    parser.add_argument("--no-stream", dest="stream", action="store_false", default=None,
-                        help="show the reply once, when it is complete")
-    parser.add_argument("--rerun", action="store_true",
-                        help="ask the model again even if this cell's text is unchanged (forks)")
+    parser.add_argument(
+        "--no-stream",
+        dest="stream",
+        action="store_false",
+        default=None,
+        help="show the reply once, when it is complete",
+    )
+    parser.add_argument(
+        "--rerun", action="store_true", help="ask the model again even if this cell's text is unchanged (forks)"
+    )
     return parser
 
 
-def run_turn(session: Session, options: SlotMagicOptions, line: str, cell: str,
-             cell_id: str | None) -> Reply:
+def run_turn(session: Session, options: SlotMagicOptions, line: str, cell: str, cell_id: str | None) -> Reply:
     """Parse the line, run (or replay) the turn with a live view, return the stored reply."""
     args = parse(turn_parser(), split_line(line))
     stream = session.stream_turn(
-        cell.strip("\n"), cell_id=cell_id, rerun=args.rerun, slot=args.slot, model=args.model,
-        system=args.system, temperature=args.temperature, max_tokens=args.max_tokens,
+        cell.strip("\n"),
+        cell_id=cell_id,
+        rerun=args.rerun,
+        slot=args.slot,
+        model=args.model,
+        system=args.system,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
     )
     model = args.model or session.model
     slot = stream.plan.slot if stream.plan is not None else args.slot or session.current_slot
     live = options.stream if args.stream is None else args.stream
-    view = StreamView(live=live and not stream.replayed, throttle=options.stream_throttle,
-                      metadata=reply_metadata(None, session.session_id, slot, model),
-                      waiting=f"streaming from {model} on slot {slot}…")
+    view = StreamView(
+        live=live and not stream.replayed,
+        throttle=options.stream_throttle,
+        metadata=reply_metadata(None, session.session_id, slot, model),
+        waiting=f"streaming from {model} on slot {slot}…",
+    )
     try:
         view.feed(stream)
     except KeyboardInterrupt:

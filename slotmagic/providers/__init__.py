@@ -69,6 +69,4 @@ def resolve_provider(model: str, settings: ProviderSettings | None = None) -> tu
         from .anthropic import AnthropicProvider
 
         return AnthropicProvider(settings), name
-    raise UnknownModel(
-        f"unknown provider {provider!r} in model {model!r}; known: {', '.join(KNOWN_PROVIDERS)}"
-    )
+    raise UnknownModel(f"unknown provider {provider!r} in model {model!r}; known: {', '.join(KNOWN_PROVIDERS)}")

@@ -51,8 +51,7 @@ def wire_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[st
         elif m.content:  # the API refuses empty text blocks
             blocks.append({"type": "text", "text": m.content})
         for call in m.tool_calls:
-            blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
-                           "input": _json_object(call.arguments)})
+            blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _json_object(call.arguments)})
         if not blocks:
             continue
         if wire and wire[-1]["role"] == role:
@@ -63,8 +62,7 @@ def wire_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[st
 
 
 def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    return [{"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
-            for t in tools]
+    return [{"name": t.name, "description": t.description, "input_schema": dict(t.parameters)} for t in tools]
 
 
 def request_body(request: ChatRequest) -> dict[str, Any]:
@@ -130,7 +128,8 @@ class EventAssembler:
         elif kind == "content_block_start":
             block = data.get("content_block") or {}
             self._blocks[data.get("index", len(self._blocks))] = _Block(
-                block.get("type", ""), block.get("id", ""), block.get("name", ""), block.get("input"))
+                block.get("type", ""), block.get("id", ""), block.get("name", ""), block.get("input")
+            )
             if block.get("type") == "text" and block.get("text"):
                 return self._add_text(data.get("index", 0), block["text"])
         elif kind == "content_block_delta":
@@ -167,7 +166,8 @@ class EventAssembler:
         text = "".join("".join(b.parts) for b in blocks if b.type == "text")
         calls = tuple(
             ToolCall(b.id, b.name, "".join(b.parts) or json.dumps(b.initial_input or {}))
-            for b in blocks if b.type == "tool_use"
+            for b in blocks
+            if b.type == "tool_use"
         )
         u = self._usage
         cached = u.get("cache_read_input_tokens", 0)

@@ -51,8 +51,11 @@ class Usage:
         )
 
     def to_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cached_tokens": self.cached_tokens}
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_tokens": self.cached_tokens,
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,15 +30,16 @@ def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if m.role == "tool":
             wire.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
         elif m.role == "assistant" and m.tool_calls:
-            wire.append({
-                "role": "assistant",
-                "content": m.content or None,  # the API wants null, not "", beside tool calls
-                "tool_calls": [
-                    {"id": c.id, "type": "function",
-                     "function": {"name": c.name, "arguments": c.arguments or "{}"}}
-                    for c in m.tool_calls
-                ],
-            })
+            wire.append(
+                {
+                    "role": "assistant",
+                    "content": m.content or None,  # the API wants null, not "", beside tool calls
+                    "tool_calls": [
+                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments or "{}"}}
+                        for c in m.tool_calls
+                    ],
+                }
+            )
         else:
             wire.append({"role": m.role, "content": m.content})
     return wire
@@ -46,8 +47,10 @@ def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return [
-        {"type": "function",
-         "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
+        }
         for t in tools
     ]
 
@@ -132,12 +135,10 @@ class ChunkAssembler:
     def finish(self) -> Completion:
         if not self.done:
             raise StreamInterrupted(
-                f"{self.label}: the reply stream ended without its final [DONE] event; "
-                f"the partial reply was discarded"
+                f"{self.label}: the reply stream ended without its final [DONE] event; the partial reply was discarded"
             )
         calls = tuple(
-            ToolCall(c.id or f"call_{i}", c.name, "".join(c.arguments) or "{}")
-            for i, c in sorted(self._calls.items())
+            ToolCall(c.id or f"call_{i}", c.name, "".join(c.arguments) or "{}") for i, c in sorted(self._calls.items())
         )
         message = Message.assistant("".join(self._text), calls)
         return Completion(message, self._usage, self._finish_reason, self._model)

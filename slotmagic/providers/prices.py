@@ -20,24 +20,26 @@ from types import MappingProxyType
 from .base import Usage
 from .settings import Price
 
-BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType({
-    "openai:gpt-5": (1.25, 10.00),
-    "openai:gpt-5-mini": (0.25, 2.00),
-    "openai:gpt-5-nano": (0.05, 0.40),
-    "openai:gpt-4.1": (2.00, 8.00),
-    "openai:gpt-4.1-mini": (0.40, 1.60),
-    "openai:gpt-4.1-nano": (0.10, 0.40),
-    "openai:gpt-4o": (2.50, 10.00),
-    "openai:gpt-4o-mini": (0.15, 0.60),
-    "anthropic:claude-opus-4-5": (5.00, 25.00),
-    "anthropic:claude-opus-4-1": (15.00, 75.00),
-    "anthropic:claude-sonnet-4-5": (3.00, 15.00),
-    "anthropic:claude-sonnet-4": (3.00, 15.00),
-    "anthropic:claude-sonnet-4-0": (3.00, 15.00),
-    "anthropic:claude-haiku-4-5": (1.00, 5.00),
-    "anthropic:claude-3-5-haiku": (0.80, 4.00),
-    "ollama:*": (0.0, 0.0),  # runs on your own machine
-})
+BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType(
+    {
+        "openai:gpt-5": (1.25, 10.00),
+        "openai:gpt-5-mini": (0.25, 2.00),
+        "openai:gpt-5-nano": (0.05, 0.40),
+        "openai:gpt-4.1": (2.00, 8.00),
+        "openai:gpt-4.1-mini": (0.40, 1.60),
+        "openai:gpt-4.1-nano": (0.10, 0.40),
+        "openai:gpt-4o": (2.50, 10.00),
+        "openai:gpt-4o-mini": (0.15, 0.60),
+        "anthropic:claude-opus-4-5": (5.00, 25.00),
+        "anthropic:claude-opus-4-1": (15.00, 75.00),
+        "anthropic:claude-sonnet-4-5": (3.00, 15.00),
+        "anthropic:claude-sonnet-4": (3.00, 15.00),
+        "anthropic:claude-sonnet-4-0": (3.00, 15.00),
+        "anthropic:claude-haiku-4-5": (1.00, 5.00),
+        "anthropic:claude-3-5-haiku": (0.80, 4.00),
+        "ollama:*": (0.0, 0.0),  # runs on your own machine
+    }
+)
 
 # "-20250929", "-2024-07-18": the dated snapshots providers publish under an alias
 _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")

@@ -30,10 +30,9 @@ class RetryPolicy:
     cap: float = 8.0  # longest computed backoff
     max_wait: float = 60.0  # longest Retry-After honoured; beyond it, give up
 
-    def delay(self, attempt: int, retry_after: float | None = None,
-              rand: Callable[[], float] = random.random) -> float:
+    def delay(self, attempt: int, retry_after: float | None = None, rand: Callable[[], float] = random.random) -> float:
         """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0)."""
-        backoff = min(self.cap, self.base * 2.0 ** attempt)
+        backoff = min(self.cap, self.base * 2.0**attempt)
         jittered = backoff * (0.5 + rand() / 2)  # "equal jitter": between half and all of it
         return max(jittered, retry_after or 0.0)
 
@@ -46,8 +45,7 @@ class RetryPolicy:
                 return "not retried (max_retries is 0)"
             return f"gave up after {attempt} {'retry' if attempt == 1 else 'retries'}"
         if retry_after is not None and retry_after > self.max_wait:
-            return (f"the server asks to wait {retry_after:.0f} s, longer than the "
-                    f"{self.max_wait:.0f} s slotmagic waits")
+            return f"the server asks to wait {retry_after:.0f} s, longer than the {self.max_wait:.0f} s slotmagic waits"
         return None
 
 

@@ -113,8 +113,7 @@ class Endpoint:
         return tuple(s for s in (self.api_key, password) if s)
 
 
-def resolve_endpoint(settings: ProviderSettings, provider: str,
-                     environ: Mapping[str, str] | None = None) -> Endpoint:
+def resolve_endpoint(settings: ProviderSettings, provider: str, environ: Mapping[str, str] | None = None) -> Endpoint:
     """The endpoint for ``provider`` now: settings first, then the environment, then defaults.
 
     Raises ``MissingAPIKey`` when the official endpoint is used without a key.

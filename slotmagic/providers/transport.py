@@ -125,8 +125,12 @@ class SSETransport:
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
         self.policy = RetryPolicy(max_retries=settings.max_retries, base=settings.backoff_base)
-        self.timeout = httpx.Timeout(connect=settings.connect_timeout, read=settings.read_timeout,
-                                     write=settings.read_timeout, pool=settings.connect_timeout)
+        self.timeout = httpx.Timeout(
+            connect=settings.connect_timeout,
+            read=settings.read_timeout,
+            write=settings.read_timeout,
+            pool=settings.connect_timeout,
+        )
         self._client: httpx.Client | None = None  # kept for connection reuse between turns
 
     def events(self, call: SSECall) -> Generator[ServerSentEvent, None, None]:
@@ -135,9 +139,10 @@ class SSETransport:
         attempt = 0
         while True:
             started = [False]  # set once the reply begins: later failures are interruptions
-            with self._failures(call, started), self._client.stream(
-                "POST", call.url, json=call.body, headers=_headers(call)
-            ) as response:
+            with (
+                self._failures(call, started),
+                self._client.stream("POST", call.url, json=call.body, headers=_headers(call)) as response,
+            ):
                 if not response.is_error:
                     started[0] = True
                     yield from _event_source(call, response).iter_sse()
@@ -157,9 +162,7 @@ class SSETransport:
             while True:
                 started = [False]
                 with self._failures(call, started):
-                    async with client.stream(
-                        "POST", call.url, json=call.body, headers=_headers(call)
-                    ) as response:
+                    async with client.stream("POST", call.url, json=call.body, headers=_headers(call)) as response:
                         if not response.is_error:
                             started[0] = True
                             async with aclosing(_event_source(call, response).aiter_sse()) as events:
@@ -180,8 +183,7 @@ class SSETransport:
 
     # -- failures ----------------------------------------------------------------------------
 
-    def _after_error(self, call: SSECall, response: httpx.Response,
-                     attempt: int) -> tuple[ProviderError, float | None]:
+    def _after_error(self, call: SSECall, response: httpx.Response, attempt: int) -> tuple[ProviderError, float | None]:
         """The error to raise for an error response, and how long to wait before retrying
         instead (None: do not retry)."""
         status = response.status_code
@@ -198,8 +200,7 @@ class SSETransport:
         if reason is not None:
             return failure, None
         wait = self.policy.delay(attempt, retry_after)
-        logger.info("%s: %s, retry %d of %d in %.2f s", call.label, what, attempt + 1,
-                    self.policy.max_retries, wait)
+        logger.info("%s: %s, retry %d of %d in %.2f s", call.label, what, attempt + 1, self.policy.max_retries, wait)
         return failure, wait
 
     @contextmanager
@@ -223,18 +224,14 @@ class SSETransport:
             raise ProviderTimeout(f"{label}: timed out sending the request") from None
         except httpx.ConnectError:
             raise ProviderConnectionError(
-                f"{label}: cannot connect to {call.endpoint.display_url}; is the server running "
-                f"and the URL right?"
+                f"{label}: cannot connect to {call.endpoint.display_url}; is the server running and the URL right?"
             ) from None
         except (httpx.RemoteProtocolError, httpx.ReadError):
             if started[0]:
                 raise StreamInterrupted(
-                    f"{label}: the connection dropped before the reply was complete; "
-                    f"the partial reply was discarded"
+                    f"{label}: the connection dropped before the reply was complete; the partial reply was discarded"
                 ) from None
-            raise ProviderConnectionError(
-                f"{label}: the server closed the connection without answering"
-            ) from None
+            raise ProviderConnectionError(f"{label}: the server closed the connection without answering") from None
         except httpx.HTTPError as exc:
             # Only the class name: an httpx message may quote the request.
             raise ProviderConnectionError(f"{label}: the request failed ({type(exc).__name__})") from None
@@ -323,5 +320,5 @@ def redact(text: str, secret: str) -> str:
     text = text.replace(secret, "[redacted]")
     if len(secret) < REDACT_WINDOW:
         return text
-    pieces = {secret[i:i + REDACT_WINDOW] for i in range(len(secret) - REDACT_WINDOW + 1)}
+    pieces = {secret[i : i + REDACT_WINDOW] for i in range(len(secret) - REDACT_WINDOW + 1)}
     return re.sub(r"\S+", lambda m: "[redacted]" if any(p in m[0] for p in pieces) else m[0], text)

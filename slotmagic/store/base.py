@@ -52,9 +52,7 @@ class Store(Protocol):
     def slot(self, session_id: str, slot_id: str) -> Slot:
         """The slot, or SlotNotFound."""
 
-    def create_slot(
-        self, session_id: str, slot_id: str, config: SlotConfig, messages: Sequence[Message] = ()
-    ) -> Slot:
+    def create_slot(self, session_id: str, slot_id: str, config: SlotConfig, messages: Sequence[Message] = ()) -> Slot:
         """A new slot; ``messages`` (a static slot's preset) are stored as turn 0."""
 
     def derive_slot(

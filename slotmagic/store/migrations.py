@@ -74,7 +74,7 @@ def _v1_initial(db: sqlite3.Connection) -> None:
             created_at  REAL NOT NULL,
             PRIMARY KEY (slot, number)
         );
-        """
+        """,
     )
 
 

@@ -32,6 +32,7 @@ from .migrations import migrate
 Durability = Literal["normal", "full"]
 _SLOT_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at"
 
+
 def _messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
     """Rebuild messages from trusted rows without re-running validation: loading a long
     history is otherwise dominated by object construction. Fields left unset read the
@@ -64,8 +65,9 @@ def _extra_json(message: Message) -> str | None:
 class SQLiteStore:
     """A store in one SQLite file (or ``":memory:"``). Safe to share between threads."""
 
-    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "normal",
-                 timeout: float = 10.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, durability: Durability = "normal", timeout: float = 10.0
+    ) -> None:
         self.path = str(path)
         if durability not in ("normal", "full"):
             raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
@@ -79,9 +81,7 @@ class SQLiteStore:
                     "point SLOTMAGIC_DB (or db_path) at a writable place"
                 ) from None
         try:
-            self._db = sqlite3.connect(
-                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
+            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
             self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute(f"PRAGMA synchronous = {durability.upper()}")
@@ -133,9 +133,10 @@ class SQLiteStore:
             (session_id, slot_id),
         ).fetchone()
         if row is None:
-            known = [r[0] for r in db.execute(
-                "SELECT name FROM slots WHERE session_id = ? AND deleted_at IS NULL", (session_id,)
-            )]
+            known = [
+                r[0]
+                for r in db.execute("SELECT name FROM slots WHERE session_id = ? AND deleted_at IS NULL", (session_id,))
+            ]
             raise SlotNotFound(slot_id, known)
         return tuple(row)
 
@@ -199,8 +200,7 @@ class SQLiteStore:
     def current_slot(self, session_id: str) -> str:
         with self._lock:
             row = self._db.execute(
-                "SELECT s.name FROM sessions JOIN slots s ON s.id = sessions.current_slot "
-                "WHERE sessions.id = ?",
+                "SELECT s.name FROM sessions JOIN slots s ON s.id = sessions.current_slot WHERE sessions.id = ?",
                 (session_id,),
             ).fetchone()
             return DEFAULT_SLOT if row is None else str(row[0])
@@ -228,23 +228,40 @@ class SQLiteStore:
             db = self._db
             return self._to_slot(db, self._slot_row(db, session_id, slot_id), self._current_key(db, session_id))
 
-    def _insert_slot(self, db: sqlite3.Connection, session_id: str, slot_id: str, config: SlotConfig,
-                     now: float, parent: int | None = None, fork_at: int = 0, tokens: int = 0,
-                     turns: int = 0) -> int:
+    def _insert_slot(
+        self,
+        db: sqlite3.Connection,
+        session_id: str,
+        slot_id: str,
+        config: SlotConfig,
+        now: float,
+        parent: int | None = None,
+        fork_at: int = 0,
+        tokens: int = 0,
+        turns: int = 0,
+    ) -> int:
         try:
             cursor = db.execute(
                 "INSERT INTO slots (session_id, name, parent, fork_at, length, tokens, turns, config, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, slot_id, parent, fork_at, fork_at, tokens, turns,
-                 json.dumps(config.to_dict(), ensure_ascii=False), now),
+                (
+                    session_id,
+                    slot_id,
+                    parent,
+                    fork_at,
+                    fork_at,
+                    tokens,
+                    turns,
+                    json.dumps(config.to_dict(), ensure_ascii=False),
+                    now,
+                ),
             )
         except sqlite3.IntegrityError:
             raise SlotExists(slot_id) from None
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
-    def create_slot(self, session_id: str, slot_id: str, config: SlotConfig,
-                    messages: Sequence[Message] = ()) -> Slot:
+    def create_slot(self, session_id: str, slot_id: str, config: SlotConfig, messages: Sequence[Message] = ()) -> Slot:
         with self._write() as db:
             now = time.time()
             key = self._insert_slot(db, session_id, slot_id, config, now)
@@ -252,8 +269,9 @@ class SQLiteStore:
                 self._append(db, key, 0, 0, 0, 0, messages, {"kind": "preset"}, now)
             return self._to_slot(db, self._slot_row(db, session_id, slot_id), self._current_key(db, session_id))
 
-    def derive_slot(self, session_id: str, slot_id: str, parent_id: str, config: SlotConfig,
-                    at: int | None = None) -> Slot:
+    def derive_slot(
+        self, session_id: str, slot_id: str, parent_id: str, config: SlotConfig, at: int | None = None
+    ) -> Slot:
         with self._write() as db:
             parent_key, _, _, _, length, tokens, turns, _, _ = self._slot_row(db, session_id, parent_id)
             if at is not None and at != length:
@@ -280,8 +298,9 @@ class SQLiteStore:
     def update_config(self, session_id: str, slot_id: str, config: SlotConfig) -> Slot:
         with self._write() as db:
             key = self._slot_row(db, session_id, slot_id)[0]
-            db.execute("UPDATE slots SET config = ? WHERE id = ?",
-                       (json.dumps(config.to_dict(), ensure_ascii=False), key))
+            db.execute(
+                "UPDATE slots SET config = ? WHERE id = ?", (json.dumps(config.to_dict(), ensure_ascii=False), key)
+            )
             return self._to_slot(db, self._slot_row(db, session_id, slot_id), self._current_key(db, session_id))
 
     def rename_slot(self, session_id: str, old_id: str, new_id: str) -> Slot:
@@ -323,11 +342,15 @@ class SQLiteStore:
             db = self._db
             out: list[Message] = []
             for segment, lo, hi in self._segments(db, self._slot_row(db, session_id, slot_id)[0]):
-                out.extend(_messages_from_rows(db.execute(
-                    "SELECT role, content, tokens, extra FROM messages"
-                    " WHERE slot = ? AND seq >= ? AND seq < ? ORDER BY seq",
-                    (segment, lo, hi),
-                )))
+                out.extend(
+                    _messages_from_rows(
+                        db.execute(
+                            "SELECT role, content, tokens, extra FROM messages"
+                            " WHERE slot = ? AND seq >= ? AND seq < ? ORDER BY seq",
+                            (segment, lo, hi),
+                        )
+                    )
+                )
             return out
 
     def turns(self, session_id: str, slot_id: str) -> list[TurnRecord]:
@@ -347,31 +370,49 @@ class SQLiteStore:
 
     def has_cell_turns(self, session_id: str, cell_id: str) -> bool:
         with self._lock:
-            return self._db.execute(
-                "SELECT 1 FROM turns JOIN slots ON slots.id = turns.slot"
-                " WHERE json_extract(turns.info, '$.cell.id') = ? AND slots.session_id = ? LIMIT 1",
-                (cell_id, session_id),
-            ).fetchone() is not None
+            return (
+                self._db.execute(
+                    "SELECT 1 FROM turns JOIN slots ON slots.id = turns.slot"
+                    " WHERE json_extract(turns.info, '$.cell.id') = ? AND slots.session_id = ? LIMIT 1",
+                    (cell_id, session_id),
+                ).fetchone()
+                is not None
+            )
 
-    def append_turn(self, session_id: str, slot_id: str, messages: Sequence[Message],
-                    info: dict[str, Any]) -> TurnRecord:
+    def append_turn(
+        self, session_id: str, slot_id: str, messages: Sequence[Message], info: dict[str, Any]
+    ) -> TurnRecord:
         if not messages:
             raise StoreError("a turn needs at least one message")
         with self._write() as db:
             key, _, _, _, length, tokens, turns, _, _ = self._slot_row(db, session_id, slot_id)
             return self._append(db, key, length, tokens, turns, turns + 1, messages, info, time.time())
 
-    def _append(self, db: sqlite3.Connection, key: int, length: int, tokens: int, turns: int,
-                number: int, messages: Sequence[Message], info: dict[str, Any], now: float) -> TurnRecord:
+    def _append(
+        self,
+        db: sqlite3.Connection,
+        key: int,
+        length: int,
+        tokens: int,
+        turns: int,
+        number: int,
+        messages: Sequence[Message],
+        info: dict[str, Any],
+        now: float,
+    ) -> TurnRecord:
         db.executemany(
             "INSERT INTO messages (slot, seq, turn, role, content, tokens, extra, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(key, length + i, number, m.role, m.content, m.tokens, _extra_json(m), now)
-             for i, m in enumerate(messages)],
+            [
+                (key, length + i, number, m.role, m.content, m.tokens, _extra_json(m), now)
+                for i, m in enumerate(messages)
+            ],
         )
         info_json = json.dumps(info, ensure_ascii=False)
-        db.execute("INSERT INTO turns (slot, number, start, count, info, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                   (key, number, length, len(messages), info_json, now))
+        db.execute(
+            "INSERT INTO turns (slot, number, start, count, info, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (key, number, length, len(messages), info_json, now),
+        )
         db.execute(
             "UPDATE slots SET length = ?, tokens = ?, turns = ? WHERE id = ?",
             (length + len(messages), tokens + sum(m.tokens for m in messages), max(turns, number), key),

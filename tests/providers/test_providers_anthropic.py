@@ -33,13 +33,15 @@ from .wire_server import (
 )
 
 HELLO = ChatRequest("claude-sonnet-4-5", (Message.system("Be brief."), Message.user("Hello")))
-WEATHER = ToolSpec("get_weather", "Current weather for a city",
-                   {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+WEATHER = ToolSpec(
+    "get_weather",
+    "Current weather for a city",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
 
 
 def anthropic_error(kind: str, message: str) -> dict:  # type: ignore[type-arg]
-    return {"type": "error", "error": {"type": kind, "message": message},
-            "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}
+    return {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}
 
 
 @pytest.fixture
@@ -51,19 +53,30 @@ def provider(settings: ProviderSettings):  # type: ignore[no-untyped-def]
 
 # -- the request ------------------------------------------------------------------------------------
 
+
 def test_request_on_the_wire(wire: WireServer, provider: AnthropicProvider, drain: Drain) -> None:
     history = (
         Message.system("Be brief."),
         Message.user("Weather in Oslo and Lima?"),
-        Message.assistant("Checking.", [ToolCall("toolu_1", "get_weather", '{"city": "Oslo"}'),
-                                        ToolCall("toolu_2", "get_weather", '{"city": "Lima"}')]),
+        Message.assistant(
+            "Checking.",
+            [
+                ToolCall("toolu_1", "get_weather", '{"city": "Oslo"}'),
+                ToolCall("toolu_2", "get_weather", '{"city": "Lima"}'),
+            ],
+        ),
         Message.tool("toolu_1", "-3 C, snow"),
         Message.tool("toolu_2", "19 C, sun"),
         Message.system("Summary of the earlier conversation: none"),  # systems anywhere go on top
     )
     wire.script(sse_response(an_text_stream("Cold and warm.")))
-    chat = ChatRequest("claude-sonnet-4-5", history, (WEATHER,), temperature=0.5,
-                       params={"top_k": 40, "metadata": {"user_id": "u-1"}, "stream": False})
+    chat = ChatRequest(
+        "claude-sonnet-4-5",
+        history,
+        (WEATHER,),
+        temperature=0.5,
+        params={"top_k": 40, "metadata": {"user_id": "u-1"}, "stream": False},
+    )
     drain(provider, chat).completion  # noqa: B018 (asserts the stream completed)
     request = wire.requests[-1]
     assert (request.method, request.path) == ("POST", "/v1/messages")
@@ -76,19 +89,29 @@ def test_request_on_the_wire(wire: WireServer, provider: AnthropicProvider, drai
         "system": "Be brief.\n\nSummary of the earlier conversation: none",
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo and Lima?"}]},
-            {"role": "assistant", "content": [
-                {"type": "text", "text": "Checking."},
-                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}},
-                {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Lima"}},
-            ]},
-            {"role": "user", "content": [  # consecutive tool results: one user message
-                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "-3 C, snow"},
-                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "19 C, sun"},
-            ]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Checking."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Lima"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [  # consecutive tool results: one user message
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "-3 C, snow"},
+                    {"type": "tool_result", "tool_use_id": "toolu_2", "content": "19 C, sun"},
+                ],
+            },
         ],
-        "tools": [{"name": "get_weather", "description": "Current weather for a city",
-                   "input_schema": {"type": "object", "properties": {"city": {"type": "string"}},
-                                    "required": ["city"]}}],
+        "tools": [
+            {
+                "name": "get_weather",
+                "description": "Current weather for a city",
+                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            }
+        ],
         "temperature": 0.5,
         "top_k": 40,
         "metadata": {"user_id": "u-1"},
@@ -105,10 +128,15 @@ def test_max_tokens_is_sent_when_given(wire: WireServer, provider: AnthropicProv
 
 # -- streaming ------------------------------------------------------------------------------------
 
-def test_text_deltas_then_one_completion_with_usage(wire: WireServer, provider: AnthropicProvider,
-                                                    drain: Drain) -> None:
-    wire.script(sse_response(an_text_stream("Hello", "!", " How can I help?", input_tokens=21,
-                                            output_tokens=12, cache_read=300)))
+
+def test_text_deltas_then_one_completion_with_usage(
+    wire: WireServer, provider: AnthropicProvider, drain: Drain
+) -> None:
+    wire.script(
+        sse_response(
+            an_text_stream("Hello", "!", " How can I help?", input_tokens=21, output_tokens=12, cache_read=300)
+        )
+    )
     result = drain(provider, HELLO)
     assert [e.text for e in result.events[:-1]] == ["Hello", "!", " How can I help?"]  # type: ignore[union-attr]
     completion = result.completion
@@ -118,21 +146,26 @@ def test_text_deltas_then_one_completion_with_usage(wire: WireServer, provider: 
     assert (completion.finish_reason, completion.model) == ("end_turn", "claude-sonnet-4-5-20250929")
 
 
-TRICKY = "Grüße, 世界 😀 — \"quoted\" {braces}\nand a new line"
+TRICKY = 'Grüße, 世界 😀 — "quoted" {braces}\nand a new line'
 
 
 @pytest.mark.parametrize("split", [1, 3, 11, "targeted"])
-def test_chunk_boundaries_anywhere(wire: WireServer, provider: AnthropicProvider, drain: Drain,
-                                   split: int | str) -> None:
+def test_chunk_boundaries_anywhere(
+    wire: WireServer, provider: AnthropicProvider, drain: Drain, split: int | str
+) -> None:
     events = an_text_stream(*TRICKY.split(" "))
     body = "".join(events).encode()
     cuts = split
     if split == "targeted":
         emoji, cjk = body.index("😀".encode()), body.index("世".encode())
-        cuts = [body.index(b"event: content_block_delta") + 4,  # inside a line
-                body.index(b'"delta"') + 3,  # inside the JSON object
-                body.index(b"\n\n") + 1,  # between the newlines ending an event
-                cjk + 2, emoji + 1, emoji + 2]
+        cuts = [
+            body.index(b"event: content_block_delta") + 4,  # inside a line
+            body.index(b'"delta"') + 3,  # inside the JSON object
+            body.index(b"\n\n") + 1,  # between the newlines ending an event
+            cjk + 2,
+            emoji + 1,
+            emoji + 2,
+        ]
         assert all(body[c] & 0xC0 == 0x80 for c in cuts[-3:])  # inside multi-byte characters
     wire.script(sse_response(events, split=cuts))  # type: ignore[arg-type]
     result = drain(provider, HELLO)
@@ -141,24 +174,32 @@ def test_chunk_boundaries_anywhere(wire: WireServer, provider: AnthropicProvider
 
 
 @pytest.mark.parametrize("split", [None, 4])
-def test_tool_use_blocks_are_assembled(wire: WireServer, provider: AnthropicProvider, drain: Drain,
-                                       split: int | None) -> None:
-    wire.script(sse_response([
-        an_start(472),
-        *an_text_block(0, "Okay, let me", " check."),
-        an_event("ping"),
-        *an_tool_block(1, "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "get_weather",
-                       "", '{"ci', 'ty": "Os', 'lo"}'),
-        *an_tool_block(2, "toolu_02", "get_weather", '{"city": "Lima"}'),
-        *an_stop("tool_use", 89),
-    ], split=split))
+def test_tool_use_blocks_are_assembled(
+    wire: WireServer, provider: AnthropicProvider, drain: Drain, split: int | None
+) -> None:
+    wire.script(
+        sse_response(
+            [
+                an_start(472),
+                *an_text_block(0, "Okay, let me", " check."),
+                an_event("ping"),
+                *an_tool_block(1, "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "get_weather", "", '{"ci', 'ty": "Os', 'lo"}'),
+                *an_tool_block(2, "toolu_02", "get_weather", '{"city": "Lima"}'),
+                *an_stop("tool_use", 89),
+            ],
+            split=split,
+        )
+    )
     chat = ChatRequest("claude-sonnet-4-5", (Message.user("Oslo and Lima?"),), (WEATHER,))
     completion = drain(provider, chat).completion
     assert completion.finish_reason == "tool_use"
-    assert completion.message == Message.assistant("Okay, let me check.", [
-        ToolCall("toolu_01T1x1fJ34qAmk2tNTrN7Up6", "get_weather", '{"city": "Oslo"}'),
-        ToolCall("toolu_02", "get_weather", '{"city": "Lima"}'),
-    ])
+    assert completion.message == Message.assistant(
+        "Okay, let me check.",
+        [
+            ToolCall("toolu_01T1x1fJ34qAmk2tNTrN7Up6", "get_weather", '{"city": "Oslo"}'),
+            ToolCall("toolu_02", "get_weather", '{"city": "Lima"}'),
+        ],
+    )
     assert completion.usage == Usage(472, 89, 0)
 
 
@@ -167,26 +208,31 @@ def test_a_tool_call_without_arguments(wire: WireServer, provider: AnthropicProv
     assert drain(provider, HELLO).completion.message.tool_calls == (ToolCall("toolu_9", "list_slots", "{}"),)
 
 
-def test_thinking_blocks_are_not_part_of_the_reply(wire: WireServer, provider: AnthropicProvider,
-                                                   drain: Drain) -> None:
-    wire.script(sse_response([
-        an_start(),
-        an_event("content_block_start", index=0, content_block={"type": "thinking", "thinking": ""}),
-        an_event("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "Hm"}),
-        an_event("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "EqQB"}),
-        an_event("content_block_stop", index=0),
-        *an_text_block(1, "Answer."),
-        an_event("some_future_event", detail=1),  # unknown events are ignored, as the API asks
-        *an_stop(),
-    ]))
+def test_thinking_blocks_are_not_part_of_the_reply(wire: WireServer, provider: AnthropicProvider, drain: Drain) -> None:
+    wire.script(
+        sse_response(
+            [
+                an_start(),
+                an_event("content_block_start", index=0, content_block={"type": "thinking", "thinking": ""}),
+                an_event("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": "Hm"}),
+                an_event("content_block_delta", index=0, delta={"type": "signature_delta", "signature": "EqQB"}),
+                an_event("content_block_stop", index=0),
+                *an_text_block(1, "Answer."),
+                an_event("some_future_event", detail=1),  # unknown events are ignored, as the API asks
+                *an_stop(),
+            ]
+        )
+    )
     result = drain(provider, HELLO)
     assert result.text == "Answer." and result.completion.message.content == "Answer."
 
 
 # -- failures in the stream ---------------------------------------------------------------------------
 
-def test_a_stream_without_message_stop_is_interrupted(wire: WireServer, provider: AnthropicProvider,
-                                                      drain: Drain) -> None:
+
+def test_a_stream_without_message_stop_is_interrupted(
+    wire: WireServer, provider: AnthropicProvider, drain: Drain
+) -> None:
     events = an_text_stream("Hello", " there")[:-1]  # message_delta arrives, message_stop never does
     wire.script(sse_response(events))
     result = drain(provider, HELLO)
@@ -194,8 +240,9 @@ def test_a_stream_without_message_stop_is_interrupted(wire: WireServer, provider
     assert result.text == "Hello there"
 
 
-def test_a_connection_dropped_mid_stream_is_interrupted(wire: WireServer, provider: AnthropicProvider,
-                                                        drain: Drain) -> None:
+def test_a_connection_dropped_mid_stream_is_interrupted(
+    wire: WireServer, provider: AnthropicProvider, drain: Drain
+) -> None:
     wire.script(sse_response(an_text_stream("Hello", " there")[:4], finish=False, then=[DROP]))
     result = drain(provider, HELLO)
     assert isinstance(result.error, StreamInterrupted) and result.text == "Hello"
@@ -220,14 +267,19 @@ def test_an_error_event_mid_stream(wire: WireServer, provider: AnthropicProvider
 
 # -- HTTP errors and retries ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("status", "kind", "message"), [
-    (400, "invalid_request_error", "messages: roles must alternate between \"user\" and \"assistant\""),
-    (401, "authentication_error", f"invalid x-api-key {PLANTED_ANTHROPIC_KEY}"),
-    (403, "permission_error", "Your API key does not have permission to use the specified resource."),
-    (404, "not_found_error", "model: claude-9"),
-])
-def test_client_errors_are_not_retried(wire: WireServer, provider: AnthropicProvider, drain: Drain,
-                                       status: int, kind: str, message: str) -> None:
+
+@pytest.mark.parametrize(
+    ("status", "kind", "message"),
+    [
+        (400, "invalid_request_error", 'messages: roles must alternate between "user" and "assistant"'),
+        (401, "authentication_error", f"invalid x-api-key {PLANTED_ANTHROPIC_KEY}"),
+        (403, "permission_error", "Your API key does not have permission to use the specified resource."),
+        (404, "not_found_error", "model: claude-9"),
+    ],
+)
+def test_client_errors_are_not_retried(
+    wire: WireServer, provider: AnthropicProvider, drain: Drain, status: int, kind: str, message: str
+) -> None:
     wire.script(json_response(status, anthropic_error(kind, message)), sse_response(an_text_stream("never")))
     error = drain(provider, HELLO).error
     assert isinstance(error, ProviderHTTPError) and (error.status, error.error_type) == (status, kind)
@@ -237,20 +289,19 @@ def test_client_errors_are_not_retried(wire: WireServer, provider: AnthropicProv
     assert len(wire.requests) == 1
 
 
-def test_overloaded_then_500_then_success(wire: WireServer, provider: AnthropicProvider,
-                                          drain: Drain) -> None:
-    wire.script(json_response(529, anthropic_error("overloaded_error", "Overloaded")),
-                json_response(500, anthropic_error("api_error", "Internal server error")),
-                sse_response(an_text_stream("Back.")))
+def test_overloaded_then_500_then_success(wire: WireServer, provider: AnthropicProvider, drain: Drain) -> None:
+    wire.script(
+        json_response(529, anthropic_error("overloaded_error", "Overloaded")),
+        json_response(500, anthropic_error("api_error", "Internal server error")),
+        sse_response(an_text_stream("Back.")),
+    )
     assert drain(provider, HELLO).completion.message.content == "Back."
     assert len(wire.requests) == 3
 
 
-def test_429_honours_retry_after_seconds(wire: WireServer, provider: AnthropicProvider,
-                                         drain: Drain) -> None:
+def test_429_honours_retry_after_seconds(wire: WireServer, provider: AnthropicProvider, drain: Drain) -> None:
     limited = anthropic_error("rate_limit_error", "Number of request tokens has exceeded your rate limit")
-    wire.script(json_response(429, limited, {"retry-after": "1"}),
-                sse_response(an_text_stream("OK")))
+    wire.script(json_response(429, limited, {"retry-after": "1"}), sse_response(an_text_stream("OK")))
     started = time.monotonic()
     assert drain(provider, HELLO).completion.message.content == "OK"
     assert time.monotonic() - started >= 0.95
@@ -266,8 +317,7 @@ def test_persistent_429_is_rate_limited(wire: WireServer, settings: ProviderSett
     assert "gave up after 1 retry" in str(error)
 
 
-def test_a_slow_server_trips_the_read_timeout(wire: WireServer, settings: ProviderSettings,
-                                              drain: Drain) -> None:
+def test_a_slow_server_trips_the_read_timeout(wire: WireServer, settings: ProviderSettings, drain: Drain) -> None:
     provider = AnthropicProvider(settings.replace(read_timeout=0.3))
     wire.script(sse_response(an_text_stream("Hel", "lo")[:3], finish=False, then=[Pause(5)]))
     started = time.monotonic()

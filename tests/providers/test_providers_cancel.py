@@ -42,8 +42,7 @@ def session(db_path: Path, settings: ProviderSettings) -> Iterator[Session]:
 
 
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
-def test_closing_the_stream_closes_the_connection(wire: WireServer, settings: ProviderSettings,
-                                                  protocol: str) -> None:
+def test_closing_the_stream_closes_the_connection(wire: WireServer, settings: ProviderSettings, protocol: str) -> None:
     provider = OpenAIProvider(settings) if protocol == "openai" else AnthropicProvider(settings)
     hold_after_first_delta(wire, protocol)
     with closing(provider.stream(HELLO)) as events:  # type: ignore[type-var]
@@ -53,8 +52,9 @@ def test_closing_the_stream_closes_the_connection(wire: WireServer, settings: Pr
 
 
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
-def test_cancelling_the_async_task_closes_the_connection(wire: WireServer, settings: ProviderSettings,
-                                                         protocol: str) -> None:
+def test_cancelling_the_async_task_closes_the_connection(
+    wire: WireServer, settings: ProviderSettings, protocol: str
+) -> None:
     provider = OpenAIProvider(settings) if protocol == "openai" else AnthropicProvider(settings)
     hold_after_first_delta(wire, protocol)
 

@@ -29,13 +29,17 @@ def env(wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLLAMA_HOST", wire.url)
 
 
-@pytest.mark.parametrize(("model", "stream", "auth"), [
-    ("openai:gpt-4o-mini", oa_text_stream("Hello", " there"), f"Bearer {PLANTED_OPENAI_KEY}"),
-    ("anthropic:claude-haiku-4-5", an_text_stream("Hello", " there"), PLANTED_ANTHROPIC_KEY),
-    ("ollama:llama3.2", oa_text_stream("Hello", " there"), None),
-])
-def test_turn_cells_reach_each_provider(ip: Any, wire: WireServer, env: None, model: str,
-                                        stream: list[str], auth: str | None) -> None:
+@pytest.mark.parametrize(
+    ("model", "stream", "auth"),
+    [
+        ("openai:gpt-4o-mini", oa_text_stream("Hello", " there"), f"Bearer {PLANTED_OPENAI_KEY}"),
+        ("anthropic:claude-haiku-4-5", an_text_stream("Hello", " there"), PLANTED_ANTHROPIC_KEY),
+        ("ollama:llama3.2", oa_text_stream("Hello", " there"), None),
+    ],
+)
+def test_turn_cells_reach_each_provider(
+    ip: Any, wire: WireServer, env: None, model: str, stream: list[str], auth: str | None
+) -> None:
     wire.script(sse_response(stream))
     ip.run_cell(f"%%turn --model {model}\nHi")
     assert session(ip).messages()[-1].content == "Hello there"
@@ -44,8 +48,18 @@ def test_turn_cells_reach_each_provider(ip: Any, wire: WireServer, env: None, mo
 
 
 def test_a_provider_failure_is_one_line_and_stores_nothing(ip: Any, wire: WireServer, env: None) -> None:
-    wire.script(json_response(401, {"error": {"message": f"Incorrect API key provided: {PLANTED_OPENAI_KEY}",
-                                              "type": "invalid_request_error", "code": "invalid_api_key"}}))
+    wire.script(
+        json_response(
+            401,
+            {
+                "error": {
+                    "message": f"Incorrect API key provided: {PLANTED_OPENAI_KEY}",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            },
+        )
+    )
     with pytest.raises(UsageError) as caught:
         ip.run_cell("%%turn --model openai:gpt-4o-mini\nHi")
     message = str(caught.value)
@@ -54,8 +68,9 @@ def test_a_provider_failure_is_one_line_and_stores_nothing(ip: Any, wire: WireSe
     assert session(ip).messages() == []
 
 
-def test_config_points_turns_at_a_server_and_sets_timeouts(ip: Any, wire: WireServer,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_config_points_turns_at_a_server_and_sets_timeouts(
+    ip: Any, wire: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_OPENAI_KEY)  # keys only ever from the environment
     ip.run_cell(f'%config SlotMagic.openai_base_url = "{wire.url}/v1"')
     ip.run_cell("%config SlotMagic.read_timeout = 7.5")

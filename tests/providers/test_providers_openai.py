@@ -36,8 +36,11 @@ from .wire_server import (
 )
 
 HELLO = ChatRequest("gpt-4o-mini", (Message.system("Be brief."), Message.user("Hello")))
-WEATHER = ToolSpec("get_weather", "Current weather for a city",
-                   {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+WEATHER = ToolSpec(
+    "get_weather",
+    "Current weather for a city",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
 
 
 @pytest.fixture
@@ -49,18 +52,30 @@ def provider(settings: ProviderSettings):  # type: ignore[no-untyped-def]
 
 # -- the request ------------------------------------------------------------------------------------
 
+
 def test_request_on_the_wire(wire: WireServer, provider: OpenAIProvider, drain: Drain) -> None:
     history = (
         Message.system("Be brief."),
         Message.user("Weather in Oslo and Lima?"),
-        Message.assistant("", [ToolCall("call_1", "get_weather", '{"city": "Oslo"}'),
-                               ToolCall("call_2", "get_weather", '{"city": "Lima"}')]),
+        Message.assistant(
+            "",
+            [
+                ToolCall("call_1", "get_weather", '{"city": "Oslo"}'),
+                ToolCall("call_2", "get_weather", '{"city": "Lima"}'),
+            ],
+        ),
         Message.tool("call_1", "-3 C, snow", name="get_weather"),
         Message.tool("call_2", "19 C, sun", name="get_weather"),
     )
     wire.script(sse_response(oa_text_stream("Cold in Oslo, warm in Lima.")))
-    chat = ChatRequest("gpt-4o-mini", history, (WEATHER,), temperature=0.2, max_tokens=300,
-                       params={"top_p": 0.9, "seed": 7, "stream": False})
+    chat = ChatRequest(
+        "gpt-4o-mini",
+        history,
+        (WEATHER,),
+        temperature=0.2,
+        max_tokens=300,
+        params={"top_p": 0.9, "seed": 7, "stream": False},
+    )
     drain(provider, chat).completion  # noqa: B018 (asserts the stream completed)
     request = wire.requests[-1]
     assert (request.method, request.path) == ("POST", "/v1/chat/completions")
@@ -71,19 +86,35 @@ def test_request_on_the_wire(wire: WireServer, provider: OpenAIProvider, drain: 
         "messages": [
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": "Weather in Oslo and Lima?"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_1", "type": "function",
-                 "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
-                {"id": "call_2", "type": "function",
-                 "function": {"name": "get_weather", "arguments": '{"city": "Lima"}'}},
-            ]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                    },
+                    {
+                        "id": "call_2",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Lima"}'},
+                    },
+                ],
+            },
             {"role": "tool", "tool_call_id": "call_1", "content": "-3 C, snow"},
             {"role": "tool", "tool_call_id": "call_2", "content": "19 C, sun"},
         ],
-        "tools": [{"type": "function", "function": {
-            "name": "get_weather", "description": "Current weather for a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                           "required": ["city"]}}}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Current weather for a city",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                },
+            }
+        ],
         "temperature": 0.2,
         "max_tokens": 300,
         "top_p": 0.9,  # provider-specific parameters pass through ...
@@ -99,14 +130,17 @@ def test_official_endpoint_gets_max_completion_tokens() -> None:
     assert body["max_completion_tokens"] == 50 and "max_tokens" not in body
 
 
-def test_ollama_uses_its_v1_endpoint_without_a_key(wire: WireServer, settings: ProviderSettings,
-                                                   drain: Drain) -> None:
+def test_ollama_uses_its_v1_endpoint_without_a_key(wire: WireServer, settings: ProviderSettings, drain: Drain) -> None:
     # Ollama reports usage on the chunk that carries finish_reason.
-    wire.script(sse_response([
-        oa_chunk({"role": "assistant", "content": "Hi"}, model="llama3.2"),
-        oa_chunk({"role": "assistant", "content": ""}, "stop", usage=oa_usage(20, 2), model="llama3.2"),
-        OA_DONE,
-    ]))
+    wire.script(
+        sse_response(
+            [
+                oa_chunk({"role": "assistant", "content": "Hi"}, model="llama3.2"),
+                oa_chunk({"role": "assistant", "content": ""}, "stop", usage=oa_usage(20, 2), model="llama3.2"),
+                OA_DONE,
+            ]
+        )
+    )
     provider = OpenAIProvider(settings, name="ollama")
     result = drain(provider, ChatRequest("llama3.2", (Message.user("hi"),)))
     assert result.completion.message.content == "Hi"
@@ -117,8 +151,8 @@ def test_ollama_uses_its_v1_endpoint_without_a_key(wire: WireServer, settings: P
 
 # -- streaming ------------------------------------------------------------------------------------
 
-def test_text_deltas_then_one_completion_with_usage(wire: WireServer, provider: OpenAIProvider,
-                                                    drain: Drain) -> None:
+
+def test_text_deltas_then_one_completion_with_usage(wire: WireServer, provider: OpenAIProvider, drain: Drain) -> None:
     wire.script(sse_response(oa_text_stream("Hello", "! How", " can I help?", usage=(19, 10, 6))))
     result = drain(provider, HELLO)
     assert [e.text for e in result.events[:-1]] == ["Hello", "! How", " can I help?"]  # type: ignore[union-attr]
@@ -128,7 +162,7 @@ def test_text_deltas_then_one_completion_with_usage(wire: WireServer, provider: 
     assert (completion.finish_reason, completion.model) == ("stop", "gpt-4o-mini-2024-07-18")
 
 
-TRICKY = "Grüße, 世界 😀 — \"quoted\" {braces} and a\nnew line"
+TRICKY = 'Grüße, 世界 😀 — "quoted" {braces} and a\nnew line'
 
 
 def _body() -> bytes:
@@ -146,8 +180,7 @@ def _offsets() -> list[int]:
 
 
 @pytest.mark.parametrize("split", [1, 2, 7, 64, "targeted"])
-def test_chunk_boundaries_anywhere(wire: WireServer, provider: OpenAIProvider, drain: Drain,
-                                   split: int | str) -> None:
+def test_chunk_boundaries_anywhere(wire: WireServer, provider: OpenAIProvider, drain: Drain, split: int | str) -> None:
     """Cut inside an SSE line, a JSON object, between the two newlines ending an event and
     inside multi-byte UTF-8 characters: the reply must come out whole and unchanged."""
     cuts = _offsets() if split == "targeted" else split
@@ -169,39 +202,57 @@ def test_crlf_line_endings_and_comments(wire: WireServer, provider: OpenAIProvid
 
 
 @pytest.mark.parametrize("split", [None, 5])
-def test_tool_call_deltas_are_assembled(wire: WireServer, provider: OpenAIProvider, drain: Drain,
-                                        split: int | None) -> None:
-    wire.script(sse_response(oa_tool_stream([
-        ("call_Oslo1", "get_weather", ['{"ci', 'ty": "Os', 'lo"}']),
-        ("call_Lima2", "get_weather", ['{"city"', ': "Lima"}']),
-    ], text="Checking both."), split=split))
+def test_tool_call_deltas_are_assembled(
+    wire: WireServer, provider: OpenAIProvider, drain: Drain, split: int | None
+) -> None:
+    wire.script(
+        sse_response(
+            oa_tool_stream(
+                [
+                    ("call_Oslo1", "get_weather", ['{"ci', 'ty": "Os', 'lo"}']),
+                    ("call_Lima2", "get_weather", ['{"city"', ': "Lima"}']),
+                ],
+                text="Checking both.",
+            ),
+            split=split,
+        )
+    )
     chat = ChatRequest("gpt-4o-mini", (Message.user("Oslo and Lima?"),), (WEATHER,))
     completion = drain(provider, chat).completion
     assert completion.finish_reason == "tool_calls"
-    assert completion.message == Message.assistant("Checking both.", [
-        ToolCall("call_Oslo1", "get_weather", '{"city": "Oslo"}'),
-        ToolCall("call_Lima2", "get_weather", '{"city": "Lima"}'),
-    ])
+    assert completion.message == Message.assistant(
+        "Checking both.",
+        [
+            ToolCall("call_Oslo1", "get_weather", '{"city": "Oslo"}'),
+            ToolCall("call_Lima2", "get_weather", '{"city": "Lima"}'),
+        ],
+    )
     arguments = [c.parsed_arguments() for c in completion.message.tool_calls]
     assert arguments == [{"city": "Oslo"}, {"city": "Lima"}]
     assert completion.usage == Usage(80, 20, 0)
 
 
-def test_servers_that_repeat_id_and_name_in_every_fragment(wire: WireServer, provider: OpenAIProvider,
-                                                           drain: Drain) -> None:
+def test_servers_that_repeat_id_and_name_in_every_fragment(
+    wire: WireServer, provider: OpenAIProvider, drain: Drain
+) -> None:
     fragment = {"index": 0, "id": "call_x", "type": "function", "function": {"name": "f", "arguments": ""}}
-    wire.script(sse_response([
-        oa_chunk({"role": "assistant", "tool_calls": [fragment]}),
-        oa_chunk({"tool_calls": [{**fragment, "function": {"name": "f", "arguments": '{"a": 1}'}}]}),
-        oa_chunk({}, "tool_calls"), OA_DONE,
-    ]))
+    wire.script(
+        sse_response(
+            [
+                oa_chunk({"role": "assistant", "tool_calls": [fragment]}),
+                oa_chunk({"tool_calls": [{**fragment, "function": {"name": "f", "arguments": '{"a": 1}'}}]}),
+                oa_chunk({}, "tool_calls"),
+                OA_DONE,
+            ]
+        )
+    )
     assert drain(provider, HELLO).completion.message.tool_calls == (ToolCall("call_x", "f", '{"a": 1}'),)
 
 
 # -- failures in the stream ---------------------------------------------------------------------------
 
-def test_a_stream_without_done_is_interrupted(wire: WireServer, provider: OpenAIProvider,
-                                              drain: Drain) -> None:
+
+def test_a_stream_without_done_is_interrupted(wire: WireServer, provider: OpenAIProvider, drain: Drain) -> None:
     wire.script(sse_response(oa_text_stream("Hello", " there", done=False)))  # body ends cleanly, no [DONE]
     result = drain(provider, HELLO)
     assert isinstance(result.error, StreamInterrupted) and "[DONE]" in str(result.error)
@@ -209,8 +260,9 @@ def test_a_stream_without_done_is_interrupted(wire: WireServer, provider: OpenAI
     assert not any(e.__class__.__name__ == "Completion" for e in result.events)
 
 
-def test_a_connection_dropped_mid_stream_is_interrupted(wire: WireServer, provider: OpenAIProvider,
-                                                        drain: Drain) -> None:
+def test_a_connection_dropped_mid_stream_is_interrupted(
+    wire: WireServer, provider: OpenAIProvider, drain: Drain
+) -> None:
     wire.script(sse_response(oa_text_stream("Hello", " there")[:2], finish=False, then=[DROP]))
     result = drain(provider, HELLO)
     assert isinstance(result.error, StreamInterrupted) and "dropped" in str(result.error)
@@ -218,8 +270,9 @@ def test_a_connection_dropped_mid_stream_is_interrupted(wire: WireServer, provid
     assert len(wire.requests) == 1  # a reply that had begun is never silently sent again
 
 
-def test_a_cut_in_the_middle_of_an_event_is_interrupted(wire: WireServer, provider: OpenAIProvider,
-                                                        drain: Drain) -> None:
+def test_a_cut_in_the_middle_of_an_event_is_interrupted(
+    wire: WireServer, provider: OpenAIProvider, drain: Drain
+) -> None:
     body = "".join(oa_text_stream("Hello", " world"))
     wire.script(sse_response([body[: len(body) // 2]], finish=False, then=[DROP]))
     assert isinstance(drain(provider, HELLO).error, StreamInterrupted)
@@ -234,8 +287,14 @@ def test_malformed_json_in_an_event(wire: WireServer, provider: OpenAIProvider, 
 
 
 def test_an_error_chunk_mid_stream(wire: WireServer, provider: OpenAIProvider, drain: Drain) -> None:
-    error = {"error": {"message": "The server had an error while processing your request.",
-                       "type": "server_error", "param": None, "code": None}}
+    error = {
+        "error": {
+            "message": "The server had an error while processing your request.",
+            "type": "server_error",
+            "param": None,
+            "code": None,
+        }
+    }
     wire.script(sse_response([*oa_text_stream("Hel")[:2], f"data: {json.dumps(error)}\n\n"]))
     result = drain(provider, HELLO)
     assert isinstance(result.error, ProviderHTTPError) and result.error.error_type == "server_error"
@@ -250,20 +309,52 @@ def test_a_json_answer_instead_of_a_stream(wire: WireServer, provider: OpenAIPro
 
 # -- HTTP errors and retries ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("status", "body", "kind"), [
-    (400, {"error": {"message": "Invalid value for 'temperature': must be <= 2.",
-                     "type": "invalid_request_error", "param": "temperature", "code": "invalid_value"}},
-     "invalid_value"),
-    (401, {"error": {"message": f"Incorrect API key provided: {PLANTED_OPENAI_KEY}. You can find your "
-                                "API key at https://platform.openai.com/account/api-keys.",
-                     "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}},
-     "invalid_api_key"),
-    (404, {"error": {"message": "The model `gpt-9` does not exist or you do not have access to it.",
-                     "type": "invalid_request_error", "param": None, "code": "model_not_found"}},
-     "model_not_found"),
-])
-def test_client_errors_are_not_retried(wire: WireServer, provider: OpenAIProvider, drain: Drain,
-                                       status: int, body: dict, kind: str) -> None:  # type: ignore[type-arg]
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind"),
+    [
+        (
+            400,
+            {
+                "error": {
+                    "message": "Invalid value for 'temperature': must be <= 2.",
+                    "type": "invalid_request_error",
+                    "param": "temperature",
+                    "code": "invalid_value",
+                }
+            },
+            "invalid_value",
+        ),
+        (
+            401,
+            {
+                "error": {
+                    "message": f"Incorrect API key provided: {PLANTED_OPENAI_KEY}. You can find your "
+                    "API key at https://platform.openai.com/account/api-keys.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_api_key",
+                }
+            },
+            "invalid_api_key",
+        ),
+        (
+            404,
+            {
+                "error": {
+                    "message": "The model `gpt-9` does not exist or you do not have access to it.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "model_not_found",
+                }
+            },
+            "model_not_found",
+        ),
+    ],
+)
+def test_client_errors_are_not_retried(
+    wire: WireServer, provider: OpenAIProvider, drain: Drain, status: int, body: dict, kind: str
+) -> None:  # type: ignore[type-arg]
     wire.script(json_response(status, body), sse_response(oa_text_stream("never")))
     error = drain(provider, HELLO).error
     assert isinstance(error, ProviderHTTPError) and not isinstance(error, RateLimited)
@@ -275,19 +366,27 @@ def test_client_errors_are_not_retried(wire: WireServer, provider: OpenAIProvide
 
 
 def test_500_then_success(wire: WireServer, provider: OpenAIProvider, drain: Drain) -> None:
-    wire.script(json_response(500, {"error": {"message": "The server had an error", "type": "server_error"}}),
-                json_response(503, {"error": {"message": "Slow down", "type": "server_error"}}),
-                sse_response(oa_text_stream("Recovered")))
+    wire.script(
+        json_response(500, {"error": {"message": "The server had an error", "type": "server_error"}}),
+        json_response(503, {"error": {"message": "Slow down", "type": "server_error"}}),
+        sse_response(oa_text_stream("Recovered")),
+    )
     assert drain(provider, HELLO).completion.message.content == "Recovered"
     assert len(wire.requests) == 3
 
 
-def test_429_honours_retry_after_then_succeeds(wire: WireServer, provider: OpenAIProvider,
-                                               drain: Drain) -> None:
-    limited = {"error": {"message": "Rate limit reached for gpt-4o-mini on requests per min (RPM)",
-                         "type": "requests", "param": None, "code": "rate_limit_exceeded"}}
-    wire.script(json_response(429, limited, {"retry-after-ms": "300", "retry-after": "1"}),
-                sse_response(oa_text_stream("OK")))
+def test_429_honours_retry_after_then_succeeds(wire: WireServer, provider: OpenAIProvider, drain: Drain) -> None:
+    limited = {
+        "error": {
+            "message": "Rate limit reached for gpt-4o-mini on requests per min (RPM)",
+            "type": "requests",
+            "param": None,
+            "code": "rate_limit_exceeded",
+        }
+    }
+    wire.script(
+        json_response(429, limited, {"retry-after-ms": "300", "retry-after": "1"}), sse_response(oa_text_stream("OK"))
+    )
     started = time.monotonic()
     assert drain(provider, HELLO).completion.message.content == "OK"
     assert time.monotonic() - started >= 0.3  # backoff_base is 1 ms: the wait was the server's
@@ -303,8 +402,7 @@ def test_retries_are_bounded(wire: WireServer, settings: ProviderSettings, drain
     assert len(wire.requests) == 3
 
 
-def test_a_long_retry_after_is_reported_not_waited(wire: WireServer, provider: OpenAIProvider,
-                                                   drain: Drain) -> None:
+def test_a_long_retry_after_is_reported_not_waited(wire: WireServer, provider: OpenAIProvider, drain: Drain) -> None:
     quota = {"error": {"message": "quota", "type": "requests"}}
     wire.script(json_response(429, quota, {"retry-after": "3600"}))
     started = time.monotonic()
@@ -315,8 +413,8 @@ def test_a_long_retry_after_is_reported_not_waited(wire: WireServer, provider: O
 
 # -- timeouts and connections ---------------------------------------------------------------------------
 
-def test_a_slow_server_trips_the_read_timeout(wire: WireServer, settings: ProviderSettings,
-                                              drain: Drain) -> None:
+
+def test_a_slow_server_trips_the_read_timeout(wire: WireServer, settings: ProviderSettings, drain: Drain) -> None:
     provider = OpenAIProvider(settings.replace(read_timeout=0.3))
     wire.script(sse_response(oa_text_stream("Hel", "lo")[:2], finish=False, then=[Pause(5)]))
     started = time.monotonic()

@@ -10,10 +10,22 @@ from slotmagic.providers import BUILTIN_PRICES, Usage, cost_of, price_of
 from slotmagic.providers.retry import RetryPolicy, is_retryable, retry_after_seconds
 
 
-@pytest.mark.parametrize(("status", "retried"), [
-    (429, True), (500, True), (502, True), (503, True), (529, True),
-    (400, False), (401, False), (403, False), (404, False), (408, False), (422, False),
-])
+@pytest.mark.parametrize(
+    ("status", "retried"),
+    [
+        (429, True),
+        (500, True),
+        (502, True),
+        (503, True),
+        (529, True),
+        (400, False),
+        (401, False),
+        (403, False),
+        (404, False),
+        (408, False),
+        (422, False),
+    ],
+)
 def test_only_429_and_5xx_are_retried(status: int, retried: bool) -> None:
     assert is_retryable(status) is retried
     assert (RetryPolicy().gives_up(status, 0) is None) is retried
@@ -46,14 +58,17 @@ def test_a_retry_after_beyond_max_wait_is_not_waited_for() -> None:
     assert reason is not None and "3600 s" in reason
 
 
-@pytest.mark.parametrize(("headers", "seconds"), [
-    ({"retry-after": "3"}, 3.0),
-    ({"retry-after": "0.5"}, 0.5),
-    ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),  # OpenAI's header, more precise
-    ({"retry-after": "-4"}, 0.0),
-    ({"retry-after": "soon"}, None),
-    ({}, None),
-])
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after": "3"}, 3.0),
+        ({"retry-after": "0.5"}, 0.5),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),  # OpenAI's header, more precise
+        ({"retry-after": "-4"}, 0.0),
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
 def test_retry_after_header_forms(headers: dict[str, str], seconds: float | None) -> None:
     assert retry_after_seconds(headers) == seconds
 

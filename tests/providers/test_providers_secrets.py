@@ -36,8 +36,18 @@ Responses = list[list[Any]]  # one failing turn: the responses to its requests, 
 
 def openai_failures(key: str) -> list[Responses]:
     return [
-        [json_response(401, {"error": {"message": f"Incorrect API key provided: {key}.",
-                                       "type": "invalid_request_error", "code": "invalid_api_key"}})],
+        [
+            json_response(
+                401,
+                {
+                    "error": {
+                        "message": f"Incorrect API key provided: {key}.",
+                        "type": "invalid_request_error",
+                        "code": "invalid_api_key",
+                    }
+                },
+            )
+        ],
         [json_response(400, {"error": {"message": f"bad header 'Bearer {key[:30]}'", "type": "invalid"}})],
         [json_response(500, {"error": f"proxy failed for {key}"})] * 4,
         [sse_response([f'data: {{"error": {{"message": "{key}", "type": "server_error"}}}}\n\n'])],
@@ -48,8 +58,11 @@ def openai_failures(key: str) -> list[Responses]:
 
 def anthropic_failures(key: str) -> list[Responses]:
     return [
-        [json_response(401, {"type": "error", "error": {"type": "authentication_error",
-                                                        "message": f"invalid x-api-key {key}"}})],
+        [
+            json_response(
+                401, {"type": "error", "error": {"type": "authentication_error", "message": f"invalid x-api-key {key}"}}
+            )
+        ],
         [json_response(529, {"type": "error", "error": {"type": "overloaded_error", "message": key}})] * 4,
         [sse_response([an_event("error", error={"type": "api_error", "message": f"...{key[5:]}"})])],
         [sse_response([f'event: message_start\ndata: {{"broken": "{key}\n\n'])],
@@ -57,13 +70,21 @@ def anthropic_failures(key: str) -> list[Responses]:
     ]
 
 
-def test_planted_keys_appear_nowhere(wire: WireServer, db_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     caplog: pytest.LogCaptureFixture,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_planted_keys_appear_nowhere(
+    wire: WireServer,
+    db_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     caplog.set_level(logging.DEBUG)  # httpx and httpcore log every request at DEBUG
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_OPENAI_KEY)
-    settings = ProviderSettings(openai_base_url=wire.url + "/v1", anthropic_base_url=wire.url,
-                                anthropic_api_key=PLANTED_ANTHROPIC_KEY, backoff_base=0.001)
+    settings = ProviderSettings(
+        openai_base_url=wire.url + "/v1",
+        anthropic_base_url=wire.url,
+        anthropic_api_key=PLANTED_ANTHROPIC_KEY,
+        backoff_base=0.001,
+    )
     session = Session.open("secrets", db_path=db_path, settings=settings)
     seen: list[str] = []
 

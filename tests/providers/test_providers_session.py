@@ -100,8 +100,7 @@ def test_params_pass_through_from_the_session(wire: WireServer, session: Session
     assert body["response_format"] == {"type": "json_object"}
 
 
-def test_tool_calls_round_trip_and_survive_a_change_of_provider(wire: WireServer, session: Session,
-                                                                turn: Turn) -> None:
+def test_tool_calls_round_trip_and_survive_a_change_of_provider(wire: WireServer, session: Session, turn: Turn) -> None:
     wire.script(sse_response(oa_tool_stream([("call_A", "get_weather", ['{"city":', ' "Oslo"}'])])))
     reply = turn(session, "Weather in Oslo?")
     assert reply.finish_reason == "tool_calls"
@@ -115,13 +114,18 @@ def test_tool_calls_round_trip_and_survive_a_change_of_provider(wire: WireServer
     assert sent[2] == {"role": "tool", "tool_call_id": "call_A", "content": "-3 C"}
 
     # The same history sent to Anthropic: OpenAI's call becomes tool_use/tool_result blocks.
-    wire.script(sse_response([an_start(), *an_tool_block(0, "toolu_B", "get_weather", '{"city": "Lima"}'),
-                              *an_stop("tool_use")]))
+    wire.script(
+        sse_response(
+            [an_start(), *an_tool_block(0, "toolu_B", "get_weather", '{"city": "Lima"}'), *an_stop("tool_use")]
+        )
+    )
     reply = turn(session, "Lima too?", model="anthropic:claude-sonnet-4-5")
     assert reply.message.tool_calls == (ToolCall("toolu_B", "get_weather", '{"city": "Lima"}'),)
     sent = wire.requests[-1].json()["messages"]
-    assert sent[1] == {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "call_A", "name": "get_weather", "input": {"city": "Oslo"}}]}
+    assert sent[1] == {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "call_A", "name": "get_weather", "input": {"city": "Oslo"}}],
+    }
     assert sent[2]["content"][0] == {"type": "tool_result", "tool_use_id": "call_A", "content": "-3 C"}
     assert session.messages()[-1].tool_calls[0].id == "toolu_B"
 
@@ -132,24 +136,18 @@ BUSY = {"error": {"message": "The server is overloaded", "type": "server_error"}
 
 FAILURES: dict[str, tuple[list[list[Any]], type[ProviderError]]] = {
     "no [DONE]": ([sse_response(oa_text_stream("partial", done=False))], StreamInterrupted),
-    "dropped mid-stream": ([sse_response(oa_text_stream("partial")[:2], finish=False, then=[DROP])],
-                           StreamInterrupted),
-    "malformed JSON": ([sse_response([*oa_text_stream("x")[:2], "data: {nope\n\n", OA_DONE])],
-                       MalformedReply),
-    "error chunk": ([sse_response([*oa_text_stream("x")[:2], f"data: {json.dumps(BUSY)}\n\n"])],
-                    ProviderHTTPError),
-    "400": ([json_response(400, {"error": {"message": "bad", "type": "invalid_request_error"}})],
-            ProviderHTTPError),
+    "dropped mid-stream": ([sse_response(oa_text_stream("partial")[:2], finish=False, then=[DROP])], StreamInterrupted),
+    "malformed JSON": ([sse_response([*oa_text_stream("x")[:2], "data: {nope\n\n", OA_DONE])], MalformedReply),
+    "error chunk": ([sse_response([*oa_text_stream("x")[:2], f"data: {json.dumps(BUSY)}\n\n"])], ProviderHTTPError),
+    "400": ([json_response(400, {"error": {"message": "bad", "type": "invalid_request_error"}})], ProviderHTTPError),
     "5xx every time": ([json_response(503, BUSY)] * 4, ProviderHTTPError),
     "429 every time": ([json_response(429, BUSY)] * 4, RateLimited),
-    "read timeout": ([sse_response(oa_text_stream("slow")[:2], finish=False, then=[Pause(5)])],
-                     ProviderTimeout),
+    "read timeout": ([sse_response(oa_text_stream("slow")[:2], finish=False, then=[Pause(5)])], ProviderTimeout),
 }
 
 
 @pytest.mark.parametrize("failure", list(FAILURES))
-def test_a_failed_turn_leaves_the_slot_unchanged(wire: WireServer, session: Session, turn: Turn,
-                                                 failure: str) -> None:
+def test_a_failed_turn_leaves_the_slot_unchanged(wire: WireServer, session: Session, turn: Turn, failure: str) -> None:
     session.settings = session.settings.replace(read_timeout=0.3)
     wire.script(sse_response(oa_text_stream("first answer")))
     turn(session, "first question")
@@ -188,14 +186,16 @@ def test_an_unreachable_server_stores_nothing(session: Session, turn: Turn, wire
 
 # -- settings --------------------------------------------------------------------------------------------
 
+
 def test_new_settings_take_effect_at_the_next_turn(wire: WireServer, session: Session, turn: Turn) -> None:
     wire.script(sse_response(oa_text_stream("from the first server")))
     turn(session, "one")
     other = WireServer()
     try:
         other.script(sse_response(oa_text_stream("from the second server")))
-        session.settings = session.settings.replace(openai_base_url=other.url + "/v1",
-                                                    openai_api_key="sk-test-rotated-key")
+        session.settings = session.settings.replace(
+            openai_base_url=other.url + "/v1", openai_api_key="sk-test-rotated-key"
+        )
         assert turn(session, "two").text == "from the second server"
         assert other.requests[-1].headers["authorization"] == "Bearer sk-test-rotated-key"
         assert len(wire.requests) == 1
@@ -203,8 +203,9 @@ def test_new_settings_take_effect_at_the_next_turn(wire: WireServer, session: Se
         other.close()
 
 
-def test_keys_fall_back_to_the_environment_at_request_time(wire: WireServer, session: Session, turn: Turn,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_keys_fall_back_to_the_environment_at_request_time(
+    wire: WireServer, session: Session, turn: Turn, monkeypatch: pytest.MonkeyPatch
+) -> None:
     session.settings = session.settings.replace(openai_api_key=None)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-from-env")
     wire.script(sse_response(oa_text_stream("ok")))
@@ -226,6 +227,13 @@ def test_the_default_settings(db_path: Path) -> None:
 
 def test_usage_chunks_arriving_mid_stream_are_kept(wire: WireServer, session: Session, turn: Turn) -> None:
     # Some servers send usage on a chunk that still has choices; the last report wins.
-    wire.script(sse_response([oa_chunk({"content": "a"}, usage=oa_usage(1, 1)),
-                              oa_chunk({"content": "b"}, "stop", usage=oa_usage(7, 2)), OA_DONE]))
+    wire.script(
+        sse_response(
+            [
+                oa_chunk({"content": "a"}, usage=oa_usage(1, 1)),
+                oa_chunk({"content": "b"}, "stop", usage=oa_usage(7, 2)),
+                OA_DONE,
+            ]
+        )
+    )
     assert turn(session, "Hi").usage.input_tokens == 7

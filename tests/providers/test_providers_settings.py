@@ -38,8 +38,7 @@ def test_empty_values_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve_endpoint(ProviderSettings(anthropic_api_key=""), "anthropic")
 
 
-@pytest.mark.parametrize(("provider", "variable"), [("openai", "OPENAI_API_KEY"),
-                                                    ("anthropic", "ANTHROPIC_API_KEY")])
+@pytest.mark.parametrize(("provider", "variable"), [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")])
 def test_a_missing_key_is_one_line_naming_the_variable(provider: str, variable: str) -> None:
     with pytest.raises(MissingAPIKey) as caught:
         resolve_endpoint(ProviderSettings(), provider)
@@ -58,15 +57,18 @@ def test_a_base_url_without_scheme_is_refused_with_the_fix() -> None:
         resolve_endpoint(ProviderSettings(openai_base_url="localhost:8080/v1"), "openai")
 
 
-@pytest.mark.parametrize(("host", "url"), [
-    (None, "http://localhost:11434/v1"),
-    ("", "http://localhost:11434/v1"),
-    ("0.0.0.0", "http://localhost:11434/v1"),
-    ("127.0.0.1:9999", "http://127.0.0.1:9999/v1"),
-    ("http://gpu-box:11434", "http://gpu-box:11434/v1"),
-    ("https://ollama.example.org", "https://ollama.example.org:443/v1"),
-    ("http://[::1]:11434/", "http://[::1]:11434/v1"),
-])
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        (None, "http://localhost:11434/v1"),
+        ("", "http://localhost:11434/v1"),
+        ("0.0.0.0", "http://localhost:11434/v1"),
+        ("127.0.0.1:9999", "http://127.0.0.1:9999/v1"),
+        ("http://gpu-box:11434", "http://gpu-box:11434/v1"),
+        ("https://ollama.example.org", "https://ollama.example.org:443/v1"),
+        ("http://[::1]:11434/", "http://[::1]:11434/v1"),
+    ],
+)
 def test_ollama_host_forms(host: str | None, url: str) -> None:
     assert ollama_base_url(host) == url
 
@@ -87,11 +89,20 @@ def test_repr_hides_keys() -> None:
     assert KEY not in repr(provider)
 
 
-@pytest.mark.parametrize("changes", [
-    {"connect_timeout": 0}, {"read_timeout": -1}, {"read_timeout": float("nan")},
-    {"max_retries": -1}, {"max_retries": 1.5}, {"backoff_base": -0.1},
-    {"prices": {"openai:x": (1.0,)}}, {"prices": {"openai:x": (-1, 2)}}, {"prices": ["openai:x"]},
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"connect_timeout": 0},
+        {"read_timeout": -1},
+        {"read_timeout": float("nan")},
+        {"max_retries": -1},
+        {"max_retries": 1.5},
+        {"backoff_base": -0.1},
+        {"prices": {"openai:x": (1.0,)}},
+        {"prices": {"openai:x": (-1, 2)}},
+        {"prices": ["openai:x"]},
+    ],
+)
 def test_bad_values_are_refused(changes: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         ProviderSettings(**changes)  # type: ignore[arg-type]
@@ -104,12 +115,15 @@ def test_replace_changes_fields_and_refuses_unknown_ones() -> None:
         settings.replace(read_timout=3)
 
 
-@pytest.mark.parametrize(("model", "cls", "name"), [
-    ("openai:gpt-4o-mini", OpenAIProvider, "gpt-4o-mini"),
-    ("ollama:llama3.2:3b", OpenAIProvider, "llama3.2:3b"),
-    ("anthropic:claude-sonnet-4-5", AnthropicProvider, "claude-sonnet-4-5"),
-    ("echo", EchoProvider, "echo"),
-])
+@pytest.mark.parametrize(
+    ("model", "cls", "name"),
+    [
+        ("openai:gpt-4o-mini", OpenAIProvider, "gpt-4o-mini"),
+        ("ollama:llama3.2:3b", OpenAIProvider, "llama3.2:3b"),
+        ("anthropic:claude-sonnet-4-5", AnthropicProvider, "claude-sonnet-4-5"),
+        ("echo", EchoProvider, "echo"),
+    ],
+)
 def test_resolve_provider(model: str, cls: type, name: str) -> None:
     provider, sent_name = resolve_provider(model, ProviderSettings())
     assert isinstance(provider, cls) and sent_name == name

@@ -155,8 +155,14 @@ class WireServer:
 
 # -- HTTP framing ------------------------------------------------------------------------------
 
-def head(status: int = 200, headers: dict[str, str] | None = None, *, chunked: bool = True,
-         content_type: str = "text/event-stream") -> bytes:
+
+def head(
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    *,
+    chunked: bool = True,
+    content_type: str = "text/event-stream",
+) -> bytes:
     all_headers = {"content-type": content_type, "connection": "close", **(headers or {})}
     if chunked:
         all_headers["transfer-encoding"] = "chunked"
@@ -171,9 +177,16 @@ def chunk(data: bytes) -> bytes:
 
 END = b"0\r\n\r\n"  # the last chunk: the body is complete
 
-REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
-           429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable",
-           529: "Overloaded"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+    529: "Overloaded",
+}
 
 
 def split_bytes(data: bytes, split: int | Sequence[int] | None) -> list[bytes]:
@@ -181,20 +194,25 @@ def split_bytes(data: bytes, split: int | Sequence[int] | None) -> list[bytes]:
     if split is None:
         return [data]
     if isinstance(split, int):
-        return [data[i:i + split] for i in range(0, len(data), split)]
+        return [data[i : i + split] for i in range(0, len(data), split)]
     cuts = [0, *sorted(split), len(data)]
     return [data[a:b] for a, b in itertools.pairwise(cuts) if b > a]
 
 
-def sse_response(events: Iterable[str], *, split: int | Sequence[int] | None = None,
-                 status: int = 200, headers: dict[str, str] | None = None,
-                 finish: bool = True, then: Sequence[Step] = ()) -> list[Step]:
+def sse_response(
+    events: Iterable[str],
+    *,
+    split: int | Sequence[int] | None = None,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    finish: bool = True,
+    then: Sequence[Step] = (),
+) -> list[Step]:
     """A streamed response. With ``split`` None each event is its own HTTP chunk; else the
     whole body is cut as :func:`split_bytes` says. ``finish=False`` leaves the body open
     for the steps in ``then`` (``DROP``, ``HOLD``, a ``Pause`` ...)."""
     events = list(events)
-    pieces = ([e.encode() for e in events] if split is None
-              else split_bytes("".join(events).encode(), split))
+    pieces = [e.encode() for e in events] if split is None else split_bytes("".join(events).encode(), split)
     steps: list[Step] = [head(status, headers)] + [chunk(p) for p in pieces]
     if finish:
         steps.append(END)
@@ -203,20 +221,37 @@ def sse_response(events: Iterable[str], *, split: int | Sequence[int] | None = N
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> list[Step]:
     data = json.dumps(body).encode()
-    return [head(status, {"content-length": str(len(data)), **(headers or {})}, chunked=False,
-                 content_type="application/json") + data]
+    return [
+        head(
+            status,
+            {"content-length": str(len(data)), **(headers or {})},
+            chunked=False,
+            content_type="application/json",
+        )
+        + data
+    ]
 
 
 # -- OpenAI chat completions stream --------------------------------------------------------------
 
-def oa_chunk(delta: dict[str, Any] | None = None, finish_reason: str | None = None, *,
-             usage: dict[str, Any] | None = None, choices: bool = True,
-             model: str = "gpt-4o-mini-2024-07-18") -> str:
+
+def oa_chunk(
+    delta: dict[str, Any] | None = None,
+    finish_reason: str | None = None,
+    *,
+    usage: dict[str, Any] | None = None,
+    choices: bool = True,
+    model: str = "gpt-4o-mini-2024-07-18",
+) -> str:
     body: dict[str, Any] = {
-        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT", "object": "chat.completion.chunk",
-        "created": 1741569952, "model": model, "system_fingerprint": "fp_06737a9306",
-        "choices": [{"index": 0, "delta": delta or {}, "logprobs": None,
-                     "finish_reason": finish_reason}] if choices else [],
+        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
+        "object": "chat.completion.chunk",
+        "created": 1741569952,
+        "model": model,
+        "system_fingerprint": "fp_06737a9306",
+        "choices": [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish_reason}]
+        if choices
+        else [],
     }
     if usage is not None or not choices:
         body["usage"] = usage
@@ -224,18 +259,26 @@ def oa_chunk(delta: dict[str, Any] | None = None, finish_reason: str | None = No
 
 
 def oa_usage(prompt: int, completion: int, cached: int = 0) -> dict[str, Any]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                          "accepted_prediction_tokens": 0,
-                                          "rejected_prediction_tokens": 0}}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
 
 
 OA_DONE = "data: [DONE]\n\n"
 
 
-def oa_text_stream(*pieces: str, usage: tuple[int, int, int] = (12, 5, 0), done: bool = True,
-                   finish_reason: str = "stop") -> list[str]:
+def oa_text_stream(
+    *pieces: str, usage: tuple[int, int, int] = (12, 5, 0), done: bool = True, finish_reason: str = "stop"
+) -> list[str]:
     events = [oa_chunk({"role": "assistant", "content": "", "refusal": None})]
     events += [oa_chunk({"content": p}) for p in pieces]
     events.append(oa_chunk({}, finish_reason))
@@ -249,10 +292,16 @@ def oa_tool_stream(calls: Sequence[tuple[str, str, Sequence[str]]], text: str = 
     """Tool calls streamed as OpenAI does: id, type and name first, then argument pieces."""
     events = [oa_chunk({"role": "assistant", "content": text or None, "refusal": None})]
     for index, (call_id, name, arg_pieces) in enumerate(calls):
-        events.append(oa_chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                                "function": {"name": name, "arguments": ""}}]}))
-        events += [oa_chunk({"tool_calls": [{"index": index, "function": {"arguments": a}}]})
-                   for a in arg_pieces]
+        events.append(
+            oa_chunk(
+                {
+                    "tool_calls": [
+                        {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+                    ]
+                }
+            )
+        )
+        events += [oa_chunk({"tool_calls": [{"index": index, "function": {"arguments": a}}]}) for a in arg_pieces]
     events.append(oa_chunk({}, "tool_calls"))
     events.append(oa_chunk(choices=False, usage=oa_usage(80, 20)))
     events.append(OA_DONE)
@@ -261,43 +310,73 @@ def oa_tool_stream(calls: Sequence[tuple[str, str, Sequence[str]]], text: str = 
 
 # -- Anthropic Messages stream ---------------------------------------------------------------------
 
+
 def an_event(kind: str, **fields: Any) -> str:
     return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields}, ensure_ascii=False)}\n\n"
 
 
-def an_start(input_tokens: int = 25, cache_read: int = 0, cache_creation: int = 0,
-             model: str = "claude-sonnet-4-5-20250929") -> str:
-    return an_event("message_start", message={
-        "id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant", "content": [],
-        "model": model, "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": cache_creation,
-                  "cache_read_input_tokens": cache_read, "output_tokens": 1},
-    })
+def an_start(
+    input_tokens: int = 25, cache_read: int = 0, cache_creation: int = 0, model: str = "claude-sonnet-4-5-20250929"
+) -> str:
+    return an_event(
+        "message_start",
+        message={
+            "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": model,
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": input_tokens,
+                "cache_creation_input_tokens": cache_creation,
+                "cache_read_input_tokens": cache_read,
+                "output_tokens": 1,
+            },
+        },
+    )
 
 
 def an_stop(stop_reason: str = "end_turn", output_tokens: int = 15) -> list[str]:
-    return [an_event("message_delta", delta={"stop_reason": stop_reason, "stop_sequence": None},
-                     usage={"output_tokens": output_tokens}),
-            an_event("message_stop")]
+    return [
+        an_event(
+            "message_delta",
+            delta={"stop_reason": stop_reason, "stop_sequence": None},
+            usage={"output_tokens": output_tokens},
+        ),
+        an_event("message_stop"),
+    ]
 
 
 def an_text_block(index: int, *pieces: str) -> list[str]:
-    return ([an_event("content_block_start", index=index, content_block={"type": "text", "text": ""})]
-            + [an_event("content_block_delta", index=index, delta={"type": "text_delta", "text": p})
-               for p in pieces]
-            + [an_event("content_block_stop", index=index)])
+    return (
+        [an_event("content_block_start", index=index, content_block={"type": "text", "text": ""})]
+        + [an_event("content_block_delta", index=index, delta={"type": "text_delta", "text": p}) for p in pieces]
+        + [an_event("content_block_stop", index=index)]
+    )
 
 
 def an_tool_block(index: int, call_id: str, name: str, *json_pieces: str) -> list[str]:
-    return ([an_event("content_block_start", index=index,
-                      content_block={"type": "tool_use", "id": call_id, "name": name, "input": {}})]
-            + [an_event("content_block_delta", index=index,
-                        delta={"type": "input_json_delta", "partial_json": p}) for p in json_pieces]
-            + [an_event("content_block_stop", index=index)])
+    return (
+        [
+            an_event(
+                "content_block_start",
+                index=index,
+                content_block={"type": "tool_use", "id": call_id, "name": name, "input": {}},
+            )
+        ]
+        + [
+            an_event("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": p})
+            for p in json_pieces
+        ]
+        + [an_event("content_block_stop", index=index)]
+    )
 
 
-def an_text_stream(*pieces: str, input_tokens: int = 25, output_tokens: int = 15,
-                   cache_read: int = 0, stop: bool = True) -> list[str]:
+def an_text_stream(
+    *pieces: str, input_tokens: int = 25, output_tokens: int = 15, cache_read: int = 0, stop: bool = True
+) -> list[str]:
     events = [an_start(input_tokens, cache_read), an_event("ping"), *an_text_block(0, *pieces)]
     if stop:
         events += an_stop("end_turn", output_tokens)

@@ -21,8 +21,16 @@ from typing import Any
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _need(condition: bool, what: str) -> None:
@@ -50,19 +58,34 @@ class Lab:
         news.mkdir(parents=True)
         # The news toast would cover the page.
         (news / "notification.jupyterlab-settings").write_text(
-            json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-        env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(settings),
-               "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-               "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
+        env = {
+            **os.environ,
+            "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        }
         # As for a user: the store beside the notebook, replies streamed at the default rate.
         for name in ("SLOTMAGIC_DB", "SLOTMAGIC_STREAM_THROTTLE"):
             env.pop(name, None)
         self.log = (home / "lab.log").open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser",
-             "--IdentityProvider.token=", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
-             f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False"],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--allow-root",
+                "--no-browser",
+                "--IdentityProvider.token=",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                f"--ServerApp.root_dir={root}",
+                "--ServerApp.open_browser=False",
+            ],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 90
         while True:

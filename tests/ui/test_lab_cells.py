@@ -33,11 +33,14 @@ def cell_text(page: Any, index: int) -> str:
 
 def test_rerun_replays_edit_forks_and_restart_run_all_replays(lab: Any, page: Any) -> None:
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in (
-        "%load_ext slotmagic",
-        "%%turn\nWhat is a deposit?",
-        "%slot list",
-    )]
+    nb.cells = [
+        nbformat.v4.new_code_cell(source)
+        for source in (
+            "%load_ext slotmagic",
+            "%%turn\nWhat is a deposit?",
+            "%slot list",
+        )
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, lab.root / "deposit.ipynb")
 

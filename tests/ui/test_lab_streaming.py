@@ -17,19 +17,23 @@ FAKE_KEY = "sk-test-not-a-real-key"
 
 def test_a_slow_reply_is_shown_while_it_streams(lab: Any, page: Any) -> None:
     wire = WireServer()
-    pieces = ["**Once** upon a time", ", a tenant", " asked", " for", " the", " deposit", " back.",
-              " The end."]
+    pieces = ["**Once** upon a time", ", a tenant", " asked", " for", " the", " deposit", " back.", " The end."]
     steps = sse_response(oa_text_stream(*pieces))
     # Each event its own HTTP chunk; slow down the text pieces (steps: head, role chunk, pieces ...).
-    slow = steps[:2] + [x for piece in steps[2:2 + len(pieces)] for x in (Pause(0.4), piece)] + steps[2 + len(pieces):]
+    slow = (
+        steps[:2] + [x for piece in steps[2 : 2 + len(pieces)] for x in (Pause(0.4), piece)] + steps[2 + len(pieces) :]
+    )
     wire.script(slow)
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in (
-        "%load_ext slotmagic",
-        f'import os\nos.environ["OPENAI_API_KEY"] = "{FAKE_KEY}"',
-        f'%config SlotMagic.openai_base_url = "{wire.url}/v1"',
-        "%%turn --model openai:gpt-4o-mini\nTell me a short story.",
-    )]
+    nb.cells = [
+        nbformat.v4.new_code_cell(source)
+        for source in (
+            "%load_ext slotmagic",
+            f'import os\nos.environ["OPENAI_API_KEY"] = "{FAKE_KEY}"',
+            f'%config SlotMagic.openai_base_url = "{wire.url}/v1"',
+            "%%turn --model openai:gpt-4o-mini\nTell me a short story.",
+        )
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, lab.root / "story.ipynb")
     try:
