@@ -20,6 +20,9 @@ from .core import (
     SlotSource,
     ToolCall,
 )
+from .core.records import CellRef, ForkRef, TurnInfo, TurnRecord
+from .core.usage import Usage
+from .engine import AsyncTurnStream, Reply, TurnStream, View, ViewEntry
 from .errors import (
     ConfigError,
     InvalidSlotId,
@@ -35,27 +38,30 @@ from .errors import (
     SlotError,
     SlotExists,
     SlotMagicError,
+    SlotMoved,
     SlotNotEmpty,
     SlotNotFound,
     SlotReadonly,
     StoreError,
     StreamInterrupted,
+    TurnNotStored,
     UnknownModel,
 )
-from .providers import ProviderSettings, Usage
+from .providers import ProviderSettings
 from .session import Session
-from .store import SQLiteStore, TurnRecord
-from .turns import AsyncTurnStream, Reply, TurnStream
+from .store import SQLiteStore
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_SLOT",
     "AsyncTurnStream",
+    "CellRef",
     "ConfigError",
     "ContextBudget",
     "DeriveStrategy",
     "FocusedConfig",
+    "ForkRef",
     "InvalidSlotId",
     "MalformedReply",
     "Message",
@@ -78,6 +84,7 @@ __all__ = [
     "SlotMagicError",
     "SlotMeta",
     "SlotMode",
+    "SlotMoved",
     "SlotNotEmpty",
     "SlotNotFound",
     "SlotReadonly",
@@ -85,10 +92,14 @@ __all__ = [
     "StoreError",
     "StreamInterrupted",
     "ToolCall",
+    "TurnInfo",
+    "TurnNotStored",
     "TurnRecord",
     "TurnStream",
     "UnknownModel",
     "Usage",
+    "View",
+    "ViewEntry",
     "__version__",
 ]
 

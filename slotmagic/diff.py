@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .core.messages import Message
-from .store import TurnRecord
-
-if TYPE_CHECKING:
-    from .session import Session
+from .core.records import TurnRecord
+from .store.base import History, Store
 
 _PREVIEW = 72
 
@@ -58,20 +55,20 @@ def _preview(text: str) -> str:
     return line if len(line) <= _PREVIEW else line[: _PREVIEW - 1] + "…"
 
 
-def diff_slots(session: Session, a: str, b: str) -> BranchDiff:
+def diff_slots(store: Store, session_id: str, a: str, b: str) -> BranchDiff:
     """Compare two slots' histories turn by turn.
 
     Branches share stored rows up to their fork point, so the shared part is the longest run
     of identical turn records from the start, and everything after it belongs to one side.
     """
-    turns_a, turns_b = session.turns(a), session.turns(b)
+    history_a, history_b = store.history(session_id, a), store.history(session_id, b)
+    turns_a, turns_b = history_a.turns(), history_b.turns()
     shared = 0
     while shared < min(len(turns_a), len(turns_b)) and turns_a[shared].origin == turns_b[shared].origin:
         shared += 1
     part = turns_a[shared - 1].end if shared else 0
 
-    def since(slot: str, turns: list[TurnRecord]) -> tuple[BranchTurn, ...]:
-        history = session.messages(slot)
-        return tuple(BranchTurn(t, tuple(history[t.start : t.end])) for t in turns[shared:])
+    def since(history: History, turns: list[TurnRecord]) -> tuple[BranchTurn, ...]:
+        return tuple(BranchTurn(t, tuple(history.messages(t.start, t.end))) for t in turns[shared:])
 
-    return BranchDiff(a, b, shared, part, since(a, turns_a), since(b, turns_b))
+    return BranchDiff(a, b, shared, part, since(history_a, turns_a), since(history_b, turns_b))

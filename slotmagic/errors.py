@@ -12,9 +12,11 @@ can show it as is (a ``UsageError``, no traceback). Anything that is *not* a
     │   ├── SlotReadonly
     │   ├── ProtectedSlot
     │   ├── SlotNotEmpty
+    │   ├── SlotMoved             (a turn's slot changed while its reply was written)
     │   └── InvalidSlotId          (also a ValueError)
     ├── ConfigError                (also a ValueError)
     ├── StoreError
+    ├── TurnNotStored              (its slot was renamed or deleted meanwhile; the reply is kept)
     └── ProviderError              (the slot is always left unchanged)
         ├── UnknownModel
         ├── MissingAPIKey
@@ -89,6 +91,18 @@ class SlotNotEmpty(SlotError):
         )
 
 
+class SlotMoved(SlotError):
+    """The slot no longer holds the history a turn was made from: another turn (another
+    thread, process or kernel) was stored on it meanwhile."""
+
+    def __init__(self, slot_id: str) -> None:
+        self.slot_id = slot_id
+        super().__init__(
+            f"slot {slot_id!r} changed while the reply was being written (another turn was stored "
+            "on it meanwhile); run the turn again"
+        )
+
+
 class SlotReadonly(SlotError):
     def __init__(self, slot_id: str) -> None:
         self.slot_id = slot_id
@@ -114,6 +128,19 @@ class ConfigError(SlotMagicError, ValueError):
 
 class StoreError(SlotMagicError):
     """The state file cannot be opened or used."""
+
+
+class TurnNotStored(SlotMagicError):
+    """A reply came back but its slot was renamed or deleted while it was written. The text
+    is kept on the exception (``text``) so nothing the model said is lost."""
+
+    def __init__(self, slot_id: str, text: str) -> None:
+        self.slot_id = slot_id
+        self.text = text
+        super().__init__(
+            f"the reply was not stored: slot {slot_id!r} was renamed or deleted while it was written; "
+            "its text is on this error (.text), run the turn again on another slot"
+        )
 
 
 class ProviderError(SlotMagicError):

@@ -3,39 +3,42 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .core.checks import check_text
 from .errors import ConfigError
-
-if TYPE_CHECKING:
-    import os
-
-    from .session import Session
+from .store.base import Store
 
 FORMATS = (".md", ".json")
 
 
-def branch_record(session: Session, slot: str | None = None) -> dict[str, Any]:
+def branch_record(store: Store, session_id: str, slot: str) -> dict[str, Any]:
     """The slot's config and every message of its history (inherited ones included), with
     the turns that added them."""
-    slot_obj = session.slot(slot)
-    messages = session.messages(slot_obj.id)
+    found = store.slot(session_id, slot)
+    history = store.history(session_id, found.id)
     return {
-        "session": session.session_id,
-        "slot": slot_obj.id,
-        "parent": slot_obj.meta.parent_id,
-        "config": slot_obj.config.to_dict(),
-        "messages": [{**m.to_dict(), "tokens": m.tokens} for m in messages],
+        "session": session_id,
+        "slot": found.id,
+        "parent": found.meta.parent_id,
+        "config": found.config.to_dict(),
+        "messages": [{**m.to_dict(), "tokens": m.tokens} for m in history.messages()],
         "turns": [
-            {"number": t.number, "start": t.start, "count": t.count, "info": t.info, "created_at": t.created_at}
-            for t in session.turns(slot_obj.id)
+            {
+                "number": t.number,
+                "start": t.start,
+                "count": t.count,
+                "info": t.info.to_dict(),
+                "created_at": t.created_at,
+            }
+            for t in history.turns()
         ],
     }
 
 
-def to_markdown(session: Session, slot: str | None = None) -> str:
-    record = branch_record(session, slot)
+def to_markdown(record: dict[str, Any]) -> str:
     lines = [
         f"# Slot `{record['slot']}`",
         "",
@@ -52,18 +55,18 @@ def to_markdown(session: Session, slot: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def export_slot(session: Session, path: str | os.PathLike[str], slot: str | None = None) -> Path:
+def export_slot(store: Store, session_id: str, path: str | os.PathLike[str], slot: str) -> Path:
     """Write the slot's history to ``path``: ``.md`` or ``.json``, chosen by the suffix."""
-    target = Path(path)
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"export needs a file path ending in .md or .json, not {type(path).__name__}")
+    target = Path(check_text(os.fspath(path), "the export path"))
     suffix = target.suffix.lower()
     if suffix not in FORMATS:
         raise ConfigError(f"cannot export to {target.name!r}: name a file ending in .md or .json")
-    if suffix == ".json":
-        text = json.dumps(branch_record(session, slot), ensure_ascii=False, indent=2) + "\n"
-    else:
-        text = to_markdown(session, slot)
+    record = branch_record(store, session_id, slot)
+    text = json.dumps(record, ensure_ascii=False, indent=2) + "\n" if suffix == ".json" else to_markdown(record)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         target.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from None

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from slotmagic import ContextBudget, FocusedConfig, InvalidSlotId, Message, SlotConfig, SlotMode, ToolCall
-from slotmagic.core import estimate_message_tokens, estimate_text_tokens, focused_view, slot_view
-from slotmagic.core.focus import SUMMARY_PREFIX
+from slotmagic.core import estimate_message_tokens, estimate_text_tokens
 from slotmagic.core.slots import DeriveStrategy, validate_slot_id
+from slotmagic.engine.pipeline import SUMMARY_PREFIX, assemble
 from slotmagic.errors import ConfigError
+from slotmagic.store.base import History
 
 
 def convo(n: int) -> list[Message]:
@@ -111,6 +112,15 @@ def test_budget_roundtrip() -> None:
 # -- the focused filter (seed cases: recent N, summary, zero) ------------------------------
 
 
+def slot_view(messages: list[Message], config: SlotConfig) -> list[Message]:
+    """The mode step of the view pipeline over a history held in memory."""
+    return list(assemble("s", config, History.of(messages), None, estimate_message_tokens).messages)
+
+
+def focused_view(messages: list[Message], focused: FocusedConfig) -> list[Message]:
+    return slot_view(messages, SlotConfig(mode=SlotMode.FOCUSED, focused=focused))
+
+
 def test_focused_recent_messages_keeps_system_and_last_n() -> None:
     view = focused_view(convo(6), FocusedConfig(keep_system=True, recent_messages=3))
     assert [m.content for m in view] == ["be brief", "a3", "u4", "a5"]
@@ -160,6 +170,22 @@ def test_focused_never_orphans_a_tool_result() -> None:
     # A window that starts right at the call is already whole.
     view = focused_view(messages, FocusedConfig(recent_messages=4))
     assert [m.role for m in view] == ["system", "assistant", "tool", "tool", "assistant"]
+
+
+@pytest.mark.parametrize("recent", [1, 2, 3, 15, 16, 17, 33, 40])
+def test_focused_tail_of_a_long_history_matches_the_whole_list(recent: int) -> None:
+    # Tool results straddle the tail's read chunks: the widening must read further back.
+    messages: list[Message] = [Message.system("s")]
+    for i in range(30):
+        calls = [ToolCall(f"c{i}a", "f", "{}"), ToolCall(f"c{i}b", "g", "{}")]
+        messages += [Message.user(f"u{i}"), Message.assistant("", calls)]
+        messages += [Message.tool(f"c{i}a", "ra"), Message.tool(f"c{i}b", "rb"), Message.assistant(f"a{i}")]
+    view = focused_view(messages, FocusedConfig(recent_messages=recent))
+    rest = messages[1:]
+    start = len(rest) - recent
+    while rest[start].role == "tool":
+        start -= 1
+    assert view == [messages[0], *rest[start:]]
 
 
 def test_slot_view_by_mode() -> None:

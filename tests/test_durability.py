@@ -65,11 +65,11 @@ def check_intact(db_path: Path) -> tuple[int, int]:
             assert sum(t.count for t in turns) == len(messages)
             for turn in turns:
                 part = messages[turn.start : turn.end]
-                if turn.info["kind"] == "turn":
+                if turn.info.kind == "turn":
                     assert [m.role for m in part] == ["user", "assistant"]
                     assert part[1].content.endswith("last user message: " + part[0].content)
                 else:
-                    tag, n = turn.info["tag"], turn.info["n"]
+                    tag, n = turn.info.extra["tag"], turn.info.extra["n"]
                     assert [m.content.split(" ")[:2] for m in part] == [[tag, f"{i}/{n}"] for i in range(1, n + 1)]
             turns_seen += len(turns)
     return len(slots), turns_seen

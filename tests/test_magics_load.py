@@ -160,7 +160,17 @@ def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
         ("%slot create ", []),
         (
             "%%turn --",
-            ["--help", "--max-tokens", "--model", "--no-stream", "--rerun", "--slot", "--system", "--temperature"],
+            [
+                "--help",
+                "--id",
+                "--max-tokens",
+                "--model",
+                "--no-stream",
+                "--rerun",
+                "--slot",
+                "--system",
+                "--temperature",
+            ],
         ),
         ("%%turn --slot ", ["default", "draft"]),
         ('%slot export "my ', []),

@@ -12,7 +12,7 @@ from IPython.core.displaypub import DisplayPublisher
 from IPython.core.error import UsageError
 
 from slotmagic import Session
-from slotmagic.providers.base import ChatRequest, StreamEvent, TextDelta, Usage
+from slotmagic.providers.base import ChatRequest, StreamEvent, TextDelta
 
 
 def magic(ip: Any) -> Any:
@@ -117,12 +117,22 @@ def test_no_stream_and_streaming_off_show_one_output(ip: Any) -> None:
     assert len(displays(ip, "%%turn\nHi")) == 1
 
 
-def test_model_setting_and_bad_model(ip: Any) -> None:
+def test_a_malformed_model_is_refused_when_set(ip: Any, caplog: pytest.LogCaptureFixture) -> None:
     ip.run_cell("%config SlotMagic.model = 'gpt'")
-    with pytest.raises(UsageError, match="names no provider; write provider:model"):
-        ip.run_cell("%%turn\nHi")
-    ip.run_cell("%config SlotMagic.model = 'echo'")
-    assert session(ip).messages() == []
+    assert "model 'gpt' names no provider; write provider:model, e.g. openai:gpt-4o-mini" in caplog.text
+    assert session(ip).model == "echo"  # the earlier model stays
+    ip.run_cell("%%turn\nHi")
+    assert session(ip).turns()[0].info.model == "echo"
+
+
+def test_turn_help_needs_no_body_and_no_model(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    ip.run_cell("%config SlotMagic.model = 'gpt'")  # refused: no turn could run
+    ip.run_cell("%%turn --help")
+    assert "usage: %%turn" in capsys.readouterr().out
+    ip.run_cell("%%turn --help\n\n")
+    assert "usage: %%turn" in capsys.readouterr().out
+    with pytest.raises(UsageError, match=r"^the turn is empty: write the message to send to the model$"):
+        ip.run_cell("%%turn --slot default")
 
 
 def test_missing_api_key_is_a_usage_error(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -253,8 +263,7 @@ def test_interrupt_leaves_the_slot_as_it_was(
 
 def test_footer_numbers_are_the_stored_turns(ip: Any) -> None:
     ip.run_cell("%%turn\nHi")
-    stored = session(ip).turns()[0].info["usage"]
-    assert ip.user_ns["_"].usage == Usage(**stored)
+    assert ip.user_ns["_"].usage == session(ip).turns()[0].info.usage
 
 
 @pytest.mark.parametrize(

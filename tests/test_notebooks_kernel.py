@@ -114,10 +114,19 @@ def _sanitize(text: str) -> str:
 
 
 def _texts(nb: nbformat.NotebookNode) -> list[str]:
+    """Each cell's outputs as text; a stream split into several messages reads as one (how it
+    is chunked depends on when the kernel flushed, as nbval also ignores)."""
     out = []
     for cell in nb.cells:
+        previous = None
         for o in cell.get("outputs", []):
-            out.append(_sanitize(o.get("text") or o.get("data", {}).get("text/plain", "")))
+            text = _sanitize(o.get("text") or o.get("data", {}).get("text/plain", ""))
+            stream = o.get("name") if o.output_type == "stream" else None
+            if stream is not None and stream == previous:
+                out[-1] += text
+            else:
+                out.append(text)
+            previous = stream
     return out
 
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from slotmagic import FocusedConfig, Session, SlotReadonly
-from slotmagic.replay import fork_name
+from slotmagic import FocusedConfig, ForkRef, Session, SlotReadonly
+from slotmagic.engine.plan import fork_name
 
 
 @pytest.fixture
@@ -29,12 +29,12 @@ def test_turns_without_cell_id_append(session: Session) -> None:
 def test_unchanged_cell_replays_without_calling_the_model(session: Session) -> None:
     first = session.submit_turn("hello", cell_id="c1")
     session.submit_turn("next", cell_id="c2")
-    session._providers.clear()  # a model call now would need a new provider object
+    session._engine._providers.clear()  # a model call now would need a new provider object
     again = session.submit_turn("hello", cell_id="c1")
     assert again.replayed and not first.replayed
     assert (again.text, again.turn, again.slot) == (first.text, first.turn, "default")
     assert again.usage == first.usage
-    assert session._providers == {}  # no provider was asked
+    assert session._engine._providers == {}  # no provider was asked
     assert contents(session, "default") == ["hello", "next"]
 
 
@@ -44,7 +44,7 @@ def test_edited_cell_forks_a_sibling_before_its_earlier_turn(session: Session) -
     session.submit_turn("follow-up", cell_id="c2")
     reply = session.submit_turn("better question", cell_id="c1")
     assert reply.slot == "default.2" and session.current_slot == "default.2"
-    assert reply.info["forked_from"] == {"slot": "default", "turn": 2}
+    assert reply.forked_from == ForkRef("default", 2, "edit")
     assert contents(session, "default") == ["intro", "question", "follow-up"]  # whole
     assert contents(session, "default.2") == ["intro", "better question"]
     assert session.slot("default.2").meta.parent_id == "default"

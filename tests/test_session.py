@@ -23,9 +23,10 @@ from slotmagic import (
     SlotReadonly,
     SQLiteStore,
     StoreError,
+    TurnInfo,
     UnknownModel,
 )
-from slotmagic.core.focus import SUMMARY_PREFIX
+from slotmagic.engine.pipeline import SUMMARY_PREFIX
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ def test_submit_turn_stores_the_turn_and_returns_the_reply(session: Session) -> 
     assert meta.message_count == 2 and meta.total_tokens == sum(m.tokens for m in stored) and meta.turns == 1
     [turn] = session.turns()
     assert (turn.number, turn.start, turn.count) == (1, 0, 2)
-    assert turn.info["model"] == "echo" and turn.info["usage"]["output_tokens"] == reply.usage.output_tokens
+    assert turn.info.model == "echo" and turn.info.usage == reply.usage
 
 
 def test_echo_reports_what_it_was_sent(db_path: Path) -> None:
@@ -146,7 +147,7 @@ def test_system_prompt_per_slot_and_per_turn(session: Session) -> None:
     assert session.view("clerk")[0].content == "Slot prompt"
     reply = session.submit_turn("hi", slot="clerk", system="Turn prompt")
     assert "system prompt: Turn prompt" in reply.text
-    assert session.turns("clerk")[0].info["system"] == "Turn prompt"
+    assert session.turns("clerk")[0].info.system == "Turn prompt"
 
 
 def test_unknown_model_is_one_clear_line(session: Session) -> None:
@@ -160,7 +161,7 @@ def test_unknown_model_is_one_clear_line(session: Session) -> None:
 def test_append_stores_messages_as_one_turn(session: Session) -> None:
     record = session.append([Message.user("note"), Message.assistant("noted")], info={"source": "import"})
     assert (record.number, record.count) == (1, 2)
-    assert session.turns()[0].info == {"kind": "append", "source": "import"}
+    assert session.turns()[0].info == TurnInfo(kind="append", extra={"source": "import"})
     with pytest.raises(ConfigError, match="nothing to append"):
         session.append([])
 
@@ -252,7 +253,7 @@ def test_derive_at_an_earlier_point(session: Session) -> None:
     assert reply.turn == 2
     assert contents(session.messages("retry"))[::2] == ["one", "two, edited"]
     assert contents(session.messages())[::2] == ["one", "two", "three"]
-    with pytest.raises(StoreError, match="cannot fork"):
+    with pytest.raises(ConfigError, match="cannot fork 'default' at message 99: it holds 6 messages"):
         session.derive_slot("bad", at=99)
 
 
@@ -362,7 +363,7 @@ def test_delete_then_load_finds_nothing(db_path: Path) -> None:
         session.create_slot("gone")
         session.submit_turn("bye", slot="gone")
         session.switch_slot("gone")
-        session.delete_slot("gone")
+        session.delete_slot("gone", force=True)
         assert session.current_slot == "default"
     with reopen(db_path) as session:
         assert [s.id for s in session.list_slots()] == ["default"]
@@ -380,8 +381,8 @@ def test_deleting_a_parent_keeps_every_childs_history(db_path: Path) -> None:
         session.submit_turn("k1", slot="kid")
         session.derive_slot("grandkid", parent="kid")
         session.submit_turn("g1", slot="grandkid")
-        session.delete_slot("parent")
-        session.delete_slot("kid")
+        session.delete_slot("parent", force=True)
+        session.delete_slot("kid", force=True)
         assert [s.id for s in session.list_slots()] == ["default", "grandkid"]
         assert session.slot("grandkid").meta.parent_id is None
         # the name is free again, and reusing it does not disturb the kept history
@@ -389,7 +390,7 @@ def test_deleting_a_parent_keeps_every_childs_history(db_path: Path) -> None:
     with reopen(db_path) as session:
         assert contents(session.messages("grandkid"))[::2] == ["p1", "k1", "g1"]
         assert session.messages("parent") == []
-        session.delete_slot("grandkid")
+        session.delete_slot("grandkid", force=True)
     # with the last descendant gone, the kept rows go too
     assert _rows(db_path, "messages") == 0
     assert _rows(db_path, "slots") == 2  # default and the new 'parent'

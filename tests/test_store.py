@@ -95,20 +95,20 @@ def test_two_connections_see_each_others_turns(db_path: Path) -> None:
 
 
 def test_atomic_groups_calls_into_one_transaction(db_path: Path) -> None:
-    from slotmagic import Message, SlotConfig
+    from slotmagic import Message, SlotConfig, TurnInfo
 
     store = SQLiteStore(db_path)
     store.ensure_session("s")
     with pytest.raises(RuntimeError), store.atomic():
         store.derive_slot("s", "fork", "default", SlotConfig())
-        store.append_turn("s", "fork", [Message.user("hi").with_tokens(3)], {"kind": "append"})
+        store.append_turn("s", "fork", [Message.user("hi").with_tokens(3)], TurnInfo(kind="append"))
         store.set_current_slot("s", "fork")
         raise RuntimeError("the model's reply could not be stored")
     assert [slot.id for slot in store.slots("s")] == ["default"]
     assert store.current_slot("s") == "default"
     with store.atomic():
         store.derive_slot("s", "fork", "default", SlotConfig())
-        store.append_turn("s", "fork", [Message.user("hi").with_tokens(3)], {"kind": "append"})
+        store.append_turn("s", "fork", [Message.user("hi").with_tokens(3)], TurnInfo(kind="append"))
     assert store.slot("s", "fork").meta.message_count == 1
     store.close()
 
@@ -127,9 +127,10 @@ def test_a_version_1_file_is_upgraded_and_keeps_its_turns(db_path: Path) -> None
     db.close()
 
     store = SQLiteStore(db_path)
-    assert user_version(db_path) == len(MIGRATIONS) == 2
-    assert store.has_cell_turns("nb", "c1") and not store.has_cell_turns("nb", "c2")
-    assert not store.has_cell_turns("other-session", "c1")
+    assert user_version(db_path) == len(MIGRATIONS)
+    [found] = store.cell_turns("nb", "c1")
+    assert found.owner == "default" and found.record.info.cell is not None and found.record.info.cell.text == "hi"
+    assert store.cell_turns("nb", "c2") == [] and store.cell_turns("other-session", "c1") == []
     assert [m.content for m in store.messages("nb", "default")] == ["hi", "hello"]
     store.close()
     with Session.open("nb", db_path=db_path) as session:
@@ -141,9 +142,10 @@ def test_cell_lookups_see_turns_kept_for_derived_slots(db_path: Path) -> None:
         session.create_slot("a")
         session.submit_turn("from a cell", slot="a", cell_id="c1")
         session.derive_slot("b", parent="a")
-        session.delete_slot("a")  # a tombstone now, holding the turn b shares
-        assert session.store.has_cell_turns("nb", "c1")
+        session.delete_slot("a", force=True)  # a tombstone now, holding the turn b shares
+        [found] = session.store.cell_turns("nb", "c1")
+        assert (found.owner, found.holders) == (None, ("b",))
         session.switch_slot("b")
         assert session.submit_turn("from a cell", cell_id="c1").replayed
-        session.delete_slot("b")
-        assert not session.store.has_cell_turns("nb", "c1")
+        session.delete_slot("b", force=True)
+        assert session.store.cell_turns("nb", "c1") == []

@@ -1,8 +1,8 @@
 """The core domain: plain values and pure functions (no I/O, no IPython, no HTTP)."""
 
 from .budget import ContextBudget
-from .focus import focused_view, slot_view
 from .messages import Message, ToolCall
+from .records import CellRef, ForkRef, TurnInfo, TurnRecord
 from .slots import (
     DEFAULT_SLOT,
     DeriveStrategy,
@@ -15,12 +15,15 @@ from .slots import (
     validate_slot_id,
 )
 from .tokens import estimate_message_tokens, estimate_text_tokens
+from .usage import Usage
 
 __all__ = [
     "DEFAULT_SLOT",
+    "CellRef",
     "ContextBudget",
     "DeriveStrategy",
     "FocusedConfig",
+    "ForkRef",
     "Message",
     "Slot",
     "SlotConfig",
@@ -28,9 +31,10 @@ __all__ = [
     "SlotMode",
     "SlotSource",
     "ToolCall",
+    "TurnInfo",
+    "TurnRecord",
+    "Usage",
     "estimate_message_tokens",
     "estimate_text_tokens",
-    "focused_view",
-    "slot_view",
     "validate_slot_id",
 ]

@@ -11,7 +11,7 @@ from typing import Any
 from IPython.core.interactiveshell import InteractiveShell
 
 from .completion import make_matcher
-from .magic import SlotMagic
+from .magic import SlotMagic, empty_turn_as_line
 
 __all__ = ["SlotMagic", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -35,6 +35,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
         raise
     shell.register_magics(magic)  # Magics also joins shell.configurables: %config SlotMagic
     shell.events.register("pre_run_cell", magic.remember_cell)
+    shell.input_transformers_cleanup.append(empty_turn_as_line)
     completer = getattr(shell, "Completer", None)
     if completer is not None:
         completer.custom_matchers.append(make_matcher(lambda: [s.id for s in magic.session().list_slots()]))
@@ -48,7 +49,9 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
     configurables: list[Any] = shell.configurables
     configurables[:] = [c for c in configurables if c is not magic]
     manager: Any = shell.magics_manager
-    for kind, name in (("line", "slot"), ("cell", "turn")):
+    transformers: list[Any] = shell.input_transformers_cleanup
+    transformers[:] = [t for t in transformers if getattr(t, "__name__", "") != "empty_turn_as_line"]
+    for kind, name in (("line", "slot"), ("line", "turn"), ("cell", "turn")):
         manager.magics[kind].pop(name, None)
     manager.registry.pop(type(magic).__name__, None)
     with suppress(ValueError):  # the hook was already gone

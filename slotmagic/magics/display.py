@@ -13,7 +13,7 @@ from typing import Any
 
 from IPython.display import DisplayHandle, display
 
-from ..turns import Reply
+from ..engine.reply import Reply
 
 _MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|"})
 
@@ -37,9 +37,14 @@ def footer(reply: Reply, *, note: str | None = None) -> str:
         parts.append(format_cost(reply.cost))
     if reply.replayed:
         parts.insert(0, "replayed from the store, no model call")
-    forked = reply.info.get("forked_from")
-    if forked and not reply.replayed:
-        parts.insert(0, f"edited: new branch {reply.slot} from {forked['slot']} before turn {forked['turn']}")
+    forked = reply.forked_from
+    if forked is not None and not reply.replayed:
+        if forked.reason == "moved":
+            parts.insert(
+                0, f"slot {forked.slot} moved on while this reply was written: stored on new branch {reply.slot}"
+            )
+        else:
+            parts.insert(0, f"edited: new branch {reply.slot} from {forked.slot} before turn {forked.turn}")
     if note:
         parts.insert(0, note)
     return " · ".join(parts)

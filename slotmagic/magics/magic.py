@@ -6,17 +6,33 @@ binds results; its settings are the traitlets of ``SlotMagicOptions``.
 
 from __future__ import annotations
 
-from IPython.core.interactiveshell import ExecutionInfo, InteractiveShell
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from typing import Any
 
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import ExecutionInfo, InteractiveShell
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from traitlets import TraitError, validate
+
+from ..engine.reply import Reply
+from ..errors import SlotMagicError
+from ..providers import parse_model
 from ..session import Session
-from ..turns import Reply
 from .errors import user_errors
 from .options import SlotMagicOptions
 from .parsing import HelpShown
 from .slot_commands import Context, dispatch, overview
-from .turn import run_turn, turn_parser
+from .turn import parse_turn_line, run_turn, turn_parser
 from .workspace import Workspace
+
+_TURN_CELLS = "_slotmagic_turn_cells"  # %%turn cells run in this kernel so far
+
+
+def empty_turn_as_line(lines: list[str]) -> list[str]:
+    """An input transformer: IPython refuses a cell magic with an empty body before the magic
+    runs, so ``%%turn --help`` alone in a cell becomes the line magic ``%turn --help``."""
+    if lines and lines[0].startswith("%%turn") and not "".join(lines[1:]).strip():
+        return ["%" + lines[0][2:]]
+    return lines
 
 
 @magics_class
@@ -38,12 +54,25 @@ class SlotMagic(Magics, SlotMagicOptions):
         """pre_run_cell hook: JupyterLab sends each cell's id with its execution."""
         self._cell = info
 
-    def _cell_id(self, cell: str) -> str | None:
+    def _cell_identity(self, explicit: str | None, cell: str) -> str | None:
+        """Who this ``%%turn`` cell is, for replay: ``--id``, else the id the front end sent
+        (JupyterLab, Notebook 7 and VS Code send one), else, in a kernel whose front end sends
+        none (nbclient: nbconvert --execute, papermill), its position among the turn cells run
+        since the kernel started, so Run All in a new kernel finds each cell again. Outside a
+        kernel (a terminal) a turn has no identity and always asks the model."""
+        assert self.shell is not None
+        position = getattr(self.shell, _TURN_CELLS, 0) + 1
+        setattr(self.shell, _TURN_CELLS, position)  # on the shell: %reload_ext keeps counting
+        if explicit:
+            return f"name:{explicit}"
         info = self._cell
-        if info is None or not getattr(info, "cell_id", None):
-            return None
+        sent = getattr(info, "cell_id", None) if info is not None else None
         # A %%turn run by hand through run_cell_magic is not the cell being executed.
-        return str(info.cell_id) if cell.strip() in (info.raw_cell or "") else None
+        if sent and info is not None and cell.strip() in (info.raw_cell or ""):
+            return str(sent)
+        if getattr(self.shell, "kernel", None) is not None:
+            return f"position:{position}"
+        return None
 
     def _bind(self, reply: Reply) -> None:
         """Make the reply the cell's value (``_``, ``Out[n]``) without displaying it twice."""
@@ -54,6 +83,15 @@ class SlotMagic(Magics, SlotMagicOptions):
 
     def close(self) -> None:
         self.workspace.close()
+
+    @validate("model")
+    def _check_model(self, proposal: Any) -> str:
+        """A malformed model is refused when it is set, with the fix, not at the next turn."""
+        try:
+            parse_model(proposal["value"])
+        except SlotMagicError as exc:
+            raise TraitError(str(exc)) from None
+        return str(proposal["value"])
 
     # -- magics -----------------------------------------------------------------------------
 
@@ -70,14 +108,18 @@ class SlotMagic(Magics, SlotMagicOptions):
         with user_errors():
             handler(Context(session, self, self.workspace.db_path(self)), args)
 
-    @cell_magic
-    def turn(self, line: str, cell: str) -> None:
-        session = self.session()
+    @line_cell_magic
+    def turn(self, line: str, cell: str | None = None) -> None:
         try:
-            with user_errors():
-                reply = run_turn(session, self, line, cell, self._cell_id(cell))
+            args = parse_turn_line(line)  # --help needs no session, no model and no body
         except HelpShown:
             return
+        if cell is None or not cell.strip():
+            raise UsageError("the turn is empty: write the message to send to the model")
+        session = self.session()
+        cell_id = self._cell_identity(args.id, cell)
+        with user_errors():
+            reply = run_turn(session, self, args, cell, cell_id)
         self._bind(reply)
 
 

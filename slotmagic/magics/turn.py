@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
+from ..engine.reply import Reply
 from ..session import Session
-from ..turns import Reply
 from .display import StreamView, footer, reply_metadata
 from .options import SlotMagicOptions
 from .parsing import CommandParser, at_least, parse, split_line
@@ -34,12 +35,23 @@ def turn_parser() -> CommandParser:
     parser.add_argument(
         "--rerun", action="store_true", help="ask the model again even if this cell's text is unchanged (forks)"
     )
+    parser.add_argument(
+        "--id",
+        metavar="NAME",
+        help="this cell's identity for replay, when the front end sends no cell id or the cell moves between notebooks",
+    )
     return parser
 
 
-def run_turn(session: Session, options: SlotMagicOptions, line: str, cell: str, cell_id: str | None) -> Reply:
-    """Parse the line, run (or replay) the turn with a live view, return the stored reply."""
-    args = parse(turn_parser(), split_line(line))
+def parse_turn_line(line: str) -> argparse.Namespace:
+    """The ``%%turn`` line's options; ``--help`` prints and raises HelpShown before anything else."""
+    return parse(turn_parser(), split_line(line))
+
+
+def run_turn(
+    session: Session, options: SlotMagicOptions, args: argparse.Namespace, cell: str, cell_id: str | None
+) -> Reply:
+    """Run (or replay) the turn with a live view, return the stored reply."""
     stream = session.stream_turn(
         cell.strip("\n"),
         cell_id=cell_id,
@@ -50,8 +62,7 @@ def run_turn(session: Session, options: SlotMagicOptions, line: str, cell: str, 
         temperature=args.temperature,
         max_tokens=args.max_tokens,
     )
-    model = args.model or session.model
-    slot = stream.plan.slot if stream.plan is not None else args.slot or session.current_slot
+    model, slot = stream.model, stream.slot
     live = options.stream if args.stream is None else args.stream
     view = StreamView(
         live=live and not stream.replayed,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..core.messages import Message
+from ..core.usage import Usage as Usage  # re-exported: providers speak it
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,30 +33,6 @@ class ChatRequest:
     temperature: float | None = None
     max_tokens: int | None = None
     params: Mapping[str, Any] = field(default_factory=dict)  # provider-specific, passed through
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Tokens as the provider counted them. ``input_tokens`` is every prompt token, cached or
-    not; ``cached_tokens`` is the part of them read from the provider's prompt cache."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cached_tokens + other.cached_tokens,
-        )
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cached_tokens": self.cached_tokens,
-        }
 
 
 @dataclass(frozen=True, slots=True)

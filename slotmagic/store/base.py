@@ -1,40 +1,176 @@
-"""What the session needs from a store.
+"""What the session needs from a store, and the values stores hand back.
 
-The session never writes SQL: it talks to this interface, which the SQLite store implements
-today and a shared PostgreSQL store can implement later.
+The session never writes SQL: it talks to the ``Store`` protocol, which the SQLite store
+implements (and a PostgreSQL store can). A slot's history is stored as *segments*: a slot
+owns the messages from its fork point on and shares its ancestors' messages before it, so a
+history is a chain of ``(segment, lo, hi)`` pieces, root first. Positions in a history are
+the stored ``seq`` numbers, so a piece needs no translation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 from ..core.messages import Message
+from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import Slot, SlotConfig
+
+__all__ = ["CellTurn", "History", "Piece", "SegmentReader", "Store", "Tip", "TurnRecord"]
 
 
 @dataclass(frozen=True, slots=True)
-class TurnRecord:
-    """One stored turn: which messages it added to a slot's history, and what produced them.
+class Piece:
+    """Positions ``lo`` to ``hi - 1`` of a history, stored in segment ``key``."""
 
-    ``start`` is the position of the turn's first message in the slot's history and
-    ``count`` how many messages it added. ``info`` holds what the session recorded with it
-    (model, usage, cost, the cell it came from ...). Turn 0 is a static slot's preset.
+    key: int
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tip:
+    """Which history a slot holds: its stored row, its length and its last turn number.
+
+    Rows are append-only, so two equal tips are the same history; a turn is committed only
+    on the tip its request was made from.
     """
 
-    number: int
-    start: int
-    count: int
-    info: dict[str, Any] = field(default_factory=dict)
-    created_at: float = 0.0
-    # Where the store keeps the turn; slots that share a turn report the same origin.
-    origin: tuple[int, int] = (0, 0)
+    key: int
+    length: int
+    turns: int
 
-    @property
-    def end(self) -> int:
-        return self.start + self.count
+
+@dataclass(frozen=True, slots=True)
+class CellTurn:
+    """A stored turn that came from a notebook cell, and where it lives now.
+
+    ``owner`` is the live slot whose own segment holds the turn (the slot it ran on, under
+    its current name), or None when that slot was deleted; ``holders`` are the live slots
+    whose history contains it (the owner and every slot derived after the turn).
+    """
+
+    record: TurnRecord
+    owner: str | None
+    holders: tuple[str, ...]
+
+
+class SegmentReader(Protocol):
+    """How a ``History`` reads its pieces; a store serves these from its cache."""
+
+    def read_messages(self, key: int, lo: int, hi: int) -> list[Message]: ...
+
+    def read_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
+        """The turns of segment ``key`` that start at positions ``lo`` to ``hi - 1``."""
+
+    def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None: ...
+
+
+class _ListReader:
+    """A reader over messages in memory (one segment, key 0), for histories not stored."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self._messages = list(messages)
+
+    def read_messages(self, key: int, lo: int, hi: int) -> list[Message]:
+        return self._messages[lo:hi]
+
+    def read_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
+        return []
+
+    def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None:
+        return next(((i, m) for i, m in enumerate(self._messages[lo:hi], lo) if m.role == "system"), None)
+
+
+class History:
+    """A slot's stored history at one tip, read lazily: a focused view of a long history
+    reads its tail, not the whole of it."""
+
+    @classmethod
+    def of(cls, messages: Sequence[Message]) -> History:
+        """A history of messages held in memory (no store, no turns)."""
+        n = len(messages)
+        return cls([Piece(0, 0, n)] if n else [], _ListReader(messages), Tip(0, n, 0))
+
+    def prefix(self, length: int) -> History:
+        """The first ``length`` messages of this history (what a fork at ``length`` shares)."""
+        pieces = [Piece(p.key, p.lo, min(p.hi, length)) for p in self.pieces if p.lo < length]
+        return History(pieces, self._reader, Tip(self.tip.key, min(length, len(self)), self.tip.turns))
+
+    def __init__(self, pieces: Sequence[Piece], reader: SegmentReader, tip: Tip) -> None:
+        self.pieces = tuple(pieces)
+        self.tip = tip
+        self._reader = reader
+
+    def __len__(self) -> int:
+        return self.tip.length
+
+    def messages(self, lo: int = 0, hi: int | None = None) -> list[Message]:
+        """Messages at positions ``lo`` to ``hi - 1`` (all of them by default)."""
+        hi = len(self) if hi is None else min(hi, len(self))
+        out: list[Message] = []
+        for piece in self.pieces:
+            a, b = max(lo, piece.lo), min(hi, piece.hi)
+            if a < b:
+                out.extend(self._reader.read_messages(piece.key, a, b))
+        return out
+
+    def turns(self) -> list[TurnRecord]:
+        out: list[TurnRecord] = []
+        for piece in self.pieces:
+            out.extend(self._reader.read_turns(piece.key, piece.lo, piece.hi))
+        return out
+
+    def origin(self, position: int) -> tuple[int, int]:
+        """Where the message at ``position`` is stored. Two histories hold the same first
+        ``n`` messages exactly when their messages at ``n - 1`` have the same origin."""
+        for piece in self.pieces:
+            if piece.lo <= position < piece.hi:
+                return piece.key, position
+        raise IndexError(f"position {position} is outside a history of {len(self)} messages")
+
+    def shares_prefix(self, other: History, length: int) -> bool:
+        """Whether both histories hold the same stored first ``length`` messages."""
+        if length <= 0:
+            return True
+        if length > len(self) or length > len(other):
+            return False
+        return self.origin(length - 1) == other.origin(length - 1)
+
+    def first_system(self) -> tuple[int, Message] | None:
+        """The first system message and its position, without reading the rest."""
+        for piece in self.pieces:
+            found = self._reader.read_first_system(piece.key, piece.lo, piece.hi)
+            if found is not None:
+                return found
+        return None
+
+    def tail(self, count: int) -> tuple[int, list[Message]]:
+        """The shortest end of the history that holds ``count`` non-system messages, widened
+        so it does not start on a tool result (its call must come with it); and its start."""
+        if count <= 0:
+            return len(self), []
+        start, chunk = len(self), max(16, 2 * count)
+        loaded: list[Message] = []
+        while True:
+            # Within what is loaded: skip what is beyond the count, then widen back over
+            # tool results. Done when that needs nothing before the loaded part.
+            surplus = sum(1 for m in loaded if m.role != "system") - count
+            cut = 0
+            while surplus > 0:
+                if loaded[cut].role != "system":
+                    surplus -= 1
+                cut += 1
+            while 0 < cut < len(loaded) and loaded[cut].role == "tool":
+                cut -= 1
+            needs_more = surplus < 0 or (loaded and loaded[cut].role == "tool")
+            if start == 0 or (loaded and not needs_more):
+                return start + cut, loaded[cut:]
+            lo = max(0, start - chunk)
+            loaded = self.messages(lo, start) + loaded
+            start, chunk = lo, chunk * 2
 
 
 class Store(Protocol):
@@ -52,13 +188,32 @@ class Store(Protocol):
     def slot(self, session_id: str, slot_id: str) -> Slot:
         """The slot, or SlotNotFound."""
 
-    def create_slot(self, session_id: str, slot_id: str, config: SlotConfig, messages: Sequence[Message] = ()) -> Slot:
-        """A new slot; ``messages`` (a static slot's preset) are stored as turn 0."""
+    def has_slot(self, session_id: str, slot_id: str) -> bool: ...
+
+    def create_slot(
+        self,
+        session_id: str,
+        slot_id: str,
+        config: SlotConfig,
+        messages: Sequence[Message] = (),
+        *,
+        exist_ok: bool = False,
+    ) -> tuple[Slot, bool]:
+        """A new slot, and True; ``messages`` (a static slot's preset) are stored as turn 0.
+        With ``exist_ok`` an existing slot of that id is returned with False instead of
+        raising SlotExists; the check and the insert are one transaction."""
 
     def derive_slot(
-        self, session_id: str, slot_id: str, parent_id: str, config: SlotConfig, at: int | None = None
-    ) -> Slot:
-        """A slot that shares the parent's first ``at`` messages (all of them if None)."""
+        self,
+        session_id: str,
+        slot_id: str,
+        parent_id: str,
+        config: SlotConfig,
+        at: int | None = None,
+        *,
+        exist_ok: bool = False,
+    ) -> tuple[Slot, bool]:
+        """A slot sharing the parent's first ``at`` messages (all if None), as create_slot."""
 
     def update_config(self, session_id: str, slot_id: str, config: SlotConfig) -> Slot: ...
 
@@ -67,18 +222,28 @@ class Store(Protocol):
     def delete_slot(self, session_id: str, slot_id: str) -> None:
         """Remove the slot; the history its derived slots share stays readable for them."""
 
-    def messages(self, session_id: str, slot_id: str) -> list[Message]: ...
+    def history(self, session_id: str, slot_id: str) -> History: ...
 
-    def turns(self, session_id: str, slot_id: str) -> list[TurnRecord]: ...
+    def tip(self, session_id: str, slot_id: str) -> Tip: ...
 
-    def has_cell_turns(self, session_id: str, cell_id: str) -> bool:
-        """Whether any stored turn of the session came from this notebook cell
-        (``info["cell"]["id"]``), in a live slot or one kept for its derived slots."""
+    def cell_turns(self, session_id: str, cell_id: str) -> list[CellTurn]:
+        """Every stored turn of the session that came from this cell, oldest first (found
+        through an index: most cells have none)."""
+
+    def unshared_turns(self, session_id: str, slot_id: str) -> list[TurnRecord]:
+        """The slot's turns that no other live slot's history holds."""
 
     def append_turn(
-        self, session_id: str, slot_id: str, messages: Sequence[Message], info: dict[str, Any]
+        self,
+        session_id: str,
+        slot_id: str,
+        messages: Sequence[Message],
+        info: TurnInfo,
+        *,
+        base: Tip | None = None,
     ) -> TurnRecord:
-        """Store one turn's messages, all or none."""
+        """Store one turn's messages, all or none. With ``base``, only if the slot still
+        holds that history; else SlotMoved, and nothing is written."""
 
     def atomic(self) -> AbstractContextManager[None]:
         """Make several calls one transaction: if the block raises, none of them happened."""

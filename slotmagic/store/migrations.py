@@ -87,7 +87,13 @@ def _v2_turns_by_cell(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_turns_by_cell)
+def _v3_system_messages(db: sqlite3.Connection) -> None:
+    # A focused view keeps the first system message of a history and reads only its tail;
+    # this small index finds that message without scanning the history.
+    db.execute("CREATE INDEX messages_system ON messages (slot, seq) WHERE role = 'system'")
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_turns_by_cell, _v3_system_messages)
 
 
 def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:

@@ -2,8 +2,13 @@
 
 Layout (see ``migrations.py``): a slot is a branch that shares its parent's first ``fork_at``
 messages and owns the rows from there on, so deriving writes one row whatever the history's
-length, and a turn appends a few rows and updates one. A slot's history is read segment by
-segment, root first, each segment a range scan of the primary key.
+length, and a turn appends a few rows and updates one.
+
+Reads are served from memory: the slot rows of each session, and the parts of each segment
+already read. Stored messages never change, so a cached segment only ever grows: a turn
+appends to it, and rows another connection appended are read from where the cache ends.
+Whether another connection wrote anything is asked of SQLite (``PRAGMA data_version``) at
+each call, which costs a few microseconds; only then are slot rows read again.
 
 Durability: WAL journal with ``synchronous=NORMAL``. Every turn is one transaction, so after
 a crash of the process (kernel killed, machine out of memory) a slot holds a turn whole or not
@@ -13,6 +18,7 @@ at all; a power cut may lose the last turns committed before it, never corrupt t
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import sqlite3
@@ -20,17 +26,20 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..core.messages import Message, ToolCall
+from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta
-from ..errors import ProtectedSlot, SlotExists, SlotNotFound, StoreError
-from .base import TurnRecord
+from ..errors import ConfigError, ProtectedSlot, SlotExists, SlotMoved, SlotNotFound, StoreError
+from .base import CellTurn, History, Piece, Tip
 from .migrations import migrate
 
 Durability = Literal["normal", "full"]
-_SLOT_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at"
+_ROW_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at"
+_MESSAGE_COLUMNS = "role, content, tokens, extra"
 
 
 def _messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
@@ -62,6 +71,60 @@ def _extra_json(message: Message) -> str | None:
     return None if extra is None else json.dumps(extra, ensure_ascii=False)
 
 
+def _info_json(info: TurnInfo) -> str:
+    return json.dumps(info.to_dict(), ensure_ascii=False)
+
+
+@dataclass(slots=True)
+class _Row:
+    """One row of the slots table, as cached."""
+
+    key: int
+    name: str
+    parent: int | None
+    fork_at: int
+    length: int
+    tokens: int
+    turns: int
+    config: dict[str, Any]
+    created_at: float
+    deleted_at: float | None
+
+    @property
+    def live(self) -> bool:
+        return self.deleted_at is None
+
+
+@dataclass(slots=True)
+class _SessionRows:
+    """Every slot row of one session (tombstones included), the live ones by name, and the
+    current slot."""
+
+    rows: dict[int, _Row]
+    current: int | None
+    by_name: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_name = {row.name: key for key, row in self.rows.items() if row.live}
+
+
+@dataclass(slots=True)
+class _Segment:
+    """The part of one slot's own rows read so far: positions ``start`` to ``start + len``."""
+
+    created_at: float
+    start: int
+    messages: list[Message]
+    turns_until: int = 0  # turns starting before this position are in ``turns``
+    turns: list[TurnRecord] = field(default_factory=list)
+    system_until: int = 0  # the first system message was looked for before this position
+    first_system: tuple[int, Message] | None = None
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.messages)
+
+
 class SQLiteStore:
     """A store in one SQLite file (or ``":memory:"``). Safe to share between threads."""
 
@@ -72,6 +135,9 @@ class SQLiteStore:
         if durability not in ("normal", "full"):
             raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
         self._lock = threading.RLock()
+        self._sessions: dict[str, _SessionRows] = {}
+        self._segments: dict[int, _Segment] = {}
+        self._data_version: int | None = None
         if self.path != ":memory:":
             try:
                 _create_private(Path(self.path))
@@ -95,6 +161,13 @@ class SQLiteStore:
     # -- plumbing --------------------------------------------------------------------------
 
     @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """The connection, with the caches brought up to date with other connections' writes."""
+        with self._lock:
+            self._sync()
+            yield self._db
+
+    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: all of it commits or none of it does. Inside ``atomic()``
         it joins the enclosing transaction."""
@@ -105,11 +178,40 @@ class SQLiteStore:
                 return
             db.execute("BEGIN IMMEDIATE")
             try:
+                # Holding the write lock now: what others committed before is what we build on.
+                self._sync()
                 yield db
             except BaseException:
                 db.execute("ROLLBACK")
+                self._forget()  # the caches may hold what was just rolled back
                 raise
             db.execute("COMMIT")
+
+    def _sync(self) -> None:
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._data_version:
+            return
+        first = self._data_version is None
+        self._data_version = version
+        if first:
+            return
+        self._sessions.clear()  # slot rows are read again when next needed
+        if self._segments:
+            # Segments stay valid (rows never change), unless their slot row was removed, or
+            # removed and its id reused by a new slot.
+            keys = list(self._segments)
+            alive = dict(
+                self._db.execute(
+                    f"SELECT id, created_at FROM slots WHERE id IN ({','.join('?' * len(keys))})", keys
+                ).fetchall()
+            )
+            for key in keys:
+                if alive.get(key) != self._segments[key].created_at:
+                    del self._segments[key]
+
+    def _forget(self) -> None:
+        self._sessions.clear()
+        self._segments.clear()
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
@@ -120,6 +222,7 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            self._forget()
 
     def __enter__(self) -> SQLiteStore:
         return self
@@ -127,106 +230,174 @@ class SQLiteStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _slot_row(self, db: sqlite3.Connection, session_id: str, slot_id: str) -> tuple[Any, ...]:
-        row = db.execute(
-            f"SELECT {_SLOT_COLUMNS} FROM slots WHERE session_id = ? AND name = ? AND deleted_at IS NULL",
-            (session_id, slot_id),
-        ).fetchone()
-        if row is None:
-            known = [
-                r[0]
-                for r in db.execute("SELECT name FROM slots WHERE session_id = ? AND deleted_at IS NULL", (session_id,))
-            ]
-            raise SlotNotFound(slot_id, known)
-        return tuple(row)
+    # -- cached rows -----------------------------------------------------------------------
 
-    def _live_parent_name(self, db: sqlite3.Connection, parent: int | None) -> str | None:
+    def _rows(self, db: sqlite3.Connection, session_id: str) -> _SessionRows:
+        cached = self._sessions.get(session_id)
+        if cached is not None:
+            return cached
+        found = db.execute("SELECT current_slot FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        rows = {}
+        for key, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at in db.execute(
+            f"SELECT {_ROW_COLUMNS} FROM slots WHERE session_id = ?", (session_id,)
+        ):
+            rows[key] = _Row(
+                key, name, parent, fork_at, length, tokens, turns, json.loads(config), created_at, deleted_at
+            )
+        loaded = _SessionRows(rows, None if found is None else found[0])
+        if found is not None:  # an unknown session is not cached: it may be created any time
+            self._sessions[session_id] = loaded
+        return loaded
+
+    def _row(self, rows: _SessionRows, slot_id: str) -> _Row:
+        key = rows.by_name.get(slot_id)
+        if key is None:
+            raise SlotNotFound(slot_id, rows.by_name)
+        return rows.rows[key]
+
+    def _live_parent(self, rows: _SessionRows, row: _Row) -> str | None:
         """The nearest live ancestor: a deleted parent hands its children to its own parent."""
+        parent = row.parent
         while parent is not None:
-            name, grandparent, deleted = db.execute(
-                "SELECT name, parent, deleted_at FROM slots WHERE id = ?", (parent,)
-            ).fetchone()
-            if deleted is None:
-                return str(name)
-            parent = grandparent
+            ancestor = rows.rows[parent]
+            if ancestor.live:
+                return ancestor.name
+            parent = ancestor.parent
         return None
 
-    def _to_slot(self, db: sqlite3.Connection, row: tuple[Any, ...], current: int | None) -> Slot:
-        key, name, parent, _fork_at, length, tokens, turns, config, created_at = row
-        parent_name = self._live_parent_name(db, parent)
-        meta = SlotMeta(name, parent_name, length, tokens, created_at, turns)
-        return Slot(name, SlotConfig.from_dict(json.loads(config), parent_name), meta, key == current)
+    def _to_slot(self, rows: _SessionRows, row: _Row) -> Slot:
+        parent_name = self._live_parent(rows, row)
+        meta = SlotMeta(row.name, parent_name, row.length, row.tokens, row.created_at, row.turns)
+        return Slot(row.name, SlotConfig.from_dict(row.config, parent_name), meta, row.key == rows.current)
 
-    def _current_key(self, db: sqlite3.Connection, session_id: str) -> int | None:
-        row = db.execute("SELECT current_slot FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        return None if row is None else row[0]
+    def _pieces(self, rows: _SessionRows, row: _Row, end: int | None = None) -> list[Piece]:
+        """The pieces of a slot's history (its first ``end`` messages), root first."""
+        pieces = []
+        hi = row.length if end is None else min(row.length, end)
+        current: _Row | None = row
+        while current is not None:
+            if current.fork_at < hi:
+                pieces.append(Piece(current.key, current.fork_at, hi))
+            hi = min(hi, current.fork_at)
+            current = None if current.parent is None else rows.rows[current.parent]
+        pieces.reverse()
+        return pieces
 
-    def _segments(self, db: sqlite3.Connection, key: int, end: int | None = None) -> list[tuple[int, int, int]]:
-        """(slot row, first position, end position) of each stretch of a history, root first."""
-        segments = []
-        row = db.execute("SELECT parent, fork_at, length FROM slots WHERE id = ?", (key,)).fetchone()
-        parent, lo, hi = row
-        if end is not None:
-            hi = min(hi, end)
-        while True:
-            if lo < hi:
-                segments.append((key, lo, hi))
-            if parent is None:
-                break
-            hi = min(hi, lo)
-            key = parent
-            parent, lo = db.execute("SELECT parent, fork_at FROM slots WHERE id = ?", (key,)).fetchone()
-        segments.reverse()
-        return segments
+    def _history(self, rows: _SessionRows, row: _Row) -> History:
+        return History(self._pieces(rows, row), self, Tip(row.key, row.length, row.turns))
+
+    # -- segments (History reads through these) --------------------------------------------
+
+    def _segment(self, key: int, lo: int) -> _Segment:
+        segment = self._segments.get(key)
+        if segment is None:
+            created = self._db.execute("SELECT created_at FROM slots WHERE id = ?", (key,)).fetchone()
+            segment = _Segment(created[0] if created else 0.0, lo, [])
+            self._segments[key] = segment
+        return segment
+
+    def _load(self, key: int, lo: int, hi: int) -> list[Message]:
+        return _messages_from_rows(
+            self._db.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE slot = ? AND seq >= ? AND seq < ? ORDER BY seq",
+                (key, lo, hi),
+            )
+        )
+
+    def read_messages(self, key: int, lo: int, hi: int) -> list[Message]:
+        with self._lock:
+            segment = self._segment(key, lo)
+            if not segment.messages:
+                segment.start = lo
+                segment.messages = self._load(key, lo, hi)
+            else:
+                if lo < segment.start:
+                    segment.messages[:0] = self._load(key, lo, segment.start)
+                    segment.start = lo
+                if hi > segment.end:
+                    segment.messages.extend(self._load(key, segment.end, hi))
+            return segment.messages[lo - segment.start : hi - segment.start]
+
+    def read_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
+        with self._lock:
+            segment = self._segment(key, lo)
+            if hi > segment.turns_until:
+                segment.turns.extend(
+                    TurnRecord(number, start, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number))
+                    for number, start, count, info, created_at in self._db.execute(
+                        "SELECT number, start, count, info, created_at FROM turns"
+                        " WHERE slot = ? AND start >= ? AND start < ? ORDER BY start",
+                        (key, segment.turns_until, hi),
+                    )
+                )
+                segment.turns_until = hi
+            starts = [t.start for t in segment.turns]
+            return segment.turns[bisect.bisect_left(starts, lo) : bisect.bisect_left(starts, hi)]
+
+    def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None:
+        with self._lock:
+            segment = self._segment(key, lo)
+            found = segment.first_system
+            if found is None and hi > segment.system_until:
+                row = self._db.execute(
+                    f"SELECT seq, {_MESSAGE_COLUMNS} FROM messages"
+                    " WHERE slot = ? AND role = 'system' AND seq >= ? AND seq < ? ORDER BY seq LIMIT 1",
+                    (key, max(lo, segment.system_until), hi),
+                ).fetchone()
+                segment.system_until = hi
+                if row is not None:
+                    found = segment.first_system = (row[0], _messages_from_rows([row[1:]])[0])
+            return found if found is not None and lo <= found[0] < hi else None
 
     # -- sessions --------------------------------------------------------------------------
 
     def ensure_session(self, session_id: str) -> None:
-        with self._lock:
-            if self._current_key(self._db, session_id) is not None:
+        with self._read() as db:
+            if session_id in self._sessions or self._rows(db, session_id).current is not None:
                 return
-            with self._write() as db:
-                if self._current_key(db, session_id) is not None:
-                    return  # another process created it while we waited
-                now = time.time()
-                db.execute("INSERT INTO sessions (id, created_at) VALUES (?, ?)", (session_id, now))
-                key = self._insert_slot(db, session_id, DEFAULT_SLOT, SlotConfig(), now)
-                db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (key, session_id))
+        with self._write() as db:
+            if self._rows(db, session_id).current is not None:
+                return  # another process created it while we waited
+            now = time.time()
+            db.execute("INSERT INTO sessions (id, created_at) VALUES (?, ?)", (session_id, now))
+            key = self._insert_slot(db, session_id, DEFAULT_SLOT, SlotConfig(), now)
+            db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (key, session_id))
+            self._sessions.pop(session_id, None)  # read again, whole
 
     def sessions(self) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._db.execute("SELECT id FROM sessions ORDER BY created_at, id")]
+        with self._read() as db:
+            return [r[0] for r in db.execute("SELECT id FROM sessions ORDER BY created_at, id")]
 
     def current_slot(self, session_id: str) -> str:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT s.name FROM sessions JOIN slots s ON s.id = sessions.current_slot WHERE sessions.id = ?",
-                (session_id,),
-            ).fetchone()
-            return DEFAULT_SLOT if row is None else str(row[0])
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            row = rows.rows.get(rows.current) if rows.current is not None else None
+            return DEFAULT_SLOT if row is None else row.name
 
     def set_current_slot(self, session_id: str, slot_id: str) -> None:
         with self._write() as db:
-            key = self._slot_row(db, session_id, slot_id)[0]
-            db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (key, session_id))
+            rows = self._rows(db, session_id)
+            key = self._row(rows, slot_id).key
+            if rows.current != key:
+                db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (key, session_id))
+                rows.current = key
 
     # -- slots -----------------------------------------------------------------------------
 
     def slots(self, session_id: str) -> list[Slot]:
-        with self._lock:
-            db = self._db
-            current = self._current_key(db, session_id)
-            rows = db.execute(
-                f"SELECT {_SLOT_COLUMNS} FROM slots WHERE session_id = ? AND deleted_at IS NULL "
-                "ORDER BY created_at, id",
-                (session_id,),
-            ).fetchall()
-            return [self._to_slot(db, row, current) for row in rows]
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            live = sorted((r for r in rows.rows.values() if r.live), key=lambda r: (r.created_at, r.key))
+            return [self._to_slot(rows, row) for row in live]
 
     def slot(self, session_id: str, slot_id: str) -> Slot:
-        with self._lock:
-            db = self._db
-            return self._to_slot(db, self._slot_row(db, session_id, slot_id), self._current_key(db, session_id))
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            return self._to_slot(rows, self._row(rows, slot_id))
+
+    def has_slot(self, session_id: str, slot_id: str) -> bool:
+        with self._read() as db:
+            return slot_id in self._rows(db, session_id).by_name
 
     def _insert_slot(
         self,
@@ -240,184 +411,275 @@ class SQLiteStore:
         tokens: int = 0,
         turns: int = 0,
     ) -> int:
+        config_dict = config.to_dict()
         try:
             cursor = db.execute(
                 "INSERT INTO slots (session_id, name, parent, fork_at, length, tokens, turns, config, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    slot_id,
-                    parent,
-                    fork_at,
-                    fork_at,
-                    tokens,
-                    turns,
-                    json.dumps(config.to_dict(), ensure_ascii=False),
-                    now,
-                ),
+                (session_id, slot_id, parent, fork_at, fork_at, tokens, turns, json.dumps(config_dict), now),
             )
         except sqlite3.IntegrityError:
             raise SlotExists(slot_id) from None
         assert cursor.lastrowid is not None
-        return cursor.lastrowid
+        key = cursor.lastrowid
+        rows = self._sessions.get(session_id)
+        if rows is not None:
+            rows.rows[key] = _Row(key, slot_id, parent, fork_at, fork_at, tokens, turns, config_dict, now, None)
+            rows.by_name[slot_id] = key
+        self._segments.pop(key, None)  # an id SQLite handed out again
+        return key
 
-    def create_slot(self, session_id: str, slot_id: str, config: SlotConfig, messages: Sequence[Message] = ()) -> Slot:
+    def create_slot(
+        self,
+        session_id: str,
+        slot_id: str,
+        config: SlotConfig,
+        messages: Sequence[Message] = (),
+        *,
+        exist_ok: bool = False,
+    ) -> tuple[Slot, bool]:
         with self._write() as db:
+            rows = self._rows(db, session_id)
+            if slot_id in rows.by_name:
+                if exist_ok:
+                    return self._to_slot(rows, self._row(rows, slot_id)), False
+                raise SlotExists(slot_id)
             now = time.time()
             key = self._insert_slot(db, session_id, slot_id, config, now)
+            row = rows.rows[key]
             if messages:
-                self._append(db, key, 0, 0, 0, 0, messages, {"kind": "preset"}, now)
-            return self._to_slot(db, self._slot_row(db, session_id, slot_id), self._current_key(db, session_id))
+                self._append(db, row, 0, messages, TurnInfo(kind="preset"), now)
+            return self._to_slot(rows, row), True
 
     def derive_slot(
-        self, session_id: str, slot_id: str, parent_id: str, config: SlotConfig, at: int | None = None
-    ) -> Slot:
+        self,
+        session_id: str,
+        slot_id: str,
+        parent_id: str,
+        config: SlotConfig,
+        at: int | None = None,
+        *,
+        exist_ok: bool = False,
+    ) -> tuple[Slot, bool]:
         with self._write() as db:
-            parent_key, _, _, _, length, tokens, turns, _, _ = self._slot_row(db, session_id, parent_id)
+            rows = self._rows(db, session_id)
+            if slot_id in rows.by_name:
+                if exist_ok:
+                    return self._to_slot(rows, self._row(rows, slot_id)), False
+                raise SlotExists(slot_id)
+            parent = self._row(rows, parent_id)
+            length, tokens, turns = parent.length, parent.tokens, parent.turns
             if at is not None and at != length:
-                if not 0 <= at <= length:
-                    raise StoreError(f"cannot fork {parent_id!r} at message {at}: it has {length}")
-                tokens, turns = self._prefix_totals(db, parent_key, at)
+                self._check_fork_point(rows, parent, at)
+                tokens, turns = self._prefix_totals(db, self._pieces(rows, parent, at))
                 length = at
-            self._insert_slot(db, session_id, slot_id, config, time.time(), parent_key, length, tokens, turns)
-            return self._to_slot(db, self._slot_row(db, session_id, slot_id), self._current_key(db, session_id))
+            key = self._insert_slot(db, session_id, slot_id, config, time.time(), parent.key, length, tokens, turns)
+            return self._to_slot(rows, rows.rows[key]), True
 
-    def _prefix_totals(self, db: sqlite3.Connection, key: int, end: int) -> tuple[int, int]:
-        """Tokens and last turn number of the first ``end`` messages of a history."""
+    def _check_fork_point(self, rows: _SessionRows, parent: _Row, at: int) -> None:
+        """A fork point is a whole turn boundary of the parent's history."""
+        if not 0 <= at <= parent.length:
+            raise ConfigError(
+                f"cannot fork {parent.name!r} at message {at}: it holds {parent.length} messages "
+                f"(use 0 to {parent.length})"
+            )
+        # A boundary is where a piece or a turn starts; only the piece holding `at` can say.
+        piece = next(p for p in self._pieces(rows, parent) if p.lo <= at < p.hi)
+        if (
+            at == piece.lo
+            or self._db.execute("SELECT 1 FROM turns WHERE slot = ? AND start = ?", (piece.key, at)).fetchone()
+        ):
+            return
+        before, after = self._db.execute(
+            "SELECT MAX(CASE WHEN start < ? THEN start END), MIN(CASE WHEN start > ? THEN start END)"
+            " FROM turns WHERE slot = ? AND start >= ? AND start < ?",
+            (at, at, piece.key, piece.lo, piece.hi),
+        ).fetchone()
+        lower = piece.lo if before is None else before
+        upper = piece.hi if after is None else after
+        raise ConfigError(
+            f"cannot fork {parent.name!r} at message {at}: that is inside a turn; "
+            f"fork at a turn boundary such as {lower} or {upper}"
+        )
+
+    def _prefix_totals(self, db: sqlite3.Connection, pieces: Sequence[Piece]) -> tuple[int, int]:
+        """Tokens and last turn number of the messages the pieces hold."""
         tokens = turns = 0
-        for segment, lo, hi in self._segments(db, key, end):
-            seg_tokens, seg_turn = db.execute(
+        for piece in pieces:
+            piece_tokens, piece_turn = db.execute(
                 "SELECT COALESCE(SUM(tokens), 0), COALESCE(MAX(turn), 0) FROM messages"
                 " WHERE slot = ? AND seq >= ? AND seq < ?",
-                (segment, lo, hi),
+                (piece.key, piece.lo, piece.hi),
             ).fetchone()
-            tokens += seg_tokens
-            turns = max(turns, seg_turn)
+            tokens += piece_tokens
+            turns = max(turns, piece_turn)
         return tokens, turns
 
     def update_config(self, session_id: str, slot_id: str, config: SlotConfig) -> Slot:
         with self._write() as db:
-            key = self._slot_row(db, session_id, slot_id)[0]
-            db.execute(
-                "UPDATE slots SET config = ? WHERE id = ?", (json.dumps(config.to_dict(), ensure_ascii=False), key)
-            )
-            return self._to_slot(db, self._slot_row(db, session_id, slot_id), self._current_key(db, session_id))
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            config_dict = config.to_dict()
+            db.execute("UPDATE slots SET config = ? WHERE id = ?", (json.dumps(config_dict), row.key))
+            row.config = config_dict
+            return self._to_slot(rows, row)
 
     def rename_slot(self, session_id: str, old_id: str, new_id: str) -> Slot:
         if old_id == DEFAULT_SLOT:
             raise ProtectedSlot("the 'default' slot cannot be renamed; derive a copy under the new name")
         with self._write() as db:
-            key = self._slot_row(db, session_id, old_id)[0]
-            try:
-                db.execute("UPDATE slots SET name = ? WHERE id = ?", (new_id, key))
-            except sqlite3.IntegrityError:
-                raise SlotExists(new_id) from None
-            return self._to_slot(db, self._slot_row(db, session_id, new_id), self._current_key(db, session_id))
+            rows = self._rows(db, session_id)
+            row = self._row(rows, old_id)
+            if new_id in rows.by_name and new_id != old_id:
+                raise SlotExists(new_id)
+            db.execute("UPDATE slots SET name = ? WHERE id = ?", (new_id, row.key))
+            del rows.by_name[old_id]
+            row.name = new_id
+            rows.by_name[new_id] = row.key
+            return self._to_slot(rows, row)
 
     def delete_slot(self, session_id: str, slot_id: str) -> None:
         if slot_id == DEFAULT_SLOT:
             raise ProtectedSlot("the 'default' slot cannot be deleted (a session always keeps it)")
         with self._write() as db:
-            key = self._slot_row(db, session_id, slot_id)[0]
-            if self._current_key(db, session_id) == key:
-                default = self._slot_row(db, session_id, DEFAULT_SLOT)[0]
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            if rows.current == row.key:
+                default = self._row(rows, DEFAULT_SLOT).key
                 db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (default, session_id))
-            db.execute("UPDATE slots SET deleted_at = ? WHERE id = ?", (time.time(), key))
+                rows.current = default
+            now = time.time()
+            db.execute("UPDATE slots SET deleted_at = ? WHERE id = ?", (now, row.key))
+            row.deleted_at = now
+            del rows.by_name[slot_id]
             # Drop rows no live slot can reach: this slot's, and tombstone ancestors' that
             # were kept only for it. A slot with derived slots stays as a tombstone.
-            while key is not None:
-                parent, deleted = db.execute("SELECT parent, deleted_at FROM slots WHERE id = ?", (key,)).fetchone()
-                has_children = db.execute("SELECT 1 FROM slots WHERE parent = ? LIMIT 1", (key,)).fetchone()
-                if deleted is None or has_children:
+            current: _Row | None = row
+            while current is not None and not current.live:
+                if any(r.parent == current.key for r in rows.rows.values()):
                     break
-                db.execute("DELETE FROM messages WHERE slot = ?", (key,))
-                db.execute("DELETE FROM turns WHERE slot = ?", (key,))
-                db.execute("DELETE FROM slots WHERE id = ?", (key,))
-                key = parent
+                db.execute("DELETE FROM messages WHERE slot = ?", (current.key,))
+                db.execute("DELETE FROM turns WHERE slot = ?", (current.key,))
+                db.execute("DELETE FROM slots WHERE id = ?", (current.key,))
+                del rows.rows[current.key]
+                self._segments.pop(current.key, None)
+                current = None if current.parent is None else rows.rows[current.parent]
 
-    # -- messages and turns ----------------------------------------------------------------
+    # -- histories and turns ---------------------------------------------------------------
+
+    def history(self, session_id: str, slot_id: str) -> History:
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            return self._history(rows, self._row(rows, slot_id))
 
     def messages(self, session_id: str, slot_id: str) -> list[Message]:
-        with self._lock:
-            db = self._db
-            out: list[Message] = []
-            for segment, lo, hi in self._segments(db, self._slot_row(db, session_id, slot_id)[0]):
-                out.extend(
-                    _messages_from_rows(
-                        db.execute(
-                            "SELECT role, content, tokens, extra FROM messages"
-                            " WHERE slot = ? AND seq >= ? AND seq < ? ORDER BY seq",
-                            (segment, lo, hi),
-                        )
-                    )
-                )
-            return out
+        return self.history(session_id, slot_id).messages()
 
     def turns(self, session_id: str, slot_id: str) -> list[TurnRecord]:
-        with self._lock:
-            db = self._db
-            out: list[TurnRecord] = []
-            for segment, lo, hi in self._segments(db, self._slot_row(db, session_id, slot_id)[0]):
-                out.extend(
-                    TurnRecord(number, start, count, json.loads(info), created_at, (segment, number))
-                    for number, start, count, info, created_at in db.execute(
-                        "SELECT number, start, count, info, created_at FROM turns"
-                        " WHERE slot = ? AND start >= ? AND start < ? ORDER BY start",
-                        (segment, lo, hi),
-                    )
+        return self.history(session_id, slot_id).turns()
+
+    def tip(self, session_id: str, slot_id: str) -> Tip:
+        with self._read() as db:
+            row = self._row(self._rows(db, session_id), slot_id)
+            return Tip(row.key, row.length, row.turns)
+
+    def cell_turns(self, session_id: str, cell_id: str) -> list[CellTurn]:
+        with self._read() as db:
+            found = db.execute(
+                "SELECT turns.slot, number, start, count, info, turns.created_at FROM turns"
+                " JOIN slots ON slots.id = turns.slot"
+                " WHERE json_extract(turns.info, '$.cell.id') = ? AND slots.session_id = ?"
+                " ORDER BY turns.created_at, turns.slot, number",
+                (cell_id, session_id),
+            ).fetchall()
+            if not found:
+                return []
+            rows = self._rows(db, session_id)
+            live = [r for r in rows.rows.values() if r.live]
+            chains = {r.name: self._pieces(rows, r) for r in live}
+            out = []
+            for key, number, start, count, info, created_at in found:
+                record = TurnRecord(
+                    number, start, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number)
                 )
+                owner = rows.rows[key]
+                holders = tuple(
+                    name
+                    for name, pieces in chains.items()
+                    if any(p.key == key and p.lo <= start < p.hi for p in pieces)
+                )
+                out.append(CellTurn(record, owner.name if owner.live else None, holders))
             return out
 
-    def has_cell_turns(self, session_id: str, cell_id: str) -> bool:
-        with self._lock:
-            return (
-                self._db.execute(
-                    "SELECT 1 FROM turns JOIN slots ON slots.id = turns.slot"
-                    " WHERE json_extract(turns.info, '$.cell.id') = ? AND slots.session_id = ? LIMIT 1",
-                    (cell_id, session_id),
-                ).fetchone()
-                is not None
-            )
+    def unshared_turns(self, session_id: str, slot_id: str) -> list[TurnRecord]:
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            shared: dict[int, int] = {}  # segment -> how far other live slots' histories reach into it
+            for other in rows.rows.values():
+                if other.live and other.key != row.key:
+                    for piece in self._pieces(rows, other):
+                        shared[piece.key] = max(shared.get(piece.key, 0), piece.hi)
+            out: list[TurnRecord] = []
+            for piece in self._pieces(rows, row):
+                out.extend(self.read_turns(piece.key, max(piece.lo, shared.get(piece.key, 0)), piece.hi))
+            return out
 
     def append_turn(
-        self, session_id: str, slot_id: str, messages: Sequence[Message], info: dict[str, Any]
+        self,
+        session_id: str,
+        slot_id: str,
+        messages: Sequence[Message],
+        info: TurnInfo,
+        *,
+        base: Tip | None = None,
     ) -> TurnRecord:
         if not messages:
             raise StoreError("a turn needs at least one message")
         with self._write() as db:
-            key, _, _, _, length, tokens, turns, _, _ = self._slot_row(db, session_id, slot_id)
-            return self._append(db, key, length, tokens, turns, turns + 1, messages, info, time.time())
+            row = self._row(self._rows(db, session_id), slot_id)
+            if base is not None and base != Tip(row.key, row.length, row.turns):
+                raise SlotMoved(slot_id)
+            return self._append(db, row, row.turns + 1, messages, info, time.time())
 
     def _append(
         self,
         db: sqlite3.Connection,
-        key: int,
-        length: int,
-        tokens: int,
-        turns: int,
+        row: _Row,
         number: int,
         messages: Sequence[Message],
-        info: dict[str, Any],
+        info: TurnInfo,
         now: float,
     ) -> TurnRecord:
+        start = row.length
         db.executemany(
             "INSERT INTO messages (slot, seq, turn, role, content, tokens, extra, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (key, length + i, number, m.role, m.content, m.tokens, _extra_json(m), now)
+                (row.key, start + i, number, m.role, m.content, m.tokens, _extra_json(m), now)
                 for i, m in enumerate(messages)
             ],
         )
-        info_json = json.dumps(info, ensure_ascii=False)
         db.execute(
             "INSERT INTO turns (slot, number, start, count, info, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (key, number, length, len(messages), info_json, now),
+            (row.key, number, start, len(messages), _info_json(info), now),
         )
-        db.execute(
-            "UPDATE slots SET length = ?, tokens = ?, turns = ? WHERE id = ?",
-            (length + len(messages), tokens + sum(m.tokens for m in messages), max(turns, number), key),
+        length, tokens, turns = (
+            start + len(messages),
+            row.tokens + sum(m.tokens for m in messages),
+            max(row.turns, number),
         )
-        return TurnRecord(number, length, len(messages), info, now, (key, number))
+        db.execute("UPDATE slots SET length = ?, tokens = ?, turns = ? WHERE id = ?", (length, tokens, turns, row.key))
+        row.length, row.tokens, row.turns = length, tokens, turns
+        record = TurnRecord(number, start, len(messages), info, now, (row.key, number))
+        segment = self._segments.get(row.key)
+        if segment is not None:  # keep what is cached whole; a gap would be read again anyway
+            if segment.messages and segment.end == start:
+                segment.messages.extend(messages)
+            if segment.turns_until == start:
+                segment.turns.append(record)
+                segment.turns_until = length
+        return record
 
 
 def _create_private(path: Path) -> None:

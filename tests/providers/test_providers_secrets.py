@@ -111,7 +111,7 @@ def test_planted_keys_appear_nowhere(
                 error = caught.value
                 seen += [str(error), repr(error), "".join(traceback.format_exception(error))]
 
-    seen += [repr(session), repr(session.settings), json.dumps([t.info for t in session.turns()])]
+    seen += [repr(session), repr(session.settings), json.dumps([t.info.to_dict() for t in session.turns()])]
     seen += [repr(m) for m in session.messages()]
     files = sorted(db_path.parent.glob(db_path.name + "*"))
     assert any(f.name.endswith("-wal") for f in files)  # the write-ahead log is searched too

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from slotmagic import Message, Reply, Session, ToolCall
+from slotmagic import Message, Reply, Session, ToolCall, Usage
 from slotmagic.errors import (
     ConfigError,
     MalformedReply,
@@ -68,8 +68,8 @@ def test_a_turn_is_stored_with_usage_and_cost(wire: WireServer, session: Session
     assert reply.cost == pytest.approx(0.002)  # 1000 in at $1/M + 500 out at $2/M
     assert session.messages() == [Message.user("Hi"), Message.assistant("Hello there")]
     info = session.turns()[-1].info
-    assert info["usage"] == {"input_tokens": 1000, "output_tokens": 500, "cached_tokens": 200}
-    assert info["cost"] == pytest.approx(0.002) and info["finish_reason"] == "stop"
+    assert info.usage == Usage(1000, 500, 200)
+    assert info.cost == pytest.approx(0.002) and info.finish_reason == "stop"
     assert session.usage.input_tokens == 1000
 
 
@@ -83,7 +83,7 @@ def test_anthropic_turn_with_builtin_price(wire: WireServer, session: Session, t
 def test_a_model_without_a_price_has_no_cost(wire: WireServer, session: Session, turn: Turn) -> None:
     wire.script(sse_response(oa_text_stream("hi")))
     reply = turn(session, "Hi", model="openai:my-local-model")
-    assert reply.cost is None and session.turns()[-1].info["cost"] is None
+    assert reply.cost is None and session.turns()[-1].info.cost is None
 
 
 def test_ollama_turns_are_free(wire: WireServer, session: Session, turn: Turn) -> None:

@@ -1,0 +1,22 @@
+"""The turn engine: plan a cell's turn, assemble the request, stream, commit."""
+
+from .pipeline import STEPS, View, ViewEntry, assemble
+from .plan import CellPlan, fork_name, plan_cell_turn
+from .reply import Reply
+from .turn import AsyncTurnStream, PendingTurn, TurnEngine, TurnOptions, TurnStream
+
+__all__ = [
+    "STEPS",
+    "AsyncTurnStream",
+    "CellPlan",
+    "PendingTurn",
+    "Reply",
+    "TurnEngine",
+    "TurnOptions",
+    "TurnStream",
+    "View",
+    "ViewEntry",
+    "assemble",
+    "fork_name",
+    "plan_cell_turn",
+]

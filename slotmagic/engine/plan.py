@@ -1,0 +1,133 @@
+"""Turns that come from notebook cells: what to do when a cell runs again.
+
+Re-running a cell is how notebook users edit a prompt, and Run All after a restart is how they
+reopen work. The rule: *running a cell again with unchanged text leaves the session as that
+cell left it the first time* — the same reply, from the store, and the same current slot as
+right after it first ran. So a turn remembers its cell (id, text, options), and when the cell
+runs again:
+
+- same text: *replay* the stored reply, no model call, on the slot the turn ran on (the slot
+  whose own stored rows hold it — not a branch derived later that shares it);
+- edited text (or ``rerun``): *fork* a sibling branch just before the earlier turn and run the
+  new turn there; the earlier branch stays whole, like "edit message" in chat apps. An edit
+  that was already forked once is found again and replayed.
+
+A cell whose earlier turn is not in the current slot's history is looked for elsewhere, unless
+the current slot rewrote the history before that turn (it is a fork made by editing an
+earlier cell: the notebook's later cells then belong to the new branch).
+
+Everything here reads the store and plain values; nothing calls back into the session.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from ..core.records import CellRef, TurnRecord
+from ..store.base import CellTurn, History, Store
+
+_FORK_SUFFIX = re.compile(r"\.\d+$")
+_MAX_ID = 64
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """What a cell's turn will do.
+
+    ``slot`` is where the turn is appended (``append``), where the stored reply lives
+    (``replay``) or the branch being forked (``fork``); ``turn`` is the cell's earlier turn.
+    """
+
+    action: Literal["append", "replay", "fork"]
+    slot: str
+    turn: TurnRecord | None = None
+
+
+def _home(found: CellTurn) -> str:
+    """The slot a turn ran on, else the first live slot that still holds it."""
+    return found.owner if found.owner is not None else found.holders[0]
+
+
+def _same_text(found: CellTurn, cell: CellRef) -> bool:
+    return found.record.info.cell is not None and found.record.info.cell.same_text(cell)
+
+
+def plan_cell_turn(
+    store: Store, session_id: str, slot: str, cell: CellRef, *, rerun: bool = False, anywhere: bool = False
+) -> CellPlan:
+    """Decide between append, replay and fork for a turn from ``cell`` on ``slot``.
+
+    With ``anywhere`` (the turn goes to whatever slot is current), the cell's turn is replayed
+    where it ran even when another slot is current, so Run All after a restart reproduces the
+    notebook whatever slot it was left on.
+    """
+    turns = [t for t in store.cell_turns(session_id, cell.id) if t.holders]
+    if not turns:
+        return CellPlan("append", slot)  # a cell's first run: the common case, one indexed lookup
+    history = store.history(session_id, slot)
+    held = [t for t in turns if slot in t.holders]
+    if held:
+        earlier = max(held, key=lambda t: t.record.start)
+        home = (earlier.owner or slot) if anywhere else slot
+    elif anywhere:
+        found = _found_elsewhere(store, session_id, history, turns, cell)
+        if found is None:
+            return CellPlan("append", slot)
+        earlier, home = found, _home(found)
+    else:
+        return CellPlan("append", slot)
+    if not rerun:
+        if _same_text(earlier, cell):
+            return CellPlan("replay", home, earlier.record)
+        edit = _earlier_edit(store, session_id, history, turns, earlier, cell)
+        if edit is not None:
+            return CellPlan("replay", _home(edit) if anywhere else _holder(edit, slot), edit.record)
+    return CellPlan("fork", home, earlier.record)
+
+
+def _holder(found: CellTurn, preferred: str) -> str:
+    return preferred if preferred in found.holders else _home(found)
+
+
+def _found_elsewhere(
+    store: Store, session_id: str, history: History, turns: list[CellTurn], cell: CellRef
+) -> CellTurn | None:
+    """The cell's turn in another slot whose history before it is the current slot's (as far
+    as the current slot goes). Preferred: the cell's current text, then the latest run."""
+    eligible = []
+    for found in turns:
+        other = store.history(session_id, _home(found))
+        if history.shares_prefix(other, min(found.record.start, len(history))):
+            eligible.append(found)
+    if not eligible:
+        return None
+    same = [t for t in eligible if _same_text(t, cell)]
+    return (same or eligible)[-1]
+
+
+def _earlier_edit(
+    store: Store, session_id: str, history: History, turns: list[CellTurn], earlier: CellTurn, cell: CellRef
+) -> CellTurn | None:
+    """A sibling that already holds this cell's current text after the same history."""
+    start = earlier.record.start
+    for found in reversed(turns):  # newest first
+        if found is earlier or found.record.start != start or not _same_text(found, cell):
+            continue
+        if history.shares_prefix(store.history(session_id, _home(found)), start):
+            return found
+    return None
+
+
+def fork_name(slot: str, taken: set[str] | frozenset[str]) -> str:
+    """The first free ``<base>.N`` (N >= 2), where a fork of ``draft.2`` is ``draft.3``, not
+    ``draft.2.2``: edits of the same branch stay one family of siblings."""
+    base = _FORK_SUFFIX.sub("", slot) or slot
+    number = 2
+    while True:
+        suffix = f".{number}"
+        name = base[: _MAX_ID - len(suffix)] + suffix
+        if name not in taken:
+            return name
+        number += 1

@@ -1,0 +1,36 @@
+"""The value a turn hands back: the model's answer and where it was stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.messages import Message
+from ..core.records import ForkRef, TurnInfo
+from ..core.usage import Usage
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model's answer to one turn. Displays as Markdown in a notebook."""
+
+    text: str
+    message: Message
+    usage: Usage
+    model: str
+    slot: str  # where the turn is stored
+    turn: int
+    finish_reason: str | None = None
+    cost: float | None = None
+    info: TurnInfo = field(default_factory=TurnInfo)
+    replayed: bool = False  # shown again from the store, the model was not called
+
+    @property
+    def forked_from(self) -> ForkRef | None:
+        """Set when the turn went to a new branch: an edited cell, or a slot that moved on."""
+        return self.info.forked_from
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
