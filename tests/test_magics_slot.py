@@ -69,7 +69,7 @@ def test_create_again_is_idempotent_and_a_clash_names_the_difference(
     ip.run_cell("%slot create a --mode focused --recent 4")
     ip.run_cell("%slot switch default")
     out = run(ip, "%slot create a --mode focused --recent 4", capsys)
-    assert out.strip() == "slot 'a' already exists as defined; switched to it"
+    assert out.strip() == "slot 'a' created (focused: last 4 messages, system prompt kept); switched to it"
     assert session(ip).current_slot == "a"
     assert usage_error(ip, "%slot create a --recent 6") == (
         "slot 'a' already exists but it keeps the last 4 messages, not 6; delete it first or pick another id"
@@ -91,7 +91,9 @@ def test_derive_switches_and_is_idempotent(ip: Any, capsys: pytest.CaptureFixtur
     out = run(ip, "%slot derive claims", capsys)
     assert out.strip() == "slot 'claims' derived from 'default' (full, sharing 2 messages); switched to it"
     # Run the same cell again: now the current slot is 'claims' itself, and that is fine.
-    assert run(ip, "%slot derive claims", capsys).strip() == "slot 'claims' already exists as defined; switched to it"
+    ip.run_cell("%%turn\nMore")  # the slot grows; the cell's line stays what it was
+    again = "slot 'claims' derived from 'default' (full, sharing 2 messages); switched to it"
+    assert run(ip, "%slot derive claims", capsys).strip() == again
     out = run(ip, "%slot derive neg --from default --focused --recent 4 --no-switch", capsys)
     assert "focused: last 4 messages" in out and out.strip().endswith("current slot stays 'claims'")
     assert session(ip).slot("neg").config.focused.recent_messages == 4

@@ -167,3 +167,44 @@ def test_run_all_after_a_restart_on_a_notebook_left_on_another_slot(tmp_path: Pa
     assert state(db, notebook.name) == before
     assert [o["replayed"] for o in turn_outputs(again)] == [True, True]
     assert [o["slot"] for o in turn_outputs(again)] == ["default", "default"]
+
+
+def test_nbclient_sends_no_cell_ids_yet_a_second_execution_calls_no_model(tmp_path: Path) -> None:
+    """nbconvert --execute and papermill (nbclient) send no cell ids: a turn cell is known by
+    its position among the turn cells run in the kernel, so executing the notebook again
+    replays every turn, and an edited cell forks as in JupyterLab."""
+    from reflect_server import ReflectServer
+
+    notebook = tmp_path / "batch.ipynb"
+    sources = [
+        "%load_ext slotmagic",
+        "%%turn\nWhat is a deposit?",
+        "%slot derive side",
+        "%%turn\nAnd a lease?",
+        "%%turn --slot default\nBack on the main line.",
+    ]
+    with ReflectServer() as server:
+        env = {
+            **os.environ,
+            "JPY_SESSION_NAME": str(notebook),  # a stable session, as papermill users name one
+            "SLOTMAGIC_DB": str(tmp_path / "batch.sqlite3"),
+            "SLOTMAGIC_MODEL": "openai:reflect",
+            "OPENAI_BASE_URL": server.url,
+        }
+        env.pop("OPENAI_API_KEY", None)
+
+        def execute(cells: list[str]) -> list[dict[str, Any]]:
+            nb = nbformat.v4.new_notebook()
+            nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+            NotebookClient(nb, timeout=60, kernel_name="python3").execute(env=env)
+            return list(turn_outputs(nb))
+
+        first = execute(sources)
+        assert server.requests == 3 and not any(o["replayed"] for o in first)
+        second = execute(sources)
+        assert server.requests == 3 and all(o["replayed"] for o in second)
+        assert [o["text"].split("\n\n[")[0] for o in second] == [o["text"].split("\n\n[")[0] for o in first]
+        assert [o["slot"] for o in second] == ["default", "side", "default"]
+        edited = execute([*sources[:3], "%%turn\nAnd a lease, briefly?", sources[4]])
+        assert server.requests == 4 and [o["replayed"] for o in edited] == [True, False, True]
+        assert edited[1]["slot"] == "side.2"

@@ -211,6 +211,7 @@ class SlotMeta:
     total_tokens: int
     created_at: float  # Unix time, seconds
     turns: int = 0
+    fork_at: int = 0  # how many messages of its parent's history it shares (0 for a new slot)
 
 
 @dataclass(frozen=True, slots=True)

@@ -188,9 +188,10 @@ def _create(ctx: Context, args: argparse.Namespace) -> None:
             f"drop them or use --mode focused instead of --mode {mode.value}"
         )
     config = SlotConfig(mode=mode, focused=_focused_config(args), system=args.system)
-    existed = ctx.session.has_slot(args.id)
+    # The same line whether the slot is new or was made by an earlier run of this cell: a
+    # re-run notebook reproduces its outputs.
     slot = ctx.session.create_slot(args.id, config, exist_ok=True)
-    what = "already exists as defined" if existed else f"created ({describe_mode(slot.config)})"
+    what = f"created ({describe_mode(slot.config)})"
     print(f"slot {slot.id!r} {what}; {_switch_line(ctx.session, slot.id, args.switch)}")
 
 
@@ -225,13 +226,11 @@ def _derive_parser() -> CommandParser:
 
 def _derive(ctx: Context, args: argparse.Namespace) -> None:
     strategy: FocusedConfig | str = _focused_config(args) if args.focused or _focus_given(args) else "full"
-    existed = ctx.session.has_slot(args.id)
     slot = ctx.session.derive_slot(args.id, args.parent, strategy, exist_ok=True)
+    # As for create: the same line for a new slot and for one an earlier run made.
     what = (
-        "already exists as defined"
-        if existed
-        else f"derived from {slot.meta.parent_id!r} ({describe_mode(slot.config)}, "
-        f"sharing {_plural(slot.meta.message_count, 'message')})"
+        f"derived from {slot.meta.parent_id!r} ({describe_mode(slot.config)}, "
+        f"sharing {_plural(slot.meta.fork_at, 'message')})"
     )
     print(f"slot {slot.id!r} {what}; {_switch_line(ctx.session, slot.id, args.switch)}")
 

@@ -267,7 +267,7 @@ class SQLiteStore:
 
     def _to_slot(self, rows: _SessionRows, row: _Row) -> Slot:
         parent_name = self._live_parent(rows, row)
-        meta = SlotMeta(row.name, parent_name, row.length, row.tokens, row.created_at, row.turns)
+        meta = SlotMeta(row.name, parent_name, row.length, row.tokens, row.created_at, row.turns, row.fork_at)
         return Slot(row.name, SlotConfig.from_dict(row.config, parent_name), meta, row.key == rows.current)
 
     def _pieces(self, rows: _SessionRows, row: _Row, end: int | None = None) -> list[Piece]:
@@ -387,8 +387,7 @@ class SQLiteStore:
     def slots(self, session_id: str) -> list[Slot]:
         with self._read() as db:
             rows = self._rows(db, session_id)
-            live = sorted((r for r in rows.rows.values() if r.live), key=lambda r: (r.created_at, r.key))
-            return [self._to_slot(rows, row) for row in live]
+            return [self._to_slot(rows, row) for row in _tree_order(rows)]
 
     def slot(self, session_id: str, slot_id: str) -> Slot:
         with self._read() as db:
@@ -680,6 +679,26 @@ class SQLiteStore:
                 segment.turns.append(record)
                 segment.turns_until = length
         return record
+
+
+def _tree_order(rows: _SessionRows) -> list[_Row]:
+    """Live slots depth first, each after its nearest live ancestor, siblings by fork point
+    then id: the same order whatever order they were made in, so a re-run notebook lists
+    its slots as the first run did."""
+    children: dict[int | None, list[_Row]] = {}
+    for row in rows.rows.values():
+        if row.live:
+            parent = row.parent
+            while parent is not None and not rows.rows[parent].live:
+                parent = rows.rows[parent].parent
+            children.setdefault(parent, []).append(row)
+    out: list[_Row] = []
+    stack = sorted(children.get(None, []), key=lambda r: (r.name != DEFAULT_SLOT, r.fork_at, r.name), reverse=True)
+    while stack:
+        row = stack.pop()
+        out.append(row)
+        stack.extend(sorted(children.get(row.key, []), key=lambda r: (r.fork_at, r.name), reverse=True))
+    return out
 
 
 def _create_private(path: Path) -> None:

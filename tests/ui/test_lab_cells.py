@@ -11,24 +11,9 @@ import pytest
 
 from slotmagic import Session
 
+from .actions import cell_text, restart_and_run_all, run_all, wait_idle
+
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-
-
-def wait_idle(page: Any) -> None:
-    page.wait_for_timeout(300)  # let a just-sent execution mark the kernel busy first
-    page.locator(".jp-StatusBar-TextItem:has-text('Idle')").first.wait_for()
-
-
-def run_all(page: Any) -> None:
-    page.locator(".jp-Notebook").click()
-    page.keyboard.press("Escape")
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_text("Run All Cells", exact=True).click()
-    wait_idle(page)
-
-
-def cell_text(page: Any, index: int) -> str:
-    return str(page.locator(".jp-Notebook .jp-Cell").nth(index).inner_text())
 
 
 def test_rerun_replays_edit_forks_and_restart_run_all_replays(lab: Any, page: Any) -> None:
@@ -63,11 +48,7 @@ def test_rerun_replays_edit_forks_and_restart_run_all_replays(lab: Any, page: An
     assert "edited: new branch default.2 from default before turn 1" in edited
     assert "last user message: What is a deposit? Briefly." in edited
 
-    page.get_by_role("menuitem", name="Kernel", exact=True).click()
-    page.get_by_text("Restart Kernel and Run All Cells…", exact=True).click()
-    page.get_by_role("button", name="Confirm Kernel Restart").click()
-    page.wait_for_timeout(2000)
-    wait_idle(page)
+    restart_and_run_all(page)
     page.get_by_text("replayed from the store, no model call · slot default.2").wait_for()
     assert "*  default.2" in cell_text(page, 2)
     page.screenshot(path=str(lab.root.parent / "lab.png"))

@@ -1,0 +1,214 @@
+"""Concurrent turns never lie: a turn is stored only on the history its request was made from.
+
+Replies come from a real OpenAI-compatible server on 127.0.0.1 that says how many messages it
+was sent and the last user message, after a short random delay, so turns really overlap. After
+threads, processes and asyncio tasks all write to one slot, every stored turn's reply must
+name exactly the history stored before it, and no turn may be missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from reflect_server import ReflectServer, parse_reflection
+
+from slotmagic import Message, Session, SlotConfig, SQLiteStore, StoreError
+from slotmagic.core.records import TurnInfo
+
+MODEL = "openai:reflect"
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReflectServer]:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with ReflectServer(delay=0.01, jitter=0.03) as running:
+        yield running
+
+
+def open_session(db_path: Path, server: ReflectServer) -> Session:
+    return Session.open("race", db_path=db_path, model=MODEL, settings=server.settings())
+
+
+def check_every_turn_saw_its_history(session: Session) -> int:
+    """Each stored model turn's reply names the history before it; returns how many turns."""
+    seen = 0
+    for slot in session.list_slots():
+        history = session.messages(slot.id)
+        for turn in session.turns(slot.id):
+            if turn.info.kind != "turn" or turn.origin[0] != session.store.tip("race", slot.id).key:
+                continue  # each stored turn once: in the slot that owns it
+            user, reply = history[turn.start], history[turn.start + 1]
+            assert parse_reflection(reply.content) == (turn.start + 1, user.content), (slot.id, turn.number)
+            seen += 1
+    return seen
+
+
+def stored_user_messages(session: Session) -> set[str]:
+    return {m.content for s in session.list_slots() for m in session.messages(s.id) if m.role == "user"}
+
+
+def test_threads_on_one_slot(db_path: Path, server: ReflectServer) -> None:
+    replies = []
+
+    def worker(n: int, shared: Session | None) -> None:
+        session = shared or open_session(db_path, server)
+        for i in range(8):
+            replies.append(session.submit_turn(f"thread {n} turn {i}"))
+        if shared is None:
+            session.close()
+
+    shared = open_session(db_path, server)
+    # Two threads share one Session (one connection), two have their own (connections race).
+    threads = [threading.Thread(target=worker, args=(n, shared if n < 2 else None)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with open_session(db_path, server) as session:
+        assert check_every_turn_saw_its_history(session) == 32
+        assert stored_user_messages(session) == {f"thread {n} turn {i}" for n in range(4) for i in range(8)}
+        moved = [r for r in replies if r.forked_from is not None]
+        assert moved, "the turns never overlapped: the test proves nothing"
+        for reply in moved:
+            assert reply.forked_from is not None and reply.forked_from.reason == "moved"
+            assert session.messages(reply.slot)[-1].content == reply.text  # stored where it says
+    shared.close()
+
+
+def test_asyncio_gather_on_one_slot(db_path: Path, server: ReflectServer) -> None:
+    async def main(session: Session) -> list[str]:
+        replies = await asyncio.gather(*(session.asubmit_turn(f"task {i}") for i in range(6)))
+        return [r.slot for r in replies]
+
+    with open_session(db_path, server) as session:
+        session.submit_turn("first")
+        slots = asyncio.run(main(session))
+        assert check_every_turn_saw_its_history(session) == 7
+        assert stored_user_messages(session) == {"first", *(f"task {i}" for i in range(6))}
+        assert slots.count("default") == 1  # the first to finish; the others each forked
+        assert len(set(slots)) == 6
+
+
+WRITER = """
+import sys
+from slotmagic import Session, ProviderSettings
+db, tag, slot, turns, url = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+session = Session.open("race", db_path=db, model="openai:reflect",
+                       settings=ProviderSettings(openai_base_url=url, read_timeout=30))
+for i in range(turns):
+    session.submit_turn(f"{tag} {i}", slot=slot)
+print("done")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slots", [("default", "default"), ("a", "b")], ids=["same-slot", "different-slots"])
+def test_two_processes(db_path: Path, server: ReflectServer, slots: tuple[str, str]) -> None:
+    with open_session(db_path, server) as session:
+        for slot in set(slots) - {"default"}:
+            session.create_slot(slot)
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db_path), f"p{n}", slot, "60", server.url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n, slot in enumerate(slots)
+    ]
+    for writer in writers:
+        out, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0 and out.strip() == "done", err
+    with open_session(db_path, server) as session:
+        assert check_every_turn_saw_its_history(session) == 120
+        assert stored_user_messages(session) == {f"p{n} {i}" for n in range(2) for i in range(60)}
+        names = {s.id for s in session.list_slots()}
+        if slots[0] != slots[1]:
+            assert names == {"default", "a", "b"}  # no reason to fork
+        else:
+            assert len(names) > 1, "the turns never overlapped: the test proves nothing"
+
+
+def test_exist_ok_is_atomic_across_connections(db_path: Path) -> None:
+    Session.open("race", db_path=db_path).close()
+    barrier = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def make(n: int) -> None:
+        with Session.open("race", db_path=db_path) as session:
+            barrier.wait()
+            try:
+                if n % 2:
+                    session.create_slot("made", SlotConfig.readonly(), exist_ok=True)
+                else:
+                    session.derive_slot("branch", parent="default", exist_ok=True)
+            except BaseException as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=make, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with Session.open("race", db_path=db_path) as session:
+        assert sorted(s.id for s in session.list_slots()) == ["branch", "default", "made"]
+
+
+def test_a_fork_exists_only_with_its_turn(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Session.open("race", db_path=db_path) as session:
+        session.submit_turn("question", cell_id="c1")
+        real_append = SQLiteStore.append_turn
+
+        def failing_append(self: SQLiteStore, session_id: str, slot: str, *args: object, **kwargs: object) -> object:
+            if slot != "default":
+                raise StoreError("disk full")
+            return real_append(self, session_id, slot, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(SQLiteStore, "append_turn", failing_append)
+        with pytest.raises(StoreError, match="disk full"):
+            session.submit_turn("question, edited", cell_id="c1")
+        assert [s.id for s in session.list_slots()] == ["default"]
+        assert session.current_slot == "default"
+
+
+def test_a_fork_sends_only_the_history_before_the_edited_turn(db_path: Path) -> None:
+    with Session.open("race", db_path=db_path) as session:
+        for cell, text in (("c1", "one"), ("c2", "two"), ("c3", "three")):
+            session.submit_turn(text, cell_id=cell)
+        reply = session.submit_turn("two, edited", cell_id="c2")
+        assert reply.slot == "default.2"
+        assert "received 3 messages" in reply.text  # one, its reply, then the edit: not three
+        assert [m.content for m in session.messages("default.2")][::2] == ["one", "two, edited"]
+
+
+def test_a_slot_renamed_while_the_reply_is_written_keeps_the_reply(db_path: Path) -> None:
+    from slotmagic import TurnNotStored
+
+    with Session.open("race", db_path=db_path) as session:
+        session.create_slot("draft")
+        stream = session.stream_turn("hello", slot="draft")
+        chunks = iter(stream)
+        next(chunks)
+        session.rename_slot("draft", "final")
+        with pytest.raises(TurnNotStored, match="slot 'draft' was renamed or deleted") as caught:
+            list(chunks)
+        assert "hello" in caught.value.text
+        assert session.messages("final") == []
+
+
+def test_append_by_another_connection_is_seen_without_rereading(db_path: Path) -> None:
+    with Session.open("race", db_path=db_path) as mine, Session.open("race", db_path=db_path) as theirs:
+        mine.submit_turn("mine")
+        assert len(theirs.messages()) == 2  # cached now
+        mine.append([Message.user("more")])
+        assert [m.content for m in theirs.messages()] == [m.content for m in mine.messages()]
+        theirs.store.append_turn("race", "default", [Message.user("theirs").with_tokens(1)], TurnInfo(kind="append"))
+        assert mine.messages()[-1].content == "theirs"

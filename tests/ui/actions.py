@@ -1,0 +1,49 @@
+"""What a user does in JupyterLab, as the UI tests do it (menus, keys, waiting for the kernel)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def wait_idle(page: Any) -> None:
+    page.wait_for_timeout(300)  # let a just-sent execution mark the kernel busy first
+    page.locator(".jp-StatusBar-TextItem:has-text('Idle')").first.wait_for()
+
+
+def menu(page: Any, top: str, item: str) -> None:
+    page.get_by_role("menuitem", name=top, exact=True).click()
+    page.get_by_text(item, exact=True).click()
+
+
+def run_all(page: Any) -> None:
+    page.locator(".jp-Notebook").click()
+    page.keyboard.press("Escape")
+    menu(page, "Run", "Run All Cells")
+    wait_all_run(page)
+
+
+def restart_and_run_all(page: Any) -> None:
+    menu(page, "Kernel", "Restart Kernel and Run All Cells…")
+    page.get_by_role("button", name="Confirm Kernel Restart").click()
+    page.wait_for_timeout(2000)
+    wait_all_run(page)
+
+
+def cell_text(page: Any, index: int) -> str:
+    return str(page.locator(".jp-Notebook .jp-Cell").nth(index).inner_text())
+
+
+def code_outputs(page: Any) -> list[str]:
+    """The output text of every code cell, in order."""
+    cells = page.locator(".jp-Notebook .jp-CodeCell")
+    return [str(cells.nth(i).locator(".jp-OutputArea").inner_text()) for i in range(cells.count())]
+
+
+def wait_all_run(page: Any) -> None:
+    """Until every code cell shows an execution count (Run All has reached the end)."""
+    page.wait_for_timeout(300)  # cells queued by the click show [*] first
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+                 .every(p => /\\[\\d+\\]/.test(p.textContent))"""
+    )
+    wait_idle(page)
