@@ -211,7 +211,8 @@ class TokenCounter:
         tools = self.count_tools(request.tools, has_system=first_system is not None)
         if request.tools and first_system is not None and self.exact:
             # The tools block follows the first system message's text after a newline, which
-            # may merge with its last token ("Hello:" + "\n" is still 2 tokens, "Hello" + "\n" 2).
+            # may merge with its last token: "Hello:\n" is 2 tokens like "Hello:", "Hello\n" is
+            # one more than "Hello" (a case in tests/tokens/openai_prompt_tokens.json shows it).
             tools += self._len(first_system + "\n") - self._len(first_system)
         return RequestTokens(system, history, tools, tool_results, self.priming)
 
