@@ -1,10 +1,11 @@
-"""Token counting.
+"""The character estimate of token counts.
 
-Until exact per-model counting arrives, slotmagic stores an *estimate* with every message:
-one token per 4 characters of ASCII text (rounded up), one token per non-ASCII character
-(CJK text and emoji run close to one token each in current BPE vocabularies), plus a fixed
-overhead of 4 tokens per message for the role and separators of the chat format. Estimates
-err on the high side for prose, which is the safe side for a budget.
+Models whose tokenizer slotmagic does not have (Anthropic, Ollama, unknown models) are counted
+with this estimate: one token per 4 characters of ASCII text (rounded up), one token per
+non-ASCII character (CJK text and emoji run close to one token each in current BPE
+vocabularies), plus a fixed overhead of 4 tokens per message for the role and separators of the
+chat format. :mod:`slotmagic.tokens` counts OpenAI models exactly and scales this estimate per
+model by what providers report (its encoding key is ``"estimate"``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ MESSAGE_OVERHEAD = 4
 def estimate_text_tokens(text: str) -> int:
     if text.isascii():
         return -(-len(text) // 4)
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
-    return -(-(len(text) - non_ascii) // 4) + non_ascii
+    ascii_chars = len(text.encode("ascii", "ignore"))  # C speed: ~2 us for 1,500 characters
+    return -(-ascii_chars // 4) + len(text) - ascii_chars
 
 
 def estimate_message_tokens(message: Message) -> int:
@@ -27,4 +28,6 @@ def estimate_message_tokens(message: Message) -> int:
         tokens += estimate_text_tokens(call.name) + estimate_text_tokens(call.arguments) + 3
     if message.tool_call_id:
         tokens += estimate_text_tokens(message.tool_call_id)
+    if message.name:
+        tokens += estimate_text_tokens(message.name) + 1
     return tokens

@@ -1,69 +1,193 @@
-"""What a turn cost, from a small price table in USD per million tokens.
+"""What a turn cost, in USD, from a maintained price database that works offline.
 
-The built-in table holds a few common models at their published list prices when this was
-written; prices change, so treat costs as estimates and extend or correct the table through
-``ProviderSettings(prices={...})`` (``%config SlotMagic.prices``). A model is looked up by its
-full model string, then without a dated snapshot suffix (``claude-sonnet-4-5-20250929`` is
-priced as ``claude-sonnet-4-5``), then as ``provider:*``. Models found nowhere have no cost
-(None), which is not the same as free; ``echo``, not being a real model, has none.
+Prices come from, in this order:
 
-Cached input tokens are charged at the full input rate, so a cost with cache hits is an upper
-bound.
+1. ``ProviderSettings(prices={...})`` (``%config SlotMagic.prices``): USD per million input and
+   output tokens, by full model string or the alias of a dated snapshot;
+2. the `genai-prices <https://pypi.org/project/genai-prices/>`_ package (maintained by pydantic):
+   a price snapshot bundled in the package, read locally and never fetched (its optional
+   auto-update thread is never started here). It knows OpenAI's and Anthropic's models, their
+   dated snapshots, cached-input rates and long-context tiers; upgrading the package refreshes it;
+3. :data:`BUILTIN_PRICES`, a small table kept for when the package is missing or lacks a model;
+4. ``provider:*`` entries, the user's first: ``ollama:*`` is free (it runs on your machine).
+
+A model found nowhere has no cost (None), which is not the same as free; ``echo``, not being a
+real model, has none. Cached input tokens are charged at the provider's cached rate when the
+database knows it; :func:`cache_savings_of` says what they saved. A price given in settings has
+no cached rate, so cached tokens are charged in full there (an upper bound). Anthropic's cache
+*writes* (1.25x the input rate) are charged as plain input: :class:`Usage` does not count them
+apart.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import lru_cache
 from types import MappingProxyType
+from typing import Any
 
 from .base import Usage
 from .settings import Price
 
-BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType(
+__all__ = ["BUILTIN_PRICES", "ModelPrice", "cache_savings_of", "cost_of", "model_price_of", "price_of"]
+
+# The fallback table: (input, output, cached input) USD per million tokens, list prices when written.
+_TABLE: Mapping[str, tuple[float, float, float | None]] = MappingProxyType(
     {
-        "openai:gpt-5": (1.25, 10.00),
-        "openai:gpt-5-mini": (0.25, 2.00),
-        "openai:gpt-5-nano": (0.05, 0.40),
-        "openai:gpt-4.1": (2.00, 8.00),
-        "openai:gpt-4.1-mini": (0.40, 1.60),
-        "openai:gpt-4.1-nano": (0.10, 0.40),
-        "openai:gpt-4o": (2.50, 10.00),
-        "openai:gpt-4o-mini": (0.15, 0.60),
-        "anthropic:claude-opus-4-5": (5.00, 25.00),
-        "anthropic:claude-opus-4-1": (15.00, 75.00),
-        "anthropic:claude-sonnet-4-5": (3.00, 15.00),
-        "anthropic:claude-sonnet-4": (3.00, 15.00),
-        "anthropic:claude-sonnet-4-0": (3.00, 15.00),
-        "anthropic:claude-haiku-4-5": (1.00, 5.00),
-        "anthropic:claude-3-5-haiku": (0.80, 4.00),
-        "ollama:*": (0.0, 0.0),  # runs on your own machine
+        "openai:gpt-5": (1.25, 10.00, 0.125),
+        "openai:gpt-5-mini": (0.25, 2.00, 0.025),
+        "openai:gpt-5-nano": (0.05, 0.40, 0.005),
+        "openai:gpt-4.1": (2.00, 8.00, 0.50),
+        "openai:gpt-4.1-mini": (0.40, 1.60, 0.10),
+        "openai:gpt-4.1-nano": (0.10, 0.40, 0.025),
+        "openai:gpt-4o": (2.50, 10.00, 1.25),
+        "openai:gpt-4o-mini": (0.15, 0.60, 0.075),
+        "anthropic:claude-opus-4-5": (5.00, 25.00, 0.50),
+        "anthropic:claude-opus-4-1": (15.00, 75.00, 1.50),
+        "anthropic:claude-sonnet-4-5": (3.00, 15.00, 0.30),
+        "anthropic:claude-sonnet-4": (3.00, 15.00, 0.30),
+        "anthropic:claude-sonnet-4-0": (3.00, 15.00, 0.30),
+        "anthropic:claude-haiku-4-5": (1.00, 5.00, 0.10),
+        "anthropic:claude-3-5-haiku": (0.80, 4.00, 0.08),
+        "ollama:*": (0.0, 0.0, 0.0),  # runs on your own machine
     }
 )
+BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType({k: (v[0], v[1]) for k, v in _TABLE.items()})
 
 # "-20250929", "-2024-07-18": the dated snapshots providers publish under an alias
 _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
+# slotmagic's provider names -> genai-prices provider ids (other providers are not in it)
+_DATABASE_PROVIDERS = {"openai": "openai", "anthropic": "anthropic"}
+_PER_MILLION = Decimal(1_000_000)
+_PROBE = 1_000  # tokens priced to read a per-million rate below any long-context tier
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """USD per million tokens for one model, and where the price came from."""
+
+    input: float
+    output: float
+    cached_input: float | None  # None: cached input tokens cost the full input rate
+    source: str  # "settings", "genai-prices <version>" or "built-in table"
+
+
+def model_price_of(model: str, prices: Mapping[str, Price] | None = None) -> ModelPrice | None:
+    """The price of ``model`` (``provider:model``), or None when it is in no table."""
+    user = prices or {}
+    provider, sep, name = model.partition(":")
+    alias = _SNAPSHOT.sub("", model)
+    for candidate in dict.fromkeys((model, alias)):
+        if candidate in user:
+            return ModelPrice(*user[candidate], None, "settings")
+    if sep and provider in _DATABASE_PROVIDERS:
+        found = _database_price(_DATABASE_PROVIDERS[provider], name)
+        if found is not None:
+            return found
+    for candidate in dict.fromkeys((model, alias)):
+        if candidate in _TABLE:
+            return ModelPrice(*_TABLE[candidate], "built-in table")
+    if sep:
+        wildcard = f"{provider}:*"
+        if wildcard in user:
+            return ModelPrice(*user[wildcard], None, "settings")
+        if wildcard in _TABLE:
+            return ModelPrice(*_TABLE[wildcard], "built-in table")
+    return None
 
 
 def price_of(model: str, prices: Mapping[str, Price] | None = None) -> Price | None:
     """The (input, output) price of ``model`` per million tokens; ``prices`` wins over the
-    built-in table."""
-    tables = (prices or {}, BUILTIN_PRICES)
-    provider, sep, _ = model.partition(":")
-    candidates = [model, _SNAPSHOT.sub("", model)]
-    if sep:
-        candidates.append(f"{provider}:*")
-    for candidate in candidates:
-        for table in tables:
-            if candidate in table:
-                return table[candidate]
-    return None
+    database and the built-in table."""
+    found = model_price_of(model, prices)
+    return None if found is None else (found.input, found.output)
 
 
 def cost_of(model: str, usage: Usage, prices: Mapping[str, Price] | None = None) -> float | None:
-    """USD for ``usage`` on ``model``, or None when the model has no price."""
-    price = price_of(model, prices)
-    if price is None:
+    """USD for ``usage`` on ``model``, cached input at the cached rate; None when the model has
+    no price."""
+    found = model_price_of(model, prices)
+    if found is None:
         return None
-    per_input, per_output = price
-    return (usage.input_tokens * per_input + usage.output_tokens * per_output) / 1_000_000
+    if found.source.startswith("genai-prices"):
+        # The database prices the whole usage itself: cached rate and long-context tiers.
+        provider, _, name = model.partition(":")
+        exact = _database_cost(_DATABASE_PROVIDERS[provider], name, usage)
+        if exact is not None:
+            return exact
+    cached = min(usage.cached_tokens, usage.input_tokens)
+    cached_rate = found.input if found.cached_input is None else found.cached_input
+    return (
+        (usage.input_tokens - cached) * found.input + cached * cached_rate + usage.output_tokens * found.output
+    ) / 1e6
+
+
+def cache_savings_of(model: str, usage: Usage, prices: Mapping[str, Price] | None = None) -> float | None:
+    """USD that ``usage``'s cached input tokens saved against paying for them in full: 0.0 when
+    nothing was cached or the price has no cached rate, None when the model has no price."""
+    if usage.cached_tokens <= 0:
+        return None if model_price_of(model, prices) is None else 0.0
+    with_cache = cost_of(model, usage, prices)
+    without = cost_of(model, Usage(usage.input_tokens, usage.output_tokens, 0), prices)
+    if with_cache is None or without is None:
+        return None
+    return max(0.0, without - with_cache)
+
+
+# -- the genai-prices database --------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def _database_price(provider_id: str, model: str) -> ModelPrice | None:
+    module = _genai_prices()
+    if module is None:
+        return None
+    base = _calc(module, provider_id, model, input_tokens=_PROBE)
+    output = _calc(module, provider_id, model, output_tokens=_PROBE)
+    cached = _calc(module, provider_id, model, input_tokens=_PROBE, cache_read_tokens=_PROBE)
+    if base is None or output is None:
+        return None
+    scale = _PER_MILLION / _PROBE
+    return ModelPrice(
+        float(base * scale),
+        float(output * scale),
+        None if cached is None else float(cached * scale),
+        f"genai-prices {getattr(module, '__version__', '')}".strip(),
+    )
+
+
+def _database_cost(provider_id: str, model: str, usage: Usage) -> float | None:
+    module = _genai_prices()
+    if module is None:
+        return None
+    cost = _calc(
+        module,
+        provider_id,
+        model,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=min(usage.cached_tokens, usage.input_tokens),
+    )
+    return None if cost is None else float(cost)
+
+
+def _calc(module: Any, provider_id: str, model: str, **tokens: int) -> Decimal | None:
+    try:
+        result = module.calc_price(module.Usage(**tokens), model, provider_id=provider_id)
+    except Exception:  # LookupError for unknown models; anything else means the package can't price it
+        return None
+    total = result.total_price
+    return total if isinstance(total, Decimal) else Decimal(str(total))
+
+
+@lru_cache(maxsize=1)
+def _genai_prices() -> Any:
+    """The genai_prices module, imported on first use (~0.4 s), or None when not installed."""
+    try:
+        import genai_prices
+    except Exception:
+        return None
+    return genai_prices

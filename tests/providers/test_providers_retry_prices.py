@@ -1,12 +1,16 @@
-"""The retry policy (which statuses, how long) and the price table."""
+"""The retry policy (which statuses, how long) and the prices (database, table, cached rates)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from email.utils import formatdate
 
 import pytest
 
 from slotmagic.providers import BUILTIN_PRICES, Usage, cost_of, price_of
+from slotmagic.providers import prices as prices_module
+from slotmagic.providers.prices import cache_savings_of, model_price_of
 from slotmagic.providers.retry import RetryPolicy, is_retryable, retry_after_seconds
 
 
@@ -103,3 +107,82 @@ def test_unknown_models_have_no_cost_and_local_ones_are_free() -> None:
     assert cost_of("openai:some-new-model", usage) is None
     assert cost_of("ollama:llama3.2", usage) == 0.0
     assert cost_of("echo", usage) is None  # a test model, not a free one
+
+
+# -- the price database (genai-prices), cached rates, fallbacks -----------------------------------
+
+
+def test_known_models_are_priced_from_the_database() -> None:
+    found = model_price_of("openai:gpt-4o")
+    assert found is not None and found.source.startswith("genai-prices")
+    assert (found.input, found.output) == price_of("openai:gpt-4o")
+    assert found.cached_input is not None and found.cached_input < found.input
+    snapshot = model_price_of("anthropic:claude-sonnet-4-5-20250929")
+    assert snapshot is not None and snapshot.source.startswith("genai-prices")
+    assert (snapshot.input, snapshot.output) == price_of("anthropic:claude-sonnet-4-5")
+
+
+def test_cached_input_is_charged_at_the_cached_rate() -> None:
+    price = model_price_of("openai:gpt-4o-mini")
+    assert price is not None and price.cached_input is not None
+    usage = Usage(input_tokens=10_000, output_tokens=1_000, cached_tokens=8_000)
+    expected = (2_000 * price.input + 8_000 * price.cached_input + 1_000 * price.output) / 1e6
+    assert cost_of("openai:gpt-4o-mini", usage) == pytest.approx(expected)
+    saved = cache_savings_of("openai:gpt-4o-mini", usage)
+    assert saved == pytest.approx(8_000 * (price.input - price.cached_input) / 1e6)
+    assert cache_savings_of("openai:gpt-4o-mini", Usage(10_000, 1_000)) == 0.0
+    assert cache_savings_of("openai:some-new-model", usage) is None
+
+
+def test_anthropic_cache_reads_and_long_context_tiers() -> None:
+    price = model_price_of("anthropic:claude-sonnet-4-5")
+    assert price is not None and price.cached_input is not None
+    small = Usage(input_tokens=10_000, output_tokens=0, cached_tokens=6_000)
+    assert cost_of("anthropic:claude-sonnet-4-5", small) == pytest.approx(
+        (4_000 * price.input + 6_000 * price.cached_input) / 1e6
+    )
+    # past 200k input tokens Sonnet 4.5 costs more per token; the database knows it
+    long = Usage(input_tokens=300_000, output_tokens=0)
+    cost = cost_of("anthropic:claude-sonnet-4-5", long)
+    assert cost is not None and cost > 300_000 * price.input / 1e6
+
+
+def test_user_prices_win_over_the_database_but_wildcards_do_not() -> None:
+    usage = Usage(input_tokens=1_000_000, output_tokens=0, cached_tokens=500_000)
+    mine = {"openai:gpt-4o": (1.0, 2.0), "openai:*": (9.0, 9.0)}
+    found = model_price_of("openai:gpt-4o", mine)
+    assert found is not None and found.source == "settings" and found.cached_input is None
+    assert cost_of("openai:gpt-4o", usage, mine) == pytest.approx(1.0)  # a settings price has no cached rate
+    assert model_price_of("openai:gpt-4.1", mine).source.startswith("genai-prices")  # type: ignore[union-attr]
+    assert price_of("openai:some-new-model", mine) == (9.0, 9.0)
+
+
+def test_without_the_database_the_built_in_table_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(prices_module, "_genai_prices", lambda: None)
+    prices_module._database_price.cache_clear()
+    try:
+        found = model_price_of("openai:gpt-4o-mini-2024-07-18")
+        assert found is not None and found.source == "built-in table"
+        assert (found.input, found.output) == BUILTIN_PRICES["openai:gpt-4o-mini"]
+        usage = Usage(input_tokens=1_000_000, output_tokens=0, cached_tokens=1_000_000)
+        assert cost_of("openai:gpt-4o-mini", usage) == pytest.approx(found.cached_input)
+        assert cost_of("ollama:llama3.2", usage) == 0.0
+        assert cost_of("openai:some-new-model", usage) is None
+    finally:
+        prices_module._database_price.cache_clear()
+
+
+def test_prices_never_touch_the_network() -> None:
+    code = (
+        "import socket, threading\n"
+        "def refuse(*a, **k): raise OSError('network used')\n"
+        "socket.socket.connect = refuse; socket.create_connection = refuse; socket.getaddrinfo = refuse\n"
+        "from slotmagic.providers import Usage, cost_of\n"
+        "from slotmagic.providers.prices import model_price_of\n"
+        "print(model_price_of('openai:gpt-4o').source.split()[0],"
+        " cost_of('anthropic:claude-haiku-4-5', Usage(10, 10)) > 0,"
+        " sorted(t.name for t in threading.enumerate()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["genai-prices", "True", "['MainThread']"]  # no auto-update thread

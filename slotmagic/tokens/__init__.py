@@ -1,0 +1,37 @@
+"""Token counting: exact for OpenAI models, calibrated estimates for the rest; context windows.
+
+    counter = TokenCounter.for_model("openai:gpt-4o")
+    counter.encoding                 # "o200k_base": counts are stored per message and encoding
+    counter.count_message(message)   # content, role, name, tool calls and chat-format framing
+    counter.count_request(request)   # every prompt token: messages, tool definitions, priming
+    counter.breakdown(request)       # the same by category: system / history / tools / tool_results
+
+    calibration.observe("anthropic:claude-sonnet-4-5", estimated, reported)  # after each turn
+    counter.calibrated(estimate, calibration)                                 # estimate -> expected
+
+    window_for("anthropic:claude-sonnet-4-5-20250929", overrides)  # (200000, True)
+
+Nothing here needs the network: OpenAI's rank files ship with slotmagic (:mod:`.encodings`).
+"""
+
+from __future__ import annotations
+
+from .calibration import Calibration
+from .counter import ESTIMATE, RequestTokens, TokenCounter, encoding_for_model, render_tools
+from .encodings import ENCODINGS, RankFileError, get_encoding
+from .windows import CONTEXT_WINDOWS, DEFAULT_CONTEXT_WINDOW, window_for
+
+__all__ = [
+    "CONTEXT_WINDOWS",
+    "DEFAULT_CONTEXT_WINDOW",
+    "ENCODINGS",
+    "ESTIMATE",
+    "Calibration",
+    "RankFileError",
+    "RequestTokens",
+    "TokenCounter",
+    "encoding_for_model",
+    "get_encoding",
+    "render_tools",
+    "window_for",
+]
