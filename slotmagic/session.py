@@ -29,7 +29,7 @@ from .diff import BranchDiff, diff_slots
 from .engine.pipeline import View
 from .engine.reply import Reply
 from .engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
-from .errors import ConfigError, SlotConflict, SlotNotEmpty, SlotReadonly, StoreError
+from .errors import ConfigError, SlotConflict, SlotNotEmpty, StoreError
 from .export import export_slot
 from .providers import ProviderSettings, parse_model
 from .store import SQLiteStore, Store
@@ -182,7 +182,7 @@ class Session:
         return self.store.current_slot(self.session_id)
 
     def slot(self, slot: str | None = None) -> Slot:
-        return self.store.slot(self.session_id, self._slot_id(slot))
+        return self.store.slot(self.session_id, _optional_slot(slot))
 
     def list_slots(self) -> list[Slot]:
         return self.store.slots(self.session_id)
@@ -296,10 +296,10 @@ class Session:
 
     def messages(self, slot: str | None = None) -> list[Message]:
         """The slot's stored history, every message, in order."""
-        return self.store.history(self.session_id, self._slot_id(slot)).messages()
+        return self.store.history(self.session_id, _optional_slot(slot)).messages()
 
     def turns(self, slot: str | None = None) -> list[TurnRecord]:
-        return self.store.history(self.session_id, self._slot_id(slot)).turns()
+        return self.store.history(self.session_id, _optional_slot(slot)).turns()
 
     def view(self, slot: str | None = None) -> list[Message]:
         """Exactly the messages the model would be sent for the slot's next turn, before the
@@ -309,21 +309,21 @@ class Session:
     def preview(self, slot: str | None = None) -> View:
         """The slot's next request entry by entry: where each message came from, and which
         stored positions the slot's mode leaves out."""
-        found = self.slot(slot)
-        return self._engine.view(found, self.store.history(self.session_id, found.id))
+        history = self.store.history(self.session_id, _optional_slot(slot))
+        assert history.slot is not None
+        return self._engine.view(history.slot, history)
 
     def append(
         self, messages: Iterable[Message], slot: str | None = None, info: Mapping[str, Any] | None = None
     ) -> TurnRecord:
         """Store messages as one turn without calling the model (all or none)."""
-        found = self.slot(slot)
-        if found.mode is SlotMode.READONLY:
-            raise SlotReadonly(found.id)
         stored = [counted(m) for m in _check_messages(messages, "messages")]
         if not stored:
             raise ConfigError("nothing to append: pass at least one message")
-        extra = check_json_mapping(info if info is not None else {}, "info")
-        return self.store.append_turn(self.session_id, found.id, stored, TurnInfo(kind="append", extra=extra))
+        extra = check_json_mapping(info, "info") if info else {}
+        slot_id = _optional_slot(slot)
+        info_record = TurnInfo(kind="append", extra=extra)
+        return self.store.append_turn(self.session_id, slot_id, stored, info_record, writable=True)
 
     def diff(self, a: str, b: str) -> BranchDiff:
         """Where two slots' histories part and what each has had since."""
@@ -378,6 +378,11 @@ class Session:
 
     def _slot_id(self, slot: str | None) -> str:
         return self.current_slot if slot is None else validate_slot_id(slot)
+
+
+def _optional_slot(slot: object) -> str | None:
+    """A slot id to look up, or None for the current slot."""
+    return None if slot is None else validate_slot_id(slot)
 
 
 def _turn_options(options: Mapping[str, Any]) -> TurnOptions:

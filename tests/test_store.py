@@ -128,9 +128,10 @@ def test_a_version_1_file_is_upgraded_and_keeps_its_turns(db_path: Path) -> None
 
     store = SQLiteStore(db_path)
     assert user_version(db_path) == len(MIGRATIONS)
-    [found] = store.cell_turns("nb", "c1")
-    assert found.owner == "default" and found.record.info.cell is not None and found.record.info.cell.text == "hi"
-    assert store.cell_turns("nb", "c2") == [] and store.cell_turns("other-session", "c1") == []
+    [found] = store.cell_turns("nb", "c1", "default")
+    assert (found.owner, found.home, found.held) == ("default", "default", True)
+    assert found.record.info.cell is not None and found.record.info.cell.text == "hi"
+    assert store.cell_turns("nb", "c2", "default") == []
     assert [m.content for m in store.messages("nb", "default")] == ["hi", "hello"]
     store.close()
     with Session.open("nb", db_path=db_path) as session:
@@ -143,9 +144,9 @@ def test_cell_lookups_see_turns_kept_for_derived_slots(db_path: Path) -> None:
         session.submit_turn("from a cell", slot="a", cell_id="c1")
         session.derive_slot("b", parent="a")
         session.delete_slot("a", force=True)  # a tombstone now, holding the turn b shares
-        [found] = session.store.cell_turns("nb", "c1")
-        assert (found.owner, found.holders) == (None, ("b",))
+        [found] = session.store.cell_turns("nb", "c1", "default")
+        assert (found.owner, found.home, found.held) == (None, "b", False)
         session.switch_slot("b")
         assert session.submit_turn("from a cell", cell_id="c1").replayed
         session.delete_slot("b", force=True)
-        assert session.store.cell_turns("nb", "c1") == []
+        assert session.store.cell_turns("nb", "c1", "default") == []

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
+
+from ..errors import ConfigError
 
 # The default budget for a 128k window; ``auto`` keeps these proportions for any window.
 _DEFAULT_SPLIT = {"system": 8_000, "history": 80_000, "tools": 10_000, "tool_results": 20_000, "reserve": 10_000}
@@ -21,9 +23,10 @@ class ContextBudget:
     reserve: int = 10_000
 
     def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
-            if not isinstance(value, int) or value < 0:
-                raise ValueError(f"budget {name} must be a whole number of tokens >= 0, got {value!r}")
+        for name in _DEFAULT_SPLIT:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"budget {name} must be a whole number of tokens >= 0, got {value!r}")
 
     @property
     def total(self) -> int:
@@ -36,14 +39,14 @@ class ContextBudget:
         Each part is rounded down; what rounding leaves over goes to history, so the parts
         always add up to exactly ``window``.
         """
-        if not isinstance(window, int) or window <= 0:
-            raise ValueError(f"a context window is a positive number of tokens, got {window!r}")
+        if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+            raise ConfigError(f"a context window is a positive number of tokens, got {window!r}")
         parts = {name: window * share // _DEFAULT_WINDOW for name, share in _DEFAULT_SPLIT.items()}
         parts["history"] += window - sum(parts.values())
         return cls(**parts)
 
     def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _DEFAULT_SPLIT}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ContextBudget:
@@ -56,7 +59,7 @@ class ContextBudget:
         (system prompt, working context, workflow block, tool definitions): the history budget
         minus them, never below zero. History beyond this is what compaction must fold away."""
         if not isinstance(system_side, int) or system_side < 0:
-            raise ValueError(f"system-side tokens must be a whole number >= 0, got {system_side!r}")
+            raise ConfigError(f"system-side tokens must be a whole number >= 0, got {system_side!r}")
         return max(0, self.history - system_side)
 
     def report(
@@ -68,7 +71,7 @@ class ContextBudget:
         used = {"system": system, "history": history, "tools": tools, "tool_results": tool_results, "reserve": reserve}
         for name, value in used.items():
             if not isinstance(value, int) or value < 0:
-                raise ValueError(f"tokens used by {name} must be a whole number >= 0, got {value!r}")
+                raise ConfigError(f"tokens used by {name} must be a whole number >= 0, got {value!r}")
         return BudgetReport(
             system=CategoryUse(system, self.system),
             history=CategoryUse(history, self.history),

@@ -45,11 +45,6 @@ class CellPlan:
     turn: TurnRecord | None = None
 
 
-def _home(found: CellTurn) -> str:
-    """The slot a turn ran on, else the first live slot that still holds it."""
-    return found.owner if found.owner is not None else found.holders[0]
-
-
 def _same_text(found: CellTurn, cell: CellRef) -> bool:
     return found.record.info.cell is not None and found.record.info.cell.same_text(cell)
 
@@ -63,19 +58,19 @@ def plan_cell_turn(
     where it ran even when another slot is current, so Run All after a restart reproduces the
     notebook whatever slot it was left on.
     """
-    turns = [t for t in store.cell_turns(session_id, cell.id) if t.holders]
+    turns = store.cell_turns(session_id, cell.id, slot)
     if not turns:
         return CellPlan("append", slot)  # a cell's first run: the common case, one indexed lookup
     history = store.history(session_id, slot)
-    held = [t for t in turns if slot in t.holders]
+    held = [t for t in turns if t.held]
     if held:
         earlier = max(held, key=lambda t: t.record.start)
-        home = (earlier.owner or slot) if anywhere else slot
+        home = earlier.home if anywhere else slot
     elif anywhere:
         found = _found_elsewhere(store, session_id, history, turns, cell)
         if found is None:
             return CellPlan("append", slot)
-        earlier, home = found, _home(found)
+        earlier, home = found, found.home
     else:
         return CellPlan("append", slot)
     if not rerun:
@@ -83,12 +78,8 @@ def plan_cell_turn(
             return CellPlan("replay", home, earlier.record)
         edit = _earlier_edit(store, session_id, history, turns, earlier, cell)
         if edit is not None:
-            return CellPlan("replay", _home(edit) if anywhere else _holder(edit, slot), edit.record)
+            return CellPlan("replay", slot if edit.held and not anywhere else edit.home, edit.record)
     return CellPlan("fork", home, earlier.record)
-
-
-def _holder(found: CellTurn, preferred: str) -> str:
-    return preferred if preferred in found.holders else _home(found)
 
 
 def _found_elsewhere(
@@ -98,7 +89,7 @@ def _found_elsewhere(
     as the current slot goes). Preferred: the cell's current text, then the latest run."""
     eligible = []
     for found in turns:
-        other = store.history(session_id, _home(found))
+        other = store.history(session_id, found.home)
         if history.shares_prefix(other, min(found.record.start, len(history))):
             eligible.append(found)
     if not eligible:
@@ -115,7 +106,7 @@ def _earlier_edit(
     for found in reversed(turns):  # newest first
         if found is earlier or found.record.start != start or not _same_text(found, cell):
             continue
-        if history.shares_prefix(store.history(session_id, _home(found)), start):
+        if history.shares_prefix(store.history(session_id, found.home), start):
             return found
     return None
 

@@ -167,12 +167,13 @@ class TurnEngine:
         fork_before: TurnRecord | None,
         follow: bool,
     ) -> PendingTurn:
-        slot = self.store.slot(self.session_id, slot_id)
+        history = self.store.history(self.session_id, slot_id)
+        slot = history.slot
+        assert slot is not None
         if slot.mode is SlotMode.READONLY:
             raise SlotReadonly(slot.id)
         model = options.model or self.model
         provider = self.provider(model)
-        history = self.store.history(self.session_id, slot.id)
         if fork_before is not None:
             history = history.prefix(fork_before.start)  # what the sibling will share
         user = counted(Message.user(text))
@@ -205,7 +206,7 @@ class TurnEngine:
                         store.set_current_slot(session_id, slot)
                 else:
                     try:
-                        record = store.append_turn(session_id, slot, messages, info, base=turn.base)
+                        record = store.append_turn(session_id, slot, messages, info, base=turn.base, writable=True)
                     except SlotMoved:
                         if store.tip(session_id, slot).key != turn.base.key:
                             raise  # not the same slot any more: a new one took its name

@@ -48,13 +48,15 @@ class CellTurn:
     """A stored turn that came from a notebook cell, and where it lives now.
 
     ``owner`` is the live slot whose own segment holds the turn (the slot it ran on, under
-    its current name), or None when that slot was deleted; ``holders`` are the live slots
-    whose history contains it (the owner and every slot derived after the turn).
+    its current name), or None when that slot was deleted. ``home`` is where the turn is
+    found now: the owner, else a live slot derived after it that still holds it. ``held``
+    says whether the slot the lookup was made for holds it in its history.
     """
 
     record: TurnRecord
     owner: str | None
-    holders: tuple[str, ...]
+    home: str
+    held: bool
 
 
 class SegmentReader(Protocol):
@@ -97,11 +99,12 @@ class History:
     def prefix(self, length: int) -> History:
         """The first ``length`` messages of this history (what a fork at ``length`` shares)."""
         pieces = [Piece(p.key, p.lo, min(p.hi, length)) for p in self.pieces if p.lo < length]
-        return History(pieces, self._reader, Tip(self.tip.key, min(length, len(self)), self.tip.turns))
+        return History(pieces, self._reader, Tip(self.tip.key, min(length, len(self)), self.tip.turns), self.slot)
 
-    def __init__(self, pieces: Sequence[Piece], reader: SegmentReader, tip: Tip) -> None:
+    def __init__(self, pieces: Sequence[Piece], reader: SegmentReader, tip: Tip, slot: Slot | None = None) -> None:
         self.pieces = tuple(pieces)
         self.tip = tip
+        self.slot = slot  # the slot as it was when this history was read (None: not a slot's)
         self._reader = reader
 
     def __len__(self) -> int:
@@ -185,8 +188,8 @@ class Store(Protocol):
 
     def slots(self, session_id: str) -> list[Slot]: ...
 
-    def slot(self, session_id: str, slot_id: str) -> Slot:
-        """The slot, or SlotNotFound."""
+    def slot(self, session_id: str, slot_id: str | None) -> Slot:
+        """The slot (the current one if None), or SlotNotFound."""
 
     def has_slot(self, session_id: str, slot_id: str) -> bool: ...
 
@@ -222,13 +225,15 @@ class Store(Protocol):
     def delete_slot(self, session_id: str, slot_id: str) -> None:
         """Remove the slot; the history its derived slots share stays readable for them."""
 
-    def history(self, session_id: str, slot_id: str) -> History: ...
+    def history(self, session_id: str, slot_id: str | None) -> History:
+        """The slot's history (the current slot's if None), with the slot as read with it."""
 
     def tip(self, session_id: str, slot_id: str) -> Tip: ...
 
-    def cell_turns(self, session_id: str, cell_id: str) -> list[CellTurn]:
-        """Every stored turn of the session that came from this cell, oldest first (found
-        through an index: most cells have none)."""
+    def cell_turns(self, session_id: str, cell_id: str, slot_id: str) -> list[CellTurn]:
+        """Every stored turn of the session that came from this cell and that a live slot
+        still holds, oldest first, each saying whether ``slot_id`` holds it (found through an
+        index: most cells have none)."""
 
     def unshared_turns(self, session_id: str, slot_id: str) -> list[TurnRecord]:
         """The slot's turns that no other live slot's history holds."""
@@ -236,14 +241,17 @@ class Store(Protocol):
     def append_turn(
         self,
         session_id: str,
-        slot_id: str,
+        slot_id: str | None,
         messages: Sequence[Message],
         info: TurnInfo,
         *,
         base: Tip | None = None,
+        writable: bool = False,
     ) -> TurnRecord:
-        """Store one turn's messages, all or none. With ``base``, only if the slot still
-        holds that history; else SlotMoved, and nothing is written."""
+        """Store one turn's messages on the slot (the current one if None), all or none.
+        With ``base``, only if the slot still holds that history, else SlotMoved; with
+        ``writable``, only if the slot is not readonly, else SlotReadonly. Both are checked
+        in the transaction that writes."""
 
     def atomic(self) -> AbstractContextManager[None]:
         """Make several calls one transaction: if the block raises, none of them happened."""

@@ -32,8 +32,8 @@ from typing import Any, Literal
 
 from ..core.messages import Message, ToolCall
 from ..core.records import TurnInfo, TurnRecord
-from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta
-from ..errors import ConfigError, ProtectedSlot, SlotExists, SlotMoved, SlotNotFound, StoreError
+from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
+from ..errors import ConfigError, ProtectedSlot, SlotExists, SlotMoved, SlotNotFound, SlotReadonly, StoreError
 from .base import CellTurn, History, Piece, Tip
 from .migrations import migrate
 
@@ -89,10 +89,16 @@ class _Row:
     config: dict[str, Any]
     created_at: float
     deleted_at: float | None
+    parsed: tuple[str | None, SlotConfig] | None = None  # (parent name, config), parsed once
 
     @property
     def live(self) -> bool:
         return self.deleted_at is None
+
+    def slot_config(self, parent_name: str | None) -> SlotConfig:
+        if self.parsed is None or self.parsed[0] != parent_name:
+            self.parsed = (parent_name, SlotConfig.from_dict(self.config, parent_name))
+        return self.parsed[1]
 
 
 @dataclass(slots=True)
@@ -137,6 +143,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._sessions: dict[str, _SessionRows] = {}
         self._segments: dict[int, _Segment] = {}
+        self._created: dict[int, float] = {}  # slot row -> created_at, for segments of rows read
         self._data_version: int | None = None
         if self.path != ":memory:":
             try:
@@ -196,6 +203,7 @@ class SQLiteStore:
         if first:
             return
         self._sessions.clear()  # slot rows are read again when next needed
+        self._created.clear()
         if self._segments:
             # Segments stay valid (rows never change), unless their slot row was removed, or
             # removed and its id reused by a new slot.
@@ -212,6 +220,7 @@ class SQLiteStore:
     def _forget(self) -> None:
         self._sessions.clear()
         self._segments.clear()
+        self._created.clear()
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
@@ -244,12 +253,18 @@ class SQLiteStore:
             rows[key] = _Row(
                 key, name, parent, fork_at, length, tokens, turns, json.loads(config), created_at, deleted_at
             )
+            self._created[key] = created_at
         loaded = _SessionRows(rows, None if found is None else found[0])
         if found is not None:  # an unknown session is not cached: it may be created any time
             self._sessions[session_id] = loaded
         return loaded
 
-    def _row(self, rows: _SessionRows, slot_id: str) -> _Row:
+    def _row(self, rows: _SessionRows, slot_id: str | None) -> _Row:
+        """The live row of the slot (of the current slot if None)."""
+        if slot_id is None:
+            if rows.current is None:
+                raise StoreError("the session has no current slot: open it with Session.open first")
+            return rows.rows[rows.current]
         key = rows.by_name.get(slot_id)
         if key is None:
             raise SlotNotFound(slot_id, rows.by_name)
@@ -268,7 +283,7 @@ class SQLiteStore:
     def _to_slot(self, rows: _SessionRows, row: _Row) -> Slot:
         parent_name = self._live_parent(rows, row)
         meta = SlotMeta(row.name, parent_name, row.length, row.tokens, row.created_at, row.turns, row.fork_at)
-        return Slot(row.name, SlotConfig.from_dict(row.config, parent_name), meta, row.key == rows.current)
+        return Slot(row.name, row.slot_config(parent_name), meta, row.key == rows.current)
 
     def _pieces(self, rows: _SessionRows, row: _Row, end: int | None = None) -> list[Piece]:
         """The pieces of a slot's history (its first ``end`` messages), root first."""
@@ -284,15 +299,18 @@ class SQLiteStore:
         return pieces
 
     def _history(self, rows: _SessionRows, row: _Row) -> History:
-        return History(self._pieces(rows, row), self, Tip(row.key, row.length, row.turns))
+        return History(self._pieces(rows, row), self, Tip(row.key, row.length, row.turns), self._to_slot(rows, row))
 
     # -- segments (History reads through these) --------------------------------------------
 
     def _segment(self, key: int, lo: int) -> _Segment:
         segment = self._segments.get(key)
         if segment is None:
-            created = self._db.execute("SELECT created_at FROM slots WHERE id = ?", (key,)).fetchone()
-            segment = _Segment(created[0] if created else 0.0, lo, [])
+            created = self._created.get(key)
+            if created is None:
+                found = self._db.execute("SELECT created_at FROM slots WHERE id = ?", (key,)).fetchone()
+                created = found[0] if found else 0.0
+            segment = _Segment(created, lo, [])
             self._segments[key] = segment
         return segment
 
@@ -389,7 +407,7 @@ class SQLiteStore:
             rows = self._rows(db, session_id)
             return [self._to_slot(rows, row) for row in _tree_order(rows)]
 
-    def slot(self, session_id: str, slot_id: str) -> Slot:
+    def slot(self, session_id: str, slot_id: str | None) -> Slot:
         with self._read() as db:
             rows = self._rows(db, session_id)
             return self._to_slot(rows, self._row(rows, slot_id))
@@ -425,6 +443,7 @@ class SQLiteStore:
         if rows is not None:
             rows.rows[key] = _Row(key, slot_id, parent, fork_at, fork_at, tokens, turns, config_dict, now, None)
             rows.by_name[slot_id] = key
+        self._created[key] = now
         self._segments.pop(key, None)  # an id SQLite handed out again
         return key
 
@@ -520,7 +539,7 @@ class SQLiteStore:
             row = self._row(rows, slot_id)
             config_dict = config.to_dict()
             db.execute("UPDATE slots SET config = ? WHERE id = ?", (json.dumps(config_dict), row.key))
-            row.config = config_dict
+            row.config, row.parsed = config_dict, None
             return self._to_slot(rows, row)
 
     def rename_slot(self, session_id: str, old_id: str, new_id: str) -> Slot:
@@ -566,7 +585,7 @@ class SQLiteStore:
 
     # -- histories and turns ---------------------------------------------------------------
 
-    def history(self, session_id: str, slot_id: str) -> History:
+    def history(self, session_id: str, slot_id: str | None) -> History:
         with self._read() as db:
             rows = self._rows(db, session_id)
             return self._history(rows, self._row(rows, slot_id))
@@ -582,7 +601,7 @@ class SQLiteStore:
             row = self._row(self._rows(db, session_id), slot_id)
             return Tip(row.key, row.length, row.turns)
 
-    def cell_turns(self, session_id: str, cell_id: str) -> list[CellTurn]:
+    def cell_turns(self, session_id: str, cell_id: str, slot_id: str) -> list[CellTurn]:
         with self._read() as db:
             found = db.execute(
                 "SELECT turns.slot, number, start, count, info, turns.created_at FROM turns"
@@ -594,21 +613,26 @@ class SQLiteStore:
             if not found:
                 return []
             rows = self._rows(db, session_id)
-            live = [r for r in rows.rows.values() if r.live]
-            chains = {r.name: self._pieces(rows, r) for r in live}
+            mine = self._pieces(rows, self._row(rows, slot_id))
             out = []
             for key, number, start, count, info, created_at in found:
-                record = TurnRecord(
-                    number, start, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number)
-                )
+                held = any(p.key == key and p.lo <= start < p.hi for p in mine)
                 owner = rows.rows[key]
-                holders = tuple(
-                    name
-                    for name, pieces in chains.items()
-                    if any(p.key == key and p.lo <= start < p.hi for p in pieces)
-                )
-                out.append(CellTurn(record, owner.name if owner.live else None, holders))
+                home = owner.name if owner.live else slot_id if held else self._any_holder(rows, key, start)
+                if home is not None:
+                    record = TurnRecord(
+                        number, start, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number)
+                    )
+                    out.append(CellTurn(record, owner.name if owner.live else None, home, held))
             return out
+
+    def _any_holder(self, rows: _SessionRows, key: int, start: int) -> str | None:
+        """A live slot whose history holds position ``start`` of segment ``key``: a turn whose
+        slot was deleted lives on in the slots derived after it."""
+        for row in _tree_order(rows):
+            if any(p.key == key and p.lo <= start < p.hi for p in self._pieces(rows, row)):
+                return row.name
+        return None
 
     def unshared_turns(self, session_id: str, slot_id: str) -> list[TurnRecord]:
         with self._read() as db:
@@ -627,18 +651,22 @@ class SQLiteStore:
     def append_turn(
         self,
         session_id: str,
-        slot_id: str,
+        slot_id: str | None,
         messages: Sequence[Message],
         info: TurnInfo,
         *,
         base: Tip | None = None,
+        writable: bool = False,
     ) -> TurnRecord:
         if not messages:
             raise StoreError("a turn needs at least one message")
         with self._write() as db:
-            row = self._row(self._rows(db, session_id), slot_id)
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            if writable and row.slot_config(self._live_parent(rows, row)).mode is SlotMode.READONLY:
+                raise SlotReadonly(row.name)
             if base is not None and base != Tip(row.key, row.length, row.turns):
-                raise SlotMoved(slot_id)
+                raise SlotMoved(row.name)
             return self._append(db, row, row.turns + 1, messages, info, time.time())
 
     def _append(

@@ -1,0 +1,261 @@
+"""Turn benchmark: what slotmagic costs per turn, beside what it must cost, at growing histories.
+
+Every figure is printed with a ratio against a baseline run in the same process:
+
+- a turn (echo model, from a notebook cell) on a *focused* slot, and the replay of a re-run
+  cell, at 100 / 1,000 / 10,000 / 100,000 stored messages, against the same at 100: nothing
+  may grow with the history (the request holds the last 10 messages);
+- a focused ``view()`` at 100,000 messages, cold (a new kernel: nothing cached) and warm,
+  against the plain SQLite query for the rows it shows;
+- re-running a cell in a session of 200 slots, against one of 2;
+- ``session.append`` of one message, against a plain one-row insert in its own transaction
+  (same journal and synchronous settings);
+- Run All of a 100-cell notebook on a 10,000-message session after a restart, through the
+  real ``%%turn`` magic in an IPython shell: total slotmagic time.
+
+    python bench/bench_turns.py            # figures and ratios
+    python bench/bench_turns.py --quick    # fewer samples, 10k messages at most
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import random
+import sqlite3
+import statistics
+import string
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from slotmagic import FocusedConfig, Message, Session, SQLiteStore, TurnInfo
+from slotmagic.core.records import CellRef
+from slotmagic.core.tokens import estimate_message_tokens
+
+USER_CHARS, ASSISTANT_CHARS = 300, 1_500
+
+
+def text(rng: random.Random, chars: int) -> str:
+    words, length = [], 0
+    while length < chars:
+        word = "".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9)))
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)[:chars]
+
+
+def counted(message: Message) -> Message:
+    return message.with_tokens(estimate_message_tokens(message))
+
+
+def timed_us(fn: Callable[[], object]) -> float:
+    start = time.perf_counter_ns()
+    fn()
+    return (time.perf_counter_ns() - start) / 1_000
+
+
+def grow(session: Session, n: int, rng: random.Random, cell_prefix: str | None = None) -> None:
+    """Append n messages to the current slot as stored turns (fast: straight into the store)."""
+    store, slot = session.store, session.current_slot
+    turns = n // 2
+    for i in range(turns):
+        user = counted(Message.user(text(rng, USER_CHARS)))
+        info = TurnInfo(model="echo")
+        if cell_prefix is not None:
+            info = info.replace(cell=CellRef(f"{cell_prefix}{i}", user.content))
+        store.append_turn(
+            session.session_id, slot, [user, counted(Message.assistant(text(rng, ASSISTANT_CHARS)))], info
+        )
+
+
+def bench_history(n: int, samples: int, workdir: Path) -> dict[str, float]:
+    rng = random.Random(n)
+    path = workdir / f"turns-{n}.sqlite3"
+    with Session.open("bench", db_path=path) as session:
+        grow(session, n, rng)
+        session.derive_slot("focused", strategy=FocusedConfig(recent_messages=10))
+        session.submit_turn("the cell to replay", cell_id="replayed-cell")
+    with Session.open("bench", db_path=path) as session:  # a new kernel
+        turn, replay_focused, replay_full = [], [], []
+        for i in range(samples):
+            turn.append(timed_us(lambda i=i: session.submit_turn(f"question {i}", cell_id=f"cell-{i}", slot="focused")))
+            replay_full.append(timed_us(lambda: session.submit_turn("the cell to replay", cell_id="replayed-cell")))
+        session.switch_slot("focused")
+        session.submit_turn("focused cell", cell_id="focused-cell")
+        for _ in range(samples):
+            replay_focused.append(timed_us(lambda: session.submit_turn("focused cell", cell_id="focused-cell")))
+    med = statistics.median
+    return {"turn": med(turn), "replay_full": med(replay_full), "replay_focused": med(replay_focused)}
+
+
+def bench_view(n: int, samples: int, workdir: Path) -> dict[str, float]:
+    rng = random.Random(7)
+    path = workdir / f"view-{n}.sqlite3"
+    with Session.open("bench", db_path=path) as session:
+        grow(session, n, rng)
+        session.derive_slot("focused", strategy=FocusedConfig(recent_messages=10))
+    plain = sqlite3.connect(path)
+    key, length = plain.execute("SELECT id, length FROM slots WHERE name = 'default'").fetchone()
+
+    def plain_query() -> object:
+        return plain.execute(
+            "SELECT role, content, tokens, extra FROM messages WHERE slot = ? AND seq >= ? ORDER BY seq",
+            (key, length - 10),
+        ).fetchall()
+
+    cold, warm, base = [], [], []
+    with Session.open("bench", db_path=path) as session:
+        store = session.store
+        assert isinstance(store, SQLiteStore)
+        assert len(session.view("focused")) == 10
+        for _ in range(samples):
+            store._segments.clear()  # as after a restart: the session is open, no history read yet
+            cold.append(timed_us(lambda: session.view("focused")))
+            warm.append(timed_us(lambda: session.view("focused")))
+            base.append(timed_us(plain_query))
+    plain.close()
+    med = statistics.median
+    return {"cold": med(cold), "warm": med(warm), "base": med(base)}
+
+
+def bench_slots(slots: int, samples: int, workdir: Path) -> float:
+    """Re-running a cell whose turn every slot shares, in a session of ``slots`` slots."""
+    rng = random.Random(3)
+    path = workdir / f"slots-{slots}.sqlite3"
+    with Session.open("bench", db_path=path) as session:
+        grow(session, 200, rng, cell_prefix="cell-")
+        for i in range(slots - 1):
+            session.derive_slot(f"branch-{i}", parent="default")
+            session.submit_turn(f"branch question {i}", slot=f"branch-{i}", cell_id=f"branch-cell-{i}")
+    with Session.open("bench", db_path=path) as session:
+        cells = [(f"cell-{i}", m.content) for i, m in enumerate(session.messages("default")[::2])]
+        times = []
+        for i in range(samples):
+            cell_id, cell_text = cells[i % len(cells)]
+            times.append(timed_us(lambda c=cell_id, t=cell_text: session.submit_turn(t, cell_id=c)))
+    return statistics.median(times)
+
+
+def bench_append(samples: int, workdir: Path) -> dict[str, float]:
+    rng = random.Random(5)
+    base_db = sqlite3.connect(workdir / "append-base.sqlite3", isolation_level=None)
+    base_db.execute("PRAGMA journal_mode = WAL")
+    base_db.execute("PRAGMA synchronous = NORMAL")
+    base_db.execute("CREATE TABLE messages (slot TEXT, seq INTEGER, role TEXT, content TEXT, PRIMARY KEY (slot, seq))")
+    seq = 0
+    ours, base = [], []
+    with Session.open("bench", db_path=workdir / "append.sqlite3") as session:
+        for _ in range(samples):
+            body = text(rng, USER_CHARS)
+            ours.append(timed_us(lambda b=body: session.append([Message.user(b)])))
+
+            def insert(b: str = body) -> None:
+                nonlocal seq
+                base_db.execute("BEGIN")
+                base_db.execute("INSERT INTO messages VALUES ('main', ?, 'user', ?)", (seq, b))
+                base_db.execute("COMMIT")
+                seq += 1
+
+            base.append(timed_us(insert))
+    base_db.close()
+    med = statistics.median
+    return {"ours": med(ours), "base": med(base)}
+
+
+def bench_run_all(cells: int, history: int, workdir: Path) -> dict[str, float]:
+    """Restart + Run All of a notebook whose turn cells all ran before, through the magic."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    import slotmagic
+
+    rng = random.Random(11)
+    path = workdir / "run-all.sqlite3"
+    with Session.open("notebook.ipynb", db_path=path) as session:
+        grow(session, history - 2 * cells, rng)
+        for i in range(cells):
+            session.submit_turn(f"cell {i}: {text(rng, 200)}", cell_id=f"cell-{i}")
+        sources = [(f"cell-{i}", m.content) for i, m in enumerate(session.messages()[-2 * cells :: 2])]
+    os.environ["SLOTMAGIC_DB"] = str(path)
+    os.environ["SLOTMAGIC_SESSION"] = "notebook.ipynb"
+    shell = InteractiveShell.instance()
+    with contextlib.redirect_stdout(io.StringIO()):
+        start = time.perf_counter()
+        slotmagic.load_ipython_extension(shell)
+        loaded = time.perf_counter()
+        for cell_id, source in sources:
+            result = shell.run_cell(f"%%turn\n{source}", cell_id=cell_id)
+            result.raise_error()
+            assert shell.user_ns["_"].replayed
+        done = time.perf_counter()
+        slotmagic.unload_ipython_extension(shell)
+    return {
+        "load_ms": (loaded - start) * 1e3,
+        "cells_ms": (done - loaded) * 1e3,
+        "per_cell_ms": (done - loaded) * 1e3 / cells,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer samples, histories up to 10,000 messages")
+    args = parser.parse_args()
+    samples = 30 if args.quick else 200
+    sizes = (100, 1_000, 10_000) if args.quick else (100, 1_000, 10_000, 100_000)
+
+    with tempfile.TemporaryDirectory(prefix="slotmagic-bench-") as tmp:
+        work = Path(tmp)
+        histories = {n: bench_history(n, samples, work) for n in sizes}
+        view = bench_view(sizes[-1], samples, work)
+        two, many = bench_slots(2, samples, work), bench_slots(200, samples, work)
+        append = bench_append(samples * 5, work)
+        run_all = bench_run_all(100, 10_000, work)
+
+    print(
+        f"slotmagic turn benchmark - {samples} samples, SQLite {sqlite3.sqlite_version}, "
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} cores; medians in µs\n"
+    )
+    small = histories[sizes[0]]
+    print(f"{'messages':>9} | {'turn, focused':>13} {'ratio':>6} | {'replay, full':>12} {'ratio':>6} | "
+          f"{'replay, focused':>15} {'ratio':>6}")  # fmt: skip
+    for n, r in histories.items():
+        print(
+            f"{n:>9,} | {r['turn']:>13.0f} {r['turn'] / small['turn']:>5.2f}x | {r['replay_full']:>12.0f} "
+            f"{r['replay_full'] / small['replay_full']:>5.2f}x | {r['replay_focused']:>15.0f} "
+            f"{r['replay_focused'] / small['replay_focused']:>5.2f}x"
+        )
+    big = histories[sizes[-1]]
+    print(f"\nfocused view() at {sizes[-1]:,} messages: cold {view['cold']:.0f} µs, warm {view['warm']:.0f} µs; "
+          f"plain query for its 10 rows {view['base']:.0f} µs")  # fmt: skip
+    print(f"re-run a cell: 200 slots {many:.0f} µs, 2 slots {two:.0f} µs")
+    print(f"session.append one message {append['ours']:.0f} µs; plain one-row insert {append['base']:.0f} µs")
+    print(
+        f"Run All after a restart, 100 turn cells on {10_000:,} messages: load {run_all['load_ms']:.1f} ms, "
+        f"cells {run_all['cells_ms']:.0f} ms ({run_all['per_cell_ms']:.2f} ms a cell)"
+    )
+    checks = [
+        ("turn, focused: largest / 100 <= 1.5", big["turn"] / small["turn"], 1.5),
+        ("replay, full: largest / 100 <= 1.5", big["replay_full"] / small["replay_full"], 1.5),
+        ("replay, focused: largest / 100 <= 1.5", big["replay_focused"] / small["replay_focused"], 1.5),
+        ("focused view cold / plain query <= 2", view["cold"] / view["base"], 2.0),
+        ("re-run cell, 200 slots / 2 slots <= 2", many / two, 2.0),
+        ("session.append / plain insert <= 3", append["ours"] / append["base"], 3.0),
+        ("Run All, 100 cells, seconds < 1", (run_all["load_ms"] + run_all["cells_ms"]) / 1e3, 1.0),
+    ]
+    print("\ntargets:")
+    failed = 0
+    for label, value, limit in checks:
+        ok = value <= limit
+        failed += not ok
+        print(f"  {'ok  ' if ok else 'MISS'} {label:<42} {value:.2f}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
