@@ -37,8 +37,10 @@ from ..errors import (
     StreamInterrupted,
 )
 from .base import ChatRequest, Completion, StreamEvent
+from .endpoint import Endpoint
+from .registry import REGISTRY, Registry
 from .retry import RetryPolicy, is_retryable, retry_after_seconds
-from .settings import Endpoint, ProviderSettings
+from .settings import ProviderSettings
 
 logger = logging.getLogger(__name__.rpartition(".")[0])  # "slotmagic.providers"
 
@@ -81,9 +83,18 @@ class HTTPProvider:
 
     name: str
 
-    def __init__(self, settings: ProviderSettings | None = None) -> None:
+    def __init__(
+        self, settings: ProviderSettings | None = None, *, name: str | None = None, registry: Registry | None = None
+    ) -> None:
+        if name is not None:
+            self.name = name
         self.settings = settings or ProviderSettings()
+        self.registry = registry or REGISTRY  # where the endpoint rule of ``name`` is registered
         self._transport = SSETransport(self.settings)
+
+    def endpoint(self) -> Endpoint:
+        """Where this provider's next request goes, from the settings and the environment now."""
+        return self.registry.endpoint(self.settings, self.name)
 
     def call(self, request: ChatRequest) -> SSECall:
         raise NotImplementedError
@@ -132,6 +143,7 @@ class SSETransport:
             pool=settings.connect_timeout,
         )
         self._client: httpx.Client | None = None  # kept for connection reuse between turns
+        self._warned: set[str] = set()
 
     def events(self, call: SSECall) -> Generator[ServerSentEvent, None, None]:
         if self._client is None:
@@ -141,7 +153,7 @@ class SSETransport:
             started = [False]  # set once the reply begins: later failures are interruptions
             with (
                 self._failures(call, started),
-                self._client.stream("POST", call.url, json=call.body, headers=_headers(call)) as response,
+                self._client.stream("POST", call.url, json=call.body, headers=self._headers(call)) as response,
             ):
                 if not response.is_error:
                     started[0] = True
@@ -162,7 +174,7 @@ class SSETransport:
             while True:
                 started = [False]
                 with self._failures(call, started):
-                    async with client.stream("POST", call.url, json=call.body, headers=_headers(call)) as response:
+                    async with client.stream("POST", call.url, json=call.body, headers=self._headers(call)) as response:
                         if not response.is_error:
                             started[0] = True
                             async with aclosing(_event_source(call, response).aiter_sse()) as events:
@@ -180,6 +192,25 @@ class SSETransport:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+    def _headers(self, call: SSECall) -> dict[str, str]:
+        headers = {"user-agent": USER_AGENT, "accept": "text/event-stream", **call.headers}
+        basic = call.endpoint.basic_auth
+        if basic is not None:
+            if "authorization" in {name.lower() for name in call.headers}:
+                self._warn_once(
+                    call,
+                    f"{call.label}: the base URL carries credentials and an API key is set; both would be the "
+                    f"Authorization header, so the URL's credentials are sent (HTTP Basic) and the key is not",
+                )
+                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            headers["authorization"] = basic
+        return headers
+
+    def _warn_once(self, call: SSECall, message: str) -> None:
+        if call.url not in self._warned:
+            self._warned.add(call.url)
+            logger.warning("%s", message)
 
     # -- failures ----------------------------------------------------------------------------
 
@@ -235,10 +266,6 @@ class SSETransport:
         except httpx.HTTPError as exc:
             # Only the class name: an httpx message may quote the request.
             raise ProviderConnectionError(f"{label}: the request failed ({type(exc).__name__})") from None
-
-
-def _headers(call: SSECall) -> dict[str, str]:
-    return {"user-agent": USER_AGENT, "accept": "text/event-stream", **call.headers}
 
 
 def _event_source(call: SSECall, response: httpx.Response) -> EventSource:
