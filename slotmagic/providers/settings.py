@@ -123,6 +123,15 @@ GENERAL_SETTINGS: tuple[GeneralSetting, ...] = (
         env="SLOTMAGIC_READ_TIMEOUT",
     ),
     GeneralSetting(
+        "turn_timeout",
+        Number("a number of seconds >= 0 (0 or None: no limit)", minimum_allowed=True, off_at_zero=True),
+        600.0,
+        "600",
+        "Seconds one reply may take in all, retries included, however steadily the server "
+        "keeps sending; 0 turns the limit off.",
+        env="SLOTMAGIC_TURN_TIMEOUT",
+    ),
+    GeneralSetting(
         "max_retries",
         Number("a whole number >= 0", integer=True, minimum_allowed=True),
         3,
@@ -137,6 +146,14 @@ GENERAL_SETTINGS: tuple[GeneralSetting, ...] = (
         "0.5",
         "Seconds before the first retry (before jitter), doubling each time.",
         config=False,
+    ),
+    GeneralSetting(
+        "max_reply_bytes",
+        Number("a whole number of bytes > 0", integer=True),
+        16 * MiB,
+        str(32 * MiB),
+        "Bytes one reply may take on the wire (16 MiB by default); a longer reply is refused and nothing is stored.",
+        env="SLOTMAGIC_MAX_REPLY_BYTES",
     ),
     GeneralSetting(
         "prices",
@@ -234,8 +251,10 @@ if TYPE_CHECKING:
         ollama_host: str | None = None
         connect_timeout: float = 10.0
         read_timeout: float = 120.0
+        turn_timeout: float | None = 600.0
         max_retries: int = 3
         backoff_base: float = 0.5
+        max_reply_bytes: int = 16 * MiB
         prices: Mapping[str, Price] = field(default_factory=dict)
 
 else:
