@@ -78,6 +78,10 @@ class WireServer:
         for steps in responses:
             self._scripts.put(list(steps))
 
+    def pending(self) -> int:
+        """How many scripted responses no request has taken yet."""
+        return self._scripts.qsize()
+
     def close(self) -> None:
         self._stop.set()
         self._listener.close()
