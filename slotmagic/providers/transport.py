@@ -526,8 +526,9 @@ async def _aclose(chunks: AsyncIterator[bytes]) -> None:
 def _check_event_stream(call: SSECall, response: httpx.Response) -> None:
     content_type = response.headers.get("content-type", "").partition(";")[0].strip()
     if content_type != "text/event-stream":
+        shown = one_line(content_type, call.endpoint.secrets)  # a server's words: redacted like its body
         raise MalformedReply(
-            f"{call.label} answered HTTP {response.status_code} with {content_type or 'no content type'}, "
+            f"{call.label} answered HTTP {response.status_code} with {shown or 'no content type'}, "
             f"not an event stream; check the base URL"
         )
 
@@ -577,7 +578,7 @@ def _error_detail(text: str, reason_phrase: str, secrets: tuple[str, ...]) -> tu
         elif isinstance(error, str):
             detail = error
     error_type = one_line(error_type, secrets) if isinstance(error_type, str) else None
-    return error_type, one_line(detail, secrets) or reason_phrase or "no details"
+    return error_type, one_line(detail, secrets) or one_line(reason_phrase, secrets) or "no details"
 
 
 def stream_error(label: str, error: Any, secrets: tuple[str, ...]) -> ProviderHTTPError:

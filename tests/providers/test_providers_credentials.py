@@ -146,3 +146,13 @@ def test_with_a_key_and_url_credentials_the_url_credentials_are_sent(
     assert "URL's credentials are sent (HTTP Basic) and the key is not" in warnings[0].getMessage()
     assert not leaks(caplog.text) and PLANTED_OPENAI_KEY not in caplog.text
     provider.close()
+
+
+def test_a_reason_phrase_or_content_type_quoting_the_password_is_redacted(wire: WireServer) -> None:
+    provider = OpenAIProvider(ProviderSettings(openai_base_url=with_credentials(wire.url + "/v1"), max_retries=0))
+    wire.script([f"HTTP/1.1 403 denied {PASSWORD}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".encode()])
+    wire.script([f"HTTP/1.1 200 OK\r\ncontent-type: text/{PASSWORD}\r\ncontent-length: 0\r\n\r\n".encode()])
+    for _ in range(2):
+        error = drain_sync(provider, HELLO).error
+        assert error is not None and "[redacted]" in str(error) and not leaks(str(error)), error
+    provider.close()
