@@ -25,10 +25,11 @@ can show it as is (a ``UsageError``, no traceback). Anything that is *not* a
         ├── ProviderHTTPError        the API answered with an error status or error event
         │   └── RateLimited          HTTP 429, still after the retries
         ├── StreamInterrupted        the reply stopped before its final event
-        └── MalformedReply           the reply held something that is not the API's format
+        ├── MalformedReply           the reply held something that is not the API's format
+        └── ReplyTooLarge            the reply passed max_reply_bytes before it was complete
 
 Provider messages may quote the server's own error text; it is cut to one line and any API
-key in it is redacted before it gets here.
+key or URL credential in it is redacted before it gets here.
 """
 
 from __future__ import annotations
@@ -166,7 +167,8 @@ class ProviderConnectionError(ProviderError):
 
 
 class ProviderTimeout(ProviderError):
-    """The connect or read timeout passed (``connect_timeout`` / ``read_timeout`` settings)."""
+    """The connect or read timeout passed (``connect_timeout`` / ``read_timeout`` settings), or
+    the reply was not complete within ``turn_timeout``."""
 
 
 class ProviderHTTPError(ProviderError):
@@ -192,3 +194,7 @@ class StreamInterrupted(ProviderError):
 
 class MalformedReply(ProviderError):
     """An event that cannot be parsed, or a response that is not an event stream."""
+
+
+class ReplyTooLarge(ProviderError):
+    """The reply passed ``max_reply_bytes`` before it was complete; the connection was closed."""

@@ -11,7 +11,9 @@ from typing import Any
 from IPython.core.interactiveshell import InteractiveShell
 
 from .completion import make_matcher
+from .errors import user_errors
 from .magic import SlotMagic, empty_turn_as_line
+from .options import check_environment
 
 __all__ = ["SlotMagic", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -24,21 +26,34 @@ def _loaded(shell: InteractiveShell) -> SlotMagic | None:
 
 def load_ipython_extension(shell: InteractiveShell) -> None:
     """Register the magics and open the notebook's session. Loading again replaces the
-    earlier registration (its session is closed first), so it is harmless."""
+    earlier registration (its session is closed first), so it is harmless.
+
+    A bad setting (a ``SLOTMAGIC_*`` variable, a store path, a model) stops the load with one
+    line (a ``UsageError``) and leaves nothing behind: fix it and ``%load_ext`` again.
+    """
     if _loaded(shell) is not None:
         unload_ipython_extension(shell)
-    magic = SlotMagic(shell)
+    magic: SlotMagic | None = None
     try:
+        with user_errors():
+            check_environment()  # before anything exists that would need taking back
+            magic = SlotMagic(shell)  # a refused %config value in shell.config: one warning line
+            magic.check_settings()
         magic.session()  # open now: a bad store path or setting is reported at load time
     except BaseException:
-        magic.close()
+        if magic is not None:
+            magic.close()
+        # Magics.__init__ joins shell.configurables first thing, even when it then fails.
+        configurables: list[Any] = shell.configurables
+        configurables[:] = [c for c in configurables if type(c).__name__ != "SlotMagic"]
         raise
-    shell.register_magics(magic)  # Magics also joins shell.configurables: %config SlotMagic
-    shell.events.register("pre_run_cell", magic.remember_cell)
+    loaded: SlotMagic = magic
+    shell.register_magics(loaded)  # %config SlotMagic finds it in shell.configurables
+    shell.events.register("pre_run_cell", loaded.remember_cell)
     shell.input_transformers_cleanup.append(empty_turn_as_line)
     completer = getattr(shell, "Completer", None)
     if completer is not None:
-        completer.custom_matchers.append(make_matcher(lambda: [s.id for s in magic.session().list_slots()]))
+        completer.custom_matchers.append(make_matcher(lambda: [s.id for s in loaded.session().list_slots()]))
 
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:

@@ -2,23 +2,54 @@
 extension loads, with ``SLOTMAGIC_<NAME>`` environment variables. ``%config SlotMagic`` lists
 them with this help text.
 
-Provider settings (base URLs, timeouts, retries, prices) are traitlets too and become the
-session's ``ProviderSettings``. API keys are deliberately not settings: a key typed on a
-``%config`` line would be saved in the notebook. Keys come from environment variables only
-(``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``), which a notebook can set without showing them:
-``os.environ["OPENAI_API_KEY"] = getpass.getpass()``.
+Provider settings become the session's ``ProviderSettings``; their traits are made from the
+specs (:data:`~slotmagic.providers.settings.GENERAL_SETTINGS`, and every non-secret setting of
+every registered provider), so a provider's registration is all it takes. API keys are
+deliberately not settings: a key typed on a ``%config`` line would be saved in the notebook.
+Keys come from environment variables only (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``), which a
+notebook can set without showing them: ``os.environ["OPENAI_API_KEY"] = getpass.getpass()``.
+
+No setting can break the extension:
+
+- a bad ``SLOTMAGIC_*`` variable stops ``%load_ext`` with one line naming the variable and a
+  value that works (:func:`check_environment`), before anything is registered;
+- a ``%config`` value that is refused is reported in one line and dropped from the shell's
+  config, so it does not come back at the next ``%reload_ext``; one that got there anyway (a
+  config file) is ignored at load with one warning line.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
-from traitlets import Bool, CFloat, CInt, Dict, TraitError, Unicode, default, validate
-from traitlets.config import Configurable
+from traitlets import Bool, CFloat, CInt, Dict, TraitError, TraitType, Unicode, default, validate
+from traitlets.config import Config, Configurable
 
 from ..errors import ConfigError
-from ..providers.settings import ProviderSettings
+from ..providers import REGISTRY
+from ..providers.endpoint import masked_url
+from ..providers.registry import SettingSpec
+from ..providers.settings import GENERAL_SETTINGS, GeneralSetting, Number, ProviderSettings
+
+logger = logging.getLogger("slotmagic")
+
+STREAM_THROTTLE = GeneralSetting(
+    "stream_throttle",
+    Number("a number of seconds >= 0", minimum_allowed=True),
+    0.1,
+    "0.5",
+    "Seconds between display updates while a reply streams, so a long reply costs a bounded "
+    "number of re-renders; a reply complete sooner is shown once.",
+    env="SLOTMAGIC_STREAM_THROTTLE",
+)
+# The numeric settings: the provider's (timeouts, retries, limits) and the magics' own.
+NUMBERS: dict[str, GeneralSetting] = {
+    s.name: s for s in (*GENERAL_SETTINGS, STREAM_THROTTLE) if s.config and s.kind is not None
+}
+URLS: dict[str, SettingSpec] = {s.name: s for s in REGISTRY.settings() if not s.secret}
+PROVIDER_FIELDS = (*URLS, *(s.name for s in GENERAL_SETTINGS if s.config))
 
 # Each setting's environment variable; SLOTMAGIC_DB predates the others and stays short.
 ENVIRONMENT = {
@@ -27,10 +58,7 @@ ENVIRONMENT = {
     "session_id": "SLOTMAGIC_SESSION",
     "system": "SLOTMAGIC_SYSTEM",
     "stream": "SLOTMAGIC_STREAM",
-    "stream_throttle": "SLOTMAGIC_STREAM_THROTTLE",
-    "connect_timeout": "SLOTMAGIC_CONNECT_TIMEOUT",
-    "read_timeout": "SLOTMAGIC_READ_TIMEOUT",
-    "max_retries": "SLOTMAGIC_MAX_RETRIES",
+    **{name: spec.env for name, spec in NUMBERS.items() if spec.env},
 }
 _FALSE = {"0", "false", "no", "off"}
 
@@ -40,14 +68,69 @@ def _env(name: str) -> str | None:
     return value if value else None
 
 
-def _number(name: str, kind: type[float] | type[int], fallback: float) -> float:
-    text = _env(name)
-    if not text:
-        return fallback
+def environment_value(spec: GeneralSetting) -> Any:
+    """The value ``spec``'s ``SLOTMAGIC_*`` variable gives, or its default when unset."""
+    text = os.environ.get(spec.env or "")
+    if not text or not text.strip():
+        return spec.default
+    assert spec.kind is not None
     try:
-        return kind(text)
+        return spec.kind.parse(text)
     except ValueError:
-        raise TraitError(f"{ENVIRONMENT[name]} must be a number, got {text!r}") from None
+        raise ConfigError(
+            f"{spec.env}={text!r} cannot be used: {spec.name} must be {spec.kind.what}; "
+            f"set e.g. {spec.env}={spec.example}, or unset it"
+        ) from None
+
+
+def check_environment() -> None:
+    """Raise ``ConfigError`` for the first ``SLOTMAGIC_*`` variable that holds no valid value."""
+    for spec in NUMBERS.values():
+        if spec.env:
+            environment_value(spec)
+
+
+class MaskedURL(str):
+    """A URL setting's value: a ``str`` whose ``repr`` hides credentials, so ``%config
+    SlotMagic`` and ``%config SlotMagic.openai_base_url`` never print them."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr(masked_url(str(self)))
+
+
+def _number_trait(spec: GeneralSetting) -> TraitType[Any, Any]:
+    assert spec.kind is not None
+    text = spec.help + (f" Env: {spec.env}." if spec.env else "")
+    if spec.kind.integer:
+        return CInt(help=text).tag(config=True)
+    if spec.kind.off_at_zero:
+        return CFloat(help=text, allow_none=True).tag(config=True)
+    return CFloat(help=text).tag(config=True)
+
+
+def _number_default(spec: GeneralSetting) -> Any:
+    def read(self: Any) -> Any:
+        try:
+            return environment_value(spec)
+        except ConfigError:  # check_environment reports it at load time
+            return spec.default
+
+    return default(spec.name)(read)
+
+
+def _provider_traits() -> dict[str, Any]:
+    """The traits (and dynamic defaults) of the provider settings and the stream throttle."""
+    traits: dict[str, Any] = {}
+    for name, setting in URLS.items():
+        traits[name] = Unicode(help=setting.help).tag(config=True)
+    for name, spec in NUMBERS.items():
+        if name != STREAM_THROTTLE.name:  # declared in the class, for the code that reads it
+            traits[name] = _number_trait(spec)
+        traits[f"_default_{name}"] = _number_default(spec)
+    traits["prices"] = Dict(help=next(s.help for s in GENERAL_SETTINGS if s.name == "prices")).tag(config=True)
+    return traits
 
 
 class SlotMagicOptions(Configurable):
@@ -75,76 +158,34 @@ class SlotMagicOptions(Configurable):
         "one turn). Env: SLOTMAGIC_STREAM=0 to turn it off.",
     ).tag(config=True)
 
-    stream_throttle = CFloat(
-        help="Seconds between display updates while a reply streams, so a long reply costs "
-        "a bounded number of re-renders; a reply complete sooner is shown once. "
-        "Env: SLOTMAGIC_STREAM_THROTTLE.",
-    ).tag(config=True)
+    stream_throttle = _number_trait(STREAM_THROTTLE)
 
-    openai_base_url = Unicode(
-        help="Base URL of an OpenAI-compatible server for openai:... models (vLLM, llama.cpp, "
-        "LM Studio, OpenRouter, a proxy); empty uses OPENAI_BASE_URL, else api.openai.com.",
-    ).tag(config=True)
+    # Every non-secret provider setting (base URLs, hosts), the timeouts, retries and limits,
+    # and prices: made from their specs.
+    vars().update(_provider_traits())
 
-    anthropic_base_url = Unicode(
-        help="Base URL for anthropic:... models; empty uses ANTHROPIC_BASE_URL, else api.anthropic.com.",
-    ).tag(config=True)
-
-    ollama_host = Unicode(
-        help="Where ollama:... models are served; empty uses OLLAMA_HOST, else http://localhost:11434.",
-    ).tag(config=True)
-
-    connect_timeout = CFloat(
-        help="Seconds to wait for a connection to the model's server. Env: SLOTMAGIC_CONNECT_TIMEOUT.",
-    ).tag(config=True)
-
-    read_timeout = CFloat(
-        help="Seconds the model's server may stay silent, before or within a reply. Env: SLOTMAGIC_READ_TIMEOUT.",
-    ).tag(config=True)
-
-    max_retries = CInt(
-        help="Retries after HTTP 429 (rate limited) or 5xx, with exponential backoff; 0 turns "
-        "retrying off. Env: SLOTMAGIC_MAX_RETRIES.",
-    ).tag(config=True)
-
-    prices = Dict(
-        help="Prices to add to or override the built-in table, in USD per million tokens: "
-        "{'openai:my-model': (input, output)}; 'provider:*' covers a whole provider.",
-    ).tag(config=True)
+    def __init__(self, **kwargs: Any) -> None:
+        self._refused: list[str] = []
+        super().__init__(**kwargs)  # loads the shell's config: refused values are dropped
+        for message in self._refused:
+            logger.warning("%s", message)
+        self._refused = []
 
     def provider_settings(self) -> ProviderSettings:
         """These settings as the session's ProviderSettings (keys stay in the environment)."""
-        return ProviderSettings(
-            openai_base_url=self.openai_base_url or None,
-            anthropic_base_url=self.anthropic_base_url or None,
-            ollama_host=self.ollama_host or None,
-            connect_timeout=self.connect_timeout,
-            read_timeout=self.read_timeout,
-            max_retries=self.max_retries,
-            prices=self.prices,
-        )
+        values = {name: getattr(self, name) for name in PROVIDER_FIELDS}
+        for name in URLS:
+            values[name] = str(values[name]) or None
+        return ProviderSettings(**values)
 
-    @default("connect_timeout")
-    def _default_connect_timeout(self) -> float:
-        return _number("connect_timeout", float, ProviderSettings.connect_timeout)
+    def check_settings(self) -> None:
+        """Read every setting once, so any problem shows now (``%load_ext``), not at a turn."""
+        check_environment()
+        for name in self.trait_names(config=True):
+            getattr(self, name)
+        self.provider_settings()
 
-    @default("read_timeout")
-    def _default_read_timeout(self) -> float:
-        return _number("read_timeout", float, ProviderSettings.read_timeout)
-
-    @default("max_retries")
-    def _default_max_retries(self) -> int:
-        return int(_number("max_retries", int, ProviderSettings.max_retries))
-
-    @validate("connect_timeout", "read_timeout", "max_retries", "prices")
-    def _check_provider_setting(self, proposal: Any) -> Any:
-        # ProviderSettings knows the rules; ask it, so a bad value is refused when it is set.
-        name = proposal["trait"].name
-        try:
-            ProviderSettings(**{name: proposal["value"]})
-        except ConfigError as exc:
-            raise TraitError(str(exc)) from None
-        return proposal["value"]
+    # -- defaults from the environment ---------------------------------------------------------
 
     @default("model")
     def _default_model(self) -> str:
@@ -166,17 +207,90 @@ class SlotMagicOptions(Configurable):
     def _default_stream(self) -> bool:
         return (_env("stream") or "1").strip().lower() not in _FALSE
 
-    @default("stream_throttle")
-    def _default_stream_throttle(self) -> float:
-        text = _env("stream_throttle")
-        try:
-            return float(text) if text else 0.1
-        except ValueError:
-            raise TraitError(f"SLOTMAGIC_STREAM_THROTTLE must be a number of seconds, got {text!r}") from None
+    # -- checks --------------------------------------------------------------------------------
 
-    @validate("stream_throttle")
-    def _check_throttle(self, proposal: Any) -> float:
-        value = float(proposal["value"])
-        if value < 0:
-            raise TraitError(f"stream_throttle must be >= 0 seconds, got {value}")
-        return value
+    @validate(*NUMBERS)
+    def _check_number(self, proposal: Any) -> Any:
+        spec = NUMBERS[proposal["trait"].name]
+        try:
+            return spec.check(proposal["value"])
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
+
+    @validate(*URLS)
+    def _check_url(self, proposal: Any) -> Any:
+        setting = URLS[proposal["trait"].name]
+        value = proposal["value"]
+        if value and setting.check is not None:
+            try:
+                setting.check(value, f"SlotMagic.{setting.name}")
+            except ConfigError as exc:
+                raise TraitError(str(exc)) from None
+        return MaskedURL(value)
+
+    @validate("prices")
+    def _check_prices(self, proposal: Any) -> Any:
+        try:
+            ProviderSettings(prices=proposal["value"])
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
+        return proposal["value"]
+
+    # -- config that cannot stick when refused ---------------------------------------------------
+
+    def _load_config(
+        self, cfg: Config, section_names: list[str] | None = None, traits: dict[str, Any] | None = None
+    ) -> None:
+        """Load each configured value on its own: a refused value is reported (``_refused``)
+        and removed from ``cfg`` and the shell's config instead of failing the whole load."""
+        mine = self._find_my_config(cfg)
+        known = self.traits(config=True)
+        for name, value in mine.items():
+            if name in known:
+                # Give the trait its value now: a refused value is rolled back to the trait's
+                # value before it, which for a dynamic default never computed would be the
+                # static default (0.0 for a timeout) instead of the real one.
+                getattr(self, name)
+            single = Config()
+            single[type(self).__name__] = Config({name: value})
+            try:
+                super()._load_config(single, section_names, traits)
+            except TraitError as exc:
+                self._refused.append(self._refusal(name, value, exc))
+                self._forget(cfg, name)
+
+    def update_config(self, config: Config) -> None:
+        """``%config SlotMagic.x = ...``: a refused value raises one line (which ``%config``
+        shows) and is not kept anywhere; accepted values are kept as usual."""
+        self._refused = []
+        super().update_config(config)
+        refused, self._refused = self._refused, []
+        if refused:
+            raise TraitError("; ".join(refused))
+
+    def _refusal(self, name: str, value: Any, exc: TraitError) -> str:
+        reason = str(exc)
+        spec = NUMBERS.get(name)
+        if spec is not None:  # a value traitlets could not even convert: say what would do
+            try:
+                spec.check(value)
+            except ConfigError as mine:
+                reason = str(mine)
+        shown = MaskedURL(value) if name in URLS and isinstance(value, str) else value
+        return f"SlotMagic.{name} = {shown!r} refused: {reason}; it stays {getattr(self, name)!r}"
+
+    def _forget(self, cfg: Config, name: str) -> None:
+        """Drop ``name`` from ``cfg`` and from the shell's config (which ``%config`` updated
+        before this object), putting back the value this object had from config, if any."""
+        parent = getattr(self, "parent", None)
+        configs = [cfg] + ([parent.config] if parent is not None and parent.config is not cfg else [])
+        for section in self.section_names():
+            kept = dict.get(self.config, section)
+            for config in configs:
+                found = dict.get(config, section)
+                if found is None or name not in found:
+                    continue
+                if config is not cfg and kept is not None and name in kept and kept is not found:
+                    found[name] = kept[name]  # the earlier, accepted value
+                else:
+                    del found[name]

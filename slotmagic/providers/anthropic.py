@@ -25,7 +25,6 @@ from httpx_sse import ServerSentEvent
 from ..core.messages import Message, ToolCall
 from ..errors import StreamInterrupted
 from .base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
-from .settings import resolve_endpoint
 from .transport import HTTPProvider, SSECall, parse_event_json, stream_error
 
 API_VERSION = "2023-06-01"
@@ -186,7 +185,7 @@ class AnthropicProvider(HTTPProvider):
     name = "anthropic"
 
     def call(self, request: ChatRequest) -> SSECall:
-        endpoint = resolve_endpoint(self.settings, "anthropic")
+        endpoint = self.endpoint()
         headers = {"anthropic-version": API_VERSION}
         if endpoint.api_key:
             headers["x-api-key"] = endpoint.api_key

@@ -31,6 +31,9 @@ def echo_reply(messages: tuple[Message, ...] | list[Message]) -> str:
 class EchoProvider:
     name = "echo"
 
+    def __init__(self, settings: object = None, *, name: str = "echo", registry: object = None) -> None:
+        self.name = name  # settings and registry are taken, as by every registered provider, and unused
+
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         text = echo_reply(request.messages)
         for piece in _PIECES.findall(text):  # word by word, like a real stream

@@ -19,7 +19,8 @@ from httpx_sse import ServerSentEvent
 from ..core.messages import Message, ToolCall
 from ..errors import StreamInterrupted
 from .base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
-from .settings import DEFAULT_OPENAI_BASE_URL, Endpoint, ProviderSettings, resolve_endpoint
+from .endpoint import Endpoint
+from .registry import DEFAULT_OPENAI_BASE_URL
 from .transport import HTTPProvider, SSECall, parse_event_json, stream_error
 
 
@@ -156,12 +157,10 @@ def _usage(raw: dict[str, Any]) -> Usage:
 class OpenAIProvider(HTTPProvider):
     """``openai:MODEL``, or ``ollama:MODEL`` with ``name="ollama"`` (Ollama's /v1 endpoint)."""
 
-    def __init__(self, settings: ProviderSettings | None = None, *, name: str = "openai") -> None:
-        super().__init__(settings)
-        self.name = name
+    name = "openai"
 
     def call(self, request: ChatRequest) -> SSECall:
-        endpoint = resolve_endpoint(self.settings, self.name)
+        endpoint = self.endpoint()
         headers = {"authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
         return SSECall(endpoint, "/chat/completions", request_body(request, endpoint), headers)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -101,13 +102,24 @@ def test_sigint_while_waiting_for_the_server(wire: WireServer, session: Session)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     main = threading.main_thread().ident
     assert main is not None and threading.get_ident() == main
-    timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
+    cancelled = threading.Event()
+
+    def interrupt_once_the_server_holds() -> None:
+        # Not a fixed delay: on a loaded machine the request may take longer than that to arrive.
+        deadline = time.monotonic() + 10
+        while not wire.requests and time.monotonic() < deadline and not cancelled.is_set():
+            time.sleep(0.01)
+        if not cancelled.wait(0.3):  # the first delta is read; the client now blocks in recv
+            signal.pthread_kill(main, signal.SIGINT)
+
+    sender = threading.Thread(target=interrupt_once_the_server_holds, daemon=True)
     try:
-        timer.start()
+        sender.start()
         with pytest.raises(KeyboardInterrupt):
             session.submit_turn("Hello")
     finally:
-        timer.cancel()
+        cancelled.set()
+        sender.join()
         signal.signal(signal.SIGINT, previous)
     assert closed_promptly(wire)
     assert session.messages() == []

@@ -1,18 +1,23 @@
-"""API keys never reach the store, an output, a log line or an error message.
+"""API keys and URL passwords never reach the store, an output, a log line or an error message.
 
-Keys are planted through the environment (OpenAI) and the settings (Anthropic); the server is
-scripted to echo them back in error bodies, whole and in part, the way real APIs quote a bad
-key. Then every byte the session wrote and every text a user could see is searched for them.
+A key and a base-URL password are planted, on both providers: the OpenAI key from the
+environment (sent as Bearer), the OpenAI key with credentials in the URL (Basic wins, the
+key is not sent), and the Anthropic key beside credentials in its URL (both sent). Every turn
+runs sync and async: a success, a recovered failure, then every failure mode of the wire
+server, each with a server that quotes the key, the password, ``user:password``, the Basic
+token and the URL itself back wherever a real server might. Then every byte the session wrote
+(the SQLite file, its WAL) and every text a user could see (replies, reprs, exception texts and
+tracebacks, stdout/stderr, log records of httpx, httpcore and slotmagic at DEBUG) is searched.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import traceback
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,73 +25,50 @@ from slotmagic import Reply, Session
 from slotmagic.errors import ProviderError
 from slotmagic.providers import ProviderSettings
 
+from .failures import FAILURES, RECOVERIES, success
 from .support import PLANTED_ANTHROPIC_KEY, PLANTED_OPENAI_KEY
-from .wire_server import (
-    DROP,
-    WireServer,
-    an_event,
-    an_text_stream,
-    json_response,
-    oa_text_stream,
-    sse_response,
-)
+from .wire_server import WireServer, sse_response
 
-Responses = list[list[Any]]  # one failing turn: the responses to its requests, retries included
+USER, PASSWORD = "alice", "PLANTED-url-pa55w0rd-e1d2c3"
+TOKEN = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+RETRIES = 1
 
 
-def openai_failures(key: str) -> list[Responses]:
-    return [
-        [
-            json_response(
-                401,
-                {
-                    "error": {
-                        "message": f"Incorrect API key provided: {key}.",
-                        "type": "invalid_request_error",
-                        "code": "invalid_api_key",
-                    }
-                },
-            )
-        ],
-        [json_response(400, {"error": {"message": f"bad header 'Bearer {key[:30]}'", "type": "invalid"}})],
-        [json_response(500, {"error": f"proxy failed for {key}"})] * 4,
-        [sse_response([f'data: {{"error": {{"message": "{key}", "type": "server_error"}}}}\n\n'])],
-        [sse_response([f'data: {{"broken": "{key}\n\n'])],
-        [sse_response(oa_text_stream("x")[:2], finish=False, then=[DROP])],
-    ]
+def secrets_of(key: str) -> list[str]:
+    """What must appear nowhere: pieces of the key (partial echoes count), the password, the
+    pair, the Basic token and a piece of it."""
+    return [key[8:28], key[-16:], PASSWORD, f"{USER}:{PASSWORD}", TOKEN, TOKEN[4:20]]
 
 
-def anthropic_failures(key: str) -> list[Responses]:
-    return [
-        [
-            json_response(
-                401, {"type": "error", "error": {"type": "authentication_error", "message": f"invalid x-api-key {key}"}}
-            )
-        ],
-        [json_response(529, {"type": "error", "error": {"type": "overloaded_error", "message": key}})] * 4,
-        [sse_response([an_event("error", error={"type": "api_error", "message": f"...{key[5:]}"})])],
-        [sse_response([f'event: message_start\ndata: {{"broken": "{key}\n\n'])],
-        [sse_response(an_text_stream("x")[:3], finish=False, then=[DROP])],
-    ]
-
-
-def test_planted_keys_appear_nowhere(
+@pytest.mark.slow
+def test_planted_keys_and_url_passwords_appear_nowhere(
     wire: WireServer,
     db_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    caplog.set_level(logging.DEBUG)  # httpx and httpcore log every request at DEBUG
+    for name in ("httpx", "httpcore", "slotmagic", ""):
+        caplog.set_level(logging.DEBUG, logger=name)  # httpx logs every request, httpcore every step
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_OPENAI_KEY)
-    settings = ProviderSettings(
-        openai_base_url=wire.url + "/v1",
-        anthropic_base_url=wire.url,
-        anthropic_api_key=PLANTED_ANTHROPIC_KEY,
+    credentialed = wire.url.replace("://", f"://{USER}:{PASSWORD}@")
+    plain = ProviderSettings(
+        openai_base_url=wire.url + "/v1",  # the key comes from the environment
+        read_timeout=0.3,
+        turn_timeout=0.8,
+        max_retries=RETRIES,
         backoff_base=0.001,
+        max_reply_bytes=64 * 1024,
     )
-    session = Session.open("secrets", db_path=db_path, settings=settings)
+    with_url_credentials = plain.replace(
+        openai_base_url=credentialed + "/v1",
+        openai_api_key=PLANTED_OPENAI_KEY,
+        anthropic_base_url=credentialed,
+        anthropic_api_key=PLANTED_ANTHROPIC_KEY,
+    )
+    session = Session.open("secrets", db_path=db_path, settings=plain)
     seen: list[str] = []
+    errors: set[str] = set()
 
     def run(model: str, sync: bool) -> Reply:
         if sync:
@@ -94,24 +76,43 @@ def test_planted_keys_appear_nowhere(
         return asyncio.run(session.asubmit_turn("hello", model=model))
 
     cases = [
-        ("openai:gpt-4o-mini", PLANTED_OPENAI_KEY, oa_text_stream("fine"), openai_failures),
-        ("anthropic:claude-haiku-4-5", PLANTED_ANTHROPIC_KEY, an_text_stream("fine"), anthropic_failures),
+        ("openai", "openai:gpt-4o-mini", plain, "Bearer " + PLANTED_OPENAI_KEY),
+        ("openai", "openai:gpt-4o-mini", with_url_credentials, "Basic " + TOKEN),
+        ("anthropic", "anthropic:claude-haiku-4-5", with_url_credentials, "Basic " + TOKEN),
     ]
-    for model, key, success, failures in cases:
+    for protocol, model, settings, authorization in cases:
+        session.settings = settings
+        key = PLANTED_OPENAI_KEY if protocol == "openai" else PLANTED_ANTHROPIC_KEY
+        echo = f"key {key}"  # a server can quote only what it was given (or what it already knew)
+        if settings is with_url_credentials:
+            echo += f" auth Basic {TOKEN} user {USER}:{PASSWORD} url {credentialed}"
         for sync in (True, False):
-            wire.script(sse_response(success))
+            wire.script(sse_response(success(protocol, "fine")))
             reply = run(model, sync)
-            sent = wire.requests[-1].headers
-            assert key in sent.get("authorization", "") + sent.get("x-api-key", "")  # the key was used
-            seen += [reply.text, repr(reply), str(reply.info), reply._repr_markdown_()]
-            for responses in failures(key):
-                wire.script(*responses)
-                with pytest.raises(ProviderError) as caught:
+            assert wire.requests[-1].headers["authorization"] == authorization  # what was really sent
+            if protocol == "anthropic":
+                assert wire.requests[-1].headers["x-api-key"] == PLANTED_ANTHROPIC_KEY
+            wire.script(*RECOVERIES["5xx then success"](protocol, echo, "recovered"))
+            replies = [reply, run(model, sync)]
+            for r in replies:
+                seen += [r.text, repr(r), str(r.info), r._repr_markdown_()]
+            for name, failure in FAILURES.items():
+                wire.script(*failure.responses(protocol, echo, RETRIES))
+                with pytest.raises(failure.error) as caught:
                     run(model, sync)
-                error = caught.value
+                error: ProviderError = caught.value
                 seen += [str(error), repr(error), "".join(traceback.format_exception(error))]
+                errors.add(type(error).__name__)
+                assert "\n" not in str(error), name
+        provider = session._engine._providers[protocol]  # the live provider object, as a user could repr it
+        seen += [repr(provider), repr(provider.settings)]  # type: ignore[attr-defined]
 
-    seen += [repr(session), repr(session.settings), json.dumps([t.info.to_dict() for t in session.turns()])]
+    seen += [
+        repr(session),
+        repr(session.settings),
+        str(session.settings),
+        json.dumps([t.info.to_dict() for t in session.turns()]),
+    ]
     seen += [repr(m) for m in session.messages()]
     files = sorted(db_path.parent.glob(db_path.name + "*"))
     assert any(f.name.endswith("-wal") for f in files)  # the write-ahead log is searched too
@@ -119,10 +120,13 @@ def test_planted_keys_appear_nowhere(
     session.close()
     stored += [f.read_bytes() for f in db_path.parent.glob(db_path.name + "*")]
     out, err = capsys.readouterr()
-    seen += [out, err, caplog.text]
+    seen += [out, err, caplog.text, *(r.getMessage() for r in caplog.records)]
 
+    loggers = {r.name.split(".")[0] for r in caplog.records}
+    assert {"httpx", "httpcore", "slotmagic"} <= loggers  # the logs searched did hold records
+    assert errors == {f.error.__name__ for f in FAILURES.values()}  # every failure mode ran
     for key in (PLANTED_OPENAI_KEY, PLANTED_ANTHROPIC_KEY):
-        fragment = key[8:28]  # a piece of the key, to catch partial echoes too
-        assert [text for text in seen if fragment in text] == []
-        assert [blob for blob in stored if fragment.encode() in blob] == []
+        for secret in secrets_of(key):
+            assert [text for text in seen if secret in text] == [], secret
+            assert [blob for blob in stored if secret.encode() in blob] == [], secret
     assert any("[redacted]" in text for text in seen)  # the echoes did come back, and were cut out

@@ -1,8 +1,10 @@
 """A real HTTP server on 127.0.0.1 that answers each request with scripted wire bytes.
 
 Each request takes the next script from the queue: a list of steps, each raw ``bytes`` to send,
-a ``Pause``, ``DROP`` (close the socket without finishing the response) or ``HOLD`` (wait
-until the client closes the connection, and record when). Responses are sent with chunked
+a ``Pause``, a ``Repeat`` (one HTTP chunk sent many times, so a 50 MB body costs the server no
+memory), ``DROP`` (close the socket without finishing the response) or ``HOLD`` (wait until the
+client closes the connection, and record when). A send that fails because the client hung up
+sets ``send_failed``. Responses are sent with chunked
 transfer encoding, one HTTP chunk per piece, so a test decides exactly where the client's
 reads are split: inside an SSE line, a JSON object or a multi-byte UTF-8 character.
 
@@ -28,6 +30,15 @@ Step = Any  # bytes | Pause | DROP | HOLD
 @dataclass(frozen=True)
 class Pause:
     seconds: float
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``data`` sent ``times`` times as HTTP chunks, with ``pause`` seconds between them."""
+
+    data: bytes
+    times: int
+    pause: float = 0.0
 
 
 DROP = object()
@@ -57,6 +68,7 @@ class WireServer:
         self._scripts: queue.Queue[list[Step]] = queue.Queue()
         self._stop = threading.Event()
         self.client_closed = threading.Event()
+        self.send_failed = threading.Event()  # the client hung up while a response was being sent
         self._threads: list[threading.Thread] = []
         self._accepting = threading.Thread(target=self._serve, daemon=True)
         self._accepting.start()
@@ -65,6 +77,10 @@ class WireServer:
         """Queue one response (a list of steps) per coming request, in order."""
         for steps in responses:
             self._scripts.put(list(steps))
+
+    def pending(self) -> int:
+        """How many scripted responses no request has taken yet."""
+        return self._scripts.qsize()
 
     def close(self) -> None:
         self._stop.set()
@@ -106,6 +122,12 @@ class WireServer:
                     elif isinstance(step, Pause):
                         if self._stop.wait(step.seconds):
                             return
+                    elif isinstance(step, Repeat):
+                        framed = chunk(step.data)
+                        for _ in range(step.times):
+                            conn.sendall(framed)
+                            if step.pause and self._stop.wait(step.pause):
+                                return
                     elif step is DROP:
                         conn.shutdown(socket.SHUT_RDWR)
                         return
@@ -113,6 +135,7 @@ class WireServer:
                         self._hold(conn)
                         return
             except OSError:
+                self.send_failed.set()
                 return  # the client went away; that is some tests' point
 
     def _hold(self, conn: socket.socket) -> None:

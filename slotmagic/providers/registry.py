@@ -1,0 +1,292 @@
+"""The providers slotmagic knows, one registration each.
+
+A registration says everything about a provider: its name, the class that speaks its wire
+protocol (imported only when a model needs it, so ``import slotmagic`` loads no httpx), its
+settings with their environment variables and defaults, which of them are secret, and how
+they make an :class:`~.endpoint.Endpoint`. Everything else is derived from the registry:
+
+- the ``ProviderSettings`` fields (:mod:`.settings`), whose ``repr`` masks each field marked
+  ``secret`` (and the credentials of each ``url`` field) because the registration says so,
+  not because a list elsewhere names it;
+- :func:`parse_model`, :func:`resolve_provider`, :func:`resolve_endpoint`, ``KNOWN_PROVIDERS``;
+- the ``%config SlotMagic`` traits of the non-secret settings (:mod:`slotmagic.magics.options`);
+- the settings table in the docs (:meth:`Registry.settings_table`; a test keeps the README's
+  copy equal to it).
+
+Adding a provider is adding one :class:`ProviderSpec` to :data:`REGISTRY` (and, for type
+checkers, its fields to the declaration in :mod:`.settings`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import ConfigError, MissingAPIKey, UnknownModel
+from .endpoint import Endpoint, checked_url, masked_url, ollama_base_url
+
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+# (value, where it came from) for a setting, or None when neither the setting nor its
+# environment variable is set.
+Lookup = Callable[[str], tuple[str, str] | None]
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One provider setting: a ``ProviderSettings`` field holding ``str | None``.
+
+    While the field is None (or empty) its environment variable is read at each request.
+    """
+
+    name: str  # the field name, e.g. "openai_api_key"
+    env: str  # the environment variable, e.g. "OPENAI_API_KEY"
+    default: str  # what applies when neither is set, as the docs say it
+    secret: bool = False  # a key: masked in every repr, never a %config setting
+    url: bool = False  # may carry credentials: shown without them
+    help: str = ""  # for %config SlotMagic (settings that are not secret)
+    check: Callable[[str, str], object] | None = None  # (value, source) -> raises ConfigError
+
+    def shown(self, value: object) -> str:
+        """``repr`` of a value of this setting, as it may be shown."""
+        if value is None:
+            return "None"
+        if self.secret:
+            return "'***'"
+        if self.url and isinstance(value, str):
+            return repr(masked_url(value))
+        return repr(value)
+
+
+class EndpointRule(Protocol):
+    """How a provider's settings make the endpoint of a request."""
+
+    def resolve(self, spec: ProviderSpec, lookup: Lookup) -> Endpoint: ...
+
+
+@dataclass(frozen=True)
+class KeyedEndpoint:
+    """A base URL and a key: the official URL needs the key, a URL of your own may not."""
+
+    url: str  # the setting holding the base URL
+    key: str  # the setting holding the key
+    default_url: str
+
+    def resolve(self, spec: ProviderSpec, lookup: Lookup) -> Endpoint:
+        url = lookup(self.url)
+        key = lookup(self.key)
+        if key is None and url is None:  # a custom server decides for itself whether it wants a key
+            raise MissingAPIKey(spec.name, spec.setting(self.key).env)
+        base_url = checked_url(*url) if url else self.default_url
+        return Endpoint(spec.name, base_url, key[0] if key else None)
+
+
+@dataclass(frozen=True)
+class OllamaEndpoint:
+    """An Ollama server's OpenAI-compatible ``/v1``, from ``OLLAMA_HOST`` as Ollama reads it."""
+
+    host: str  # the setting holding the host
+
+    def resolve(self, spec: ProviderSpec, lookup: Lookup) -> Endpoint:
+        host = lookup(self.host)
+        return Endpoint(spec.name, ollama_base_url(*host) if host else ollama_base_url(None))
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """One provider's registration."""
+
+    name: str  # the "provider" in "provider:model"
+    factory: str  # "module:Class", imported when first needed; Class(settings, name=..., registry=...)
+    summary: str  # what answers, for the docs
+    example: str  # a model string, for messages and docs
+    settings: tuple[SettingSpec, ...] = ()
+    endpoint: EndpointRule | None = None  # None: no network (echo)
+    bare: bool = False  # the model string may be the name alone ("echo")
+
+    def setting(self, name: str) -> SettingSpec:
+        for spec in self.settings:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    def make(self, settings: Any, registry: Registry) -> Any:
+        module, _, attr = self.factory.partition(":")
+        cls = getattr(importlib.import_module(module), attr)
+        return cls(settings, name=self.name, registry=registry)
+
+
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*\Z")
+
+
+class Registry:
+    """Provider registrations by name, in the order they were registered."""
+
+    def __init__(self, specs: Iterable[ProviderSpec] = ()) -> None:
+        self._specs: dict[str, ProviderSpec] = {}
+        for spec in specs:
+            self.register(spec)
+
+    def register(self, spec: ProviderSpec) -> ProviderSpec:
+        if not _IDENTIFIER.match(spec.name):
+            raise ConfigError(f"provider name {spec.name!r} must be lower-case letters, digits and '_'")
+        if spec.name in self._specs:
+            raise ConfigError(f"provider {spec.name!r} is registered already")
+        taken = {s.name for s in self.settings()} | {s.env for s in self.settings()}
+        for setting in spec.settings:
+            if not _IDENTIFIER.match(setting.name) or setting.name in taken or setting.env in taken:
+                raise ConfigError(
+                    f"provider {spec.name!r}: setting {setting.name!r} or {setting.env} is taken or invalid"
+                )
+            taken |= {setting.name, setting.env}
+        if spec.endpoint is None and spec.settings:
+            raise ConfigError(f"provider {spec.name!r} has settings but no endpoint rule")
+        self._specs[spec.name] = spec
+        return spec
+
+    def __iter__(self) -> Iterator[ProviderSpec]:
+        return iter(self._specs.values())
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._specs)
+
+    def settings(self) -> Iterator[SettingSpec]:
+        """Every provider setting, in registration order."""
+        for spec in self._specs.values():
+            yield from spec.settings
+
+    # -- models --------------------------------------------------------------------------------
+
+    def parse_model(self, model: str) -> tuple[str, str]:
+        """Split ``"provider:model"``; a bare provider name registered as ``bare`` (``echo``)
+        is ``(name, name)``. The provider must be registered."""
+        provider, sep, name = model.partition(":")
+        if not sep:
+            spec = self._specs.get(model)
+            if spec is not None and spec.bare:
+                return model, model
+            raise UnknownModel(f"model {model!r} names no provider; write provider:model, e.g. {self._examples()}")
+        if provider not in self._specs:
+            raise UnknownModel(f"unknown provider {provider!r} in model {model!r}; known: {', '.join(self._specs)}")
+        if not name:
+            raise UnknownModel(f"model {model!r} names no model after {provider + ':'!r}")
+        return provider, name
+
+    def provider(self, model: str, settings: Any) -> tuple[Any, str]:
+        """A new provider object serving ``model``, and the model name to send it."""
+        provider, name = self.parse_model(model)
+        return self._specs[provider].make(settings, self), name
+
+    def endpoint(self, settings: Any, provider: str, environ: Mapping[str, str] | None = None) -> Endpoint:
+        """The endpoint for ``provider`` now: settings first, then the environment, then defaults."""
+        spec = self._specs.get(provider)
+        if spec is None or spec.endpoint is None:
+            raise ConfigError(f"no endpoint settings for provider {provider!r}")
+        env = os.environ if environ is None else environ
+        by_name = {s.name: s for s in spec.settings}
+
+        def lookup(name: str) -> tuple[str, str] | None:
+            setting = by_name[name]
+            value = getattr(settings, name)
+            if value:  # empty strings mean "not set"
+                return value, f"the {name} setting"
+            if env.get(setting.env):
+                return env[setting.env], setting.env
+            return None
+
+        return spec.endpoint.resolve(spec, lookup)
+
+    def _examples(self) -> str:
+        examples = [s.name if s.bare else s.example for s in self._specs.values()]
+        return ", ".join(examples[:-1]) + (" or " if len(examples) > 1 else "") + examples[-1]
+
+    # -- docs ----------------------------------------------------------------------------------
+
+    def settings_table(self) -> str:
+        """The provider settings as a Markdown table (the README holds a copy of it)."""
+        rows = [("setting", "environment variable", "default")]
+        rows += [(f"`{s.name}`", f"`{s.env}`", s.default) for s in self.settings()]
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        lines = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |" for row in rows]
+        lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+        return "\n".join(lines)
+
+
+def _check_url(value: str, source: str) -> object:
+    return checked_url(value, source)
+
+
+def _check_host(value: str, source: str) -> object:
+    return ollama_base_url(value, source)
+
+
+REGISTRY = Registry(
+    [
+        ProviderSpec(
+            "openai",
+            "slotmagic.providers.openai:OpenAIProvider",
+            summary="OpenAI chat completions, or any OpenAI-compatible server",
+            example="openai:gpt-4o-mini",
+            settings=(
+                SettingSpec("openai_api_key", "OPENAI_API_KEY", "required for api.openai.com", secret=True),
+                SettingSpec(
+                    "openai_base_url",
+                    "OPENAI_BASE_URL",
+                    f"`{DEFAULT_OPENAI_BASE_URL}`",
+                    url=True,
+                    help="Base URL of an OpenAI-compatible server for openai:... models (vLLM, llama.cpp, "
+                    "LM Studio, OpenRouter, a proxy); empty uses OPENAI_BASE_URL, else api.openai.com.",
+                    check=_check_url,
+                ),
+            ),
+            endpoint=KeyedEndpoint("openai_base_url", "openai_api_key", DEFAULT_OPENAI_BASE_URL),
+        ),
+        ProviderSpec(
+            "anthropic",
+            "slotmagic.providers.anthropic:AnthropicProvider",
+            summary="Anthropic's Messages API",
+            example="anthropic:claude-sonnet-4-5",
+            settings=(
+                SettingSpec("anthropic_api_key", "ANTHROPIC_API_KEY", "required for api.anthropic.com", secret=True),
+                SettingSpec(
+                    "anthropic_base_url",
+                    "ANTHROPIC_BASE_URL",
+                    f"`{DEFAULT_ANTHROPIC_BASE_URL}`",
+                    url=True,
+                    help="Base URL for anthropic:... models; empty uses ANTHROPIC_BASE_URL, else api.anthropic.com.",
+                    check=_check_url,
+                ),
+            ),
+            endpoint=KeyedEndpoint("anthropic_base_url", "anthropic_api_key", DEFAULT_ANTHROPIC_BASE_URL),
+        ),
+        ProviderSpec(
+            "ollama",
+            "slotmagic.providers.openai:OpenAIProvider",  # Ollama's OpenAI-compatible /v1, no key
+            summary="a local Ollama server, through its OpenAI-compatible `/v1` endpoint",
+            example="ollama:llama3.2",
+            settings=(
+                SettingSpec(
+                    "ollama_host",
+                    "OLLAMA_HOST",
+                    "`http://localhost:11434` (no key)",
+                    url=True,
+                    help="Where ollama:... models are served; empty uses OLLAMA_HOST, else http://localhost:11434.",
+                    check=_check_host,
+                ),
+            ),
+            endpoint=OllamaEndpoint("ollama_host"),
+        ),
+        ProviderSpec(
+            "echo",
+            "slotmagic.providers.echo:EchoProvider",
+            summary="the offline test model (no network, no key)",
+            example="echo",
+            bare=True,
+        ),
+    ]
+)
