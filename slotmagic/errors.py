@@ -17,6 +17,7 @@ can show it as is (a ``UsageError``, no traceback). Anything that is *not* a
     ├── ConfigError                (also a ValueError)
     ├── StoreError
     ├── TurnNotStored              (its slot was renamed or deleted meanwhile; the reply is kept)
+    ├── OverBudget                 (a request that cannot fit its budget, refused before sending)
     └── ProviderError              (the slot is always left unchanged)
         ├── UnknownModel
         ├── MissingAPIKey
@@ -142,6 +143,11 @@ class TurnNotStored(SlotMagicError):
             f"the reply was not stored: slot {slot_id!r} was renamed or deleted while it was written; "
             "its text is on this error (.text), run the turn again on another slot"
         )
+
+
+class OverBudget(SlotMagicError):
+    """A request would not fit the slot's budget and compaction cannot make it fit (it is off
+    for the slot, or the newest messages alone are too long). Nothing was sent."""
 
 
 class ProviderError(SlotMagicError):

@@ -20,16 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from .core.checks import check_json_mapping, check_optional_text, check_text, check_whole
+from .core.compaction import Compaction
 from .core.definition import describe_difference
 from .core.messages import Message
 from .core.records import TurnInfo, TurnRecord
 from .core.slots import DeriveStrategy, FocusedConfig, Slot, SlotConfig, SlotMode, SlotSource, validate_slot_id
 from .core.usage import Usage
 from .diff import BranchDiff, diff_slots
+from .engine.budgeting import SlotBudget
 from .engine.pipeline import View
 from .engine.reply import Reply
 from .engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
-from .errors import ConfigError, SlotConflict, SlotNotEmpty, StoreError
+from .errors import ConfigError, SlotConflict, SlotNotEmpty, SlotReadonly, StoreError
 from .export import export_slot
 from .providers import ProviderSettings, parse_model
 from .store import SQLiteStore, Store
@@ -306,12 +308,76 @@ class Session:
         new user message (the same code path a real request takes)."""
         return list(self.preview(slot).messages)
 
-    def preview(self, slot: str | None = None) -> View:
-        """The slot's next request entry by entry: where each message came from, and which
-        stored positions the slot's mode leaves out."""
+    def preview(self, slot: str | None = None, *, model: str | None = None) -> View:
+        """The slot's next request entry by entry: where each message came from, what it costs,
+        and which stored positions a compaction or the slot's mode leaves out."""
         history = self.store.history(self.session_id, _optional_slot(slot))
         assert history.slot is not None
-        return self._engine.view(history.slot, history)
+        return self._engine.view(history.slot, history, model=_check_model(model) if model else None)
+
+    def budget(self, slot: str | None = None, *, model: str | None = None) -> SlotBudget:
+        """The slot's next request against its budget by category, the compaction threshold,
+        and the compactions so far (``model`` defaults to the session's)."""
+        model = _check_model(model) if model else self.model
+        history = self.store.history(self.session_id, _optional_slot(slot))
+        assert history.slot is not None
+        view = self._engine.view(history.slot, history, model=model)
+        window, known = self._engine.window(model)
+        assert view.report is not None and view.budget is not None
+        compactions = tuple(history.compactions())
+        return SlotBudget(history.slot.id, model, window, known, view.budget, view.report, view.exact, compactions)
+
+    def compactions(self, slot: str | None = None) -> list[Compaction]:
+        """The compactions the slot's view has seen, oldest first (the latest applies)."""
+        return self.store.history(self.session_id, _optional_slot(slot)).compactions()
+
+    def compact(
+        self,
+        slot: str | None = None,
+        *,
+        keep: int | None = None,
+        instructions: str | None = None,
+        model: str | None = None,
+    ) -> Compaction:
+        """Compact the slot now: fold all but its newest messages into a summary (all but the
+        last ``keep`` messages, or what does not fit in half the room left for history). The
+        stored messages stay; only the model's view changes. ``instructions`` steer what the
+        summary keeps."""
+        if keep is not None:
+            check_whole(keep, "keep", minimum=1)
+        check_optional_text(instructions, "instructions")
+        model = _check_model(model) if model else self.model
+        history = self.store.history(self.session_id, _optional_slot(slot))
+        found = history.slot
+        assert found is not None
+        if found.mode is SlotMode.READONLY:
+            raise SlotReadonly(found.id)
+        view = self._engine.view(found, history, model=model)
+        fold = self._engine.plan_compaction(view, history, model, keep)
+        if fold is None:
+            hint = "it fits its budget" if keep is None else f"it has no more than {keep} messages to keep"
+            raise ConfigError(f"nothing to compact in slot {found.id!r}: {hint} (keep=N folds all but the last N)")
+        compaction = self._engine.summarizer(model, view).summarize(fold, instructions)
+        return self.store.add_compaction(self.session_id, found.id, compaction, base=history.tip)
+
+    @property
+    def context_windows(self) -> dict[str, int]:
+        """Context windows that override or extend the built-in table: ``{"openai:my-model":
+        32768, "ollama:*": 8192}``; budgets of slots without their own follow them."""
+        return dict(self._engine.context_windows)
+
+    @context_windows.setter
+    def context_windows(self, value: Mapping[str, int]) -> None:
+        self._engine.context_windows = _check_windows(value)
+
+    @property
+    def compaction_model(self) -> str | None:
+        """The model that writes compaction summaries; None: the turn's own model."""
+        return self._engine.compaction_model
+
+    @compaction_model.setter
+    def compaction_model(self, value: str | None) -> None:
+        self._engine.compaction_model = None if not value else _check_model(value)
 
     def append(
         self, messages: Iterable[Message], slot: str | None = None, info: Mapping[str, Any] | None = None
@@ -378,6 +444,17 @@ class Session:
 
     def _slot_id(self, slot: str | None) -> str:
         return self.current_slot if slot is None else validate_slot_id(slot)
+
+
+def _check_windows(value: object) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"context windows must be a dict of model -> tokens, not {type(value).__name__}")
+    checked = {}
+    for model, tokens in value.items():
+        if not isinstance(model, str):
+            raise ConfigError(f"context windows are keyed by model strings, not {model!r}")
+        checked[model] = check_whole(tokens, f"the context window of {model}", minimum=1)
+    return checked
 
 
 def _optional_slot(slot: object) -> str | None:

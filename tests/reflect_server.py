@@ -36,6 +36,7 @@ class ReflectServer:
     def __init__(self, delay: float = 0.0, jitter: float = 0.0) -> None:
         self.delay, self.jitter = delay, jitter
         self.requests = 0
+        self.bodies: list[dict[str, Any]] = []  # every request body received, in order
         self._lock = threading.Lock()
         server = self
 
@@ -49,6 +50,7 @@ class ReflectServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server._lock:
                     server.requests += 1
+                    server.bodies.append(body)
                 time.sleep(server.delay + random.uniform(0, server.jitter))
                 text = reflection(body["messages"])
                 events = [

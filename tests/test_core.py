@@ -7,9 +7,10 @@ import pytest
 from slotmagic import ContextBudget, FocusedConfig, InvalidSlotId, Message, SlotConfig, SlotMode, ToolCall
 from slotmagic.core import estimate_message_tokens, estimate_text_tokens
 from slotmagic.core.slots import DeriveStrategy, validate_slot_id
-from slotmagic.engine.pipeline import SUMMARY_PREFIX, assemble
+from slotmagic.engine.pipeline import SUMMARY_PREFIX, Counting, assemble
 from slotmagic.errors import ConfigError
 from slotmagic.store.base import History
+from slotmagic.tokens import TokenCounter
 
 
 def convo(n: int) -> list[Message]:
@@ -114,7 +115,8 @@ def test_budget_roundtrip() -> None:
 
 def slot_view(messages: list[Message], config: SlotConfig) -> list[Message]:
     """The mode step of the view pipeline over a history held in memory."""
-    return list(assemble("s", config, History.of(messages), None, estimate_message_tokens).messages)
+    counting = Counting(TokenCounter.for_model("echo"))
+    return list(assemble("s", config, History.of(messages), None, counting, ContextBudget()).messages)
 
 
 def focused_view(messages: list[Message], focused: FocusedConfig) -> list[Message]:

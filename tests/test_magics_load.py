@@ -144,6 +144,8 @@ def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
                 "delete",
                 "show",
                 "preview",
+                "budget",
+                "compact",
                 "session",
                 "rename",
                 "diff",

@@ -132,12 +132,13 @@ def test_preview_shows_the_filtered_view_with_tokens(ip: Any, capsys: pytest.Cap
     ip.run_cell("%%turn\nsecond")
     ip.run_cell("%slot derive f --recent 1 --no-switch")
     out = run(ip, "%slot preview f", capsys)
-    view = session(ip).view("f")
+    [entry] = session(ip).preview("f").entries
     assert out.splitlines()[0] == (
         f"slot f (focused: last 1 message, system prompt kept) would send 1 message, "
-        f"~{view[0].tokens} tokens, then the new user message:"
+        f"~{entry.tokens} tokens, then the new user message:"
     )
-    assert f"[1] assistant ({view[0].tokens} tokens)" in out
+    assert f"[1] assistant ({entry.tokens} tokens)" in out
+    assert "… 3 stored messages left out by the focused filter (positions 0-2)" in out
 
 
 def test_session_show_and_attach(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -215,6 +215,7 @@ def test_long_reply_costs_a_bounded_number_of_updates(ip: Any, monkeypatch: pyte
     clock = itertools.count(step=0.001)
     monkeypatch.setattr("slotmagic.magics.display.monotonic", lambda: next(clock))
     ip.run_cell("%config SlotMagic.stream_throttle = 0.25")
+    ip.run_cell("%config SlotMagic.context_windows = {'echo': 200_000}")  # echo's own 8k would refuse it
     words = " ".join(f"word{i}" for i in range(10_000))
     outputs = displays(ip, f"%%turn\n{words}")
     reply = ip.user_ns["_"]
@@ -273,3 +274,20 @@ def test_cost_in_the_footer(usd: float, shown: str) -> None:
     from slotmagic.magics.display import format_cost
 
     assert format_cost(usd) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("<img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert(1)>"),
+        ("a <script>x</script> b", "a &lt;script>x&lt;/script> b"),
+        ("code `<b>` stays", "code `<b>` stays"),
+        ("```html\n<img src=x>\n```\nthen <i>", "```html\n<img src=x>\n```\nthen &lt;i>"),
+        ("**bold** and 3 < 4", "**bold** and 3 &lt; 4"),
+    ],
+)
+def test_replies_are_shown_as_markdown_never_as_html(text: str, shown: str) -> None:
+    from slotmagic.magics.display import bundle, inert_markdown
+
+    assert inert_markdown(text) == shown
+    assert bundle(text, "footer")["text/plain"].startswith(text)  # the plain form is the text itself

@@ -321,7 +321,7 @@ def test_focused_view_in_session(session: Session) -> None:
     assert [m.role for m in view] == ["system", "system", "user", "assistant"]
     assert view[0].content == "sys" and view[1].content == SUMMARY_PREFIX + "q1 and q2 settled"
     assert view[2].content == "q3"
-    assert all(m.tokens > 0 for m in view)
+    assert all(entry.tokens > 0 for entry in session.preview().entries)
     session.configure_slot(focused=FocusedConfig(keep_system=True, recent_messages=0))
     assert contents(session.view()) == ["sys"]
     session.configure_slot(focused=FocusedConfig(keep_system=False, recent_messages=0))

@@ -157,7 +157,7 @@ class SlotConfig:
     mode: SlotMode = SlotMode.FULL
     focused: FocusedConfig = field(default_factory=FocusedConfig)
     source: SlotSource = field(default_factory=SlotSource.new)
-    budget: ContextBudget = field(default_factory=ContextBudget)
+    budget: ContextBudget | None = None  # None: the model's context window in the default split
     compact: bool = True
     system: str | None = None  # this slot's system prompt; None uses the session's
 
@@ -184,7 +184,7 @@ class SlotConfig:
             "mode": self.mode.value,
             "focused": self.focused.to_dict(),
             "source": self.source.to_dict(),
-            "budget": self.budget.to_dict(),
+            "budget": None if self.budget is None else self.budget.to_dict(),
             "compact": self.compact,
             "system": self.system,
         }
@@ -195,10 +195,19 @@ class SlotConfig:
             mode=SlotMode.parse(data.get("mode", "full")),
             focused=FocusedConfig.from_dict(data.get("focused") or {}),
             source=SlotSource.from_dict(data.get("source") or {}, parent_id),
-            budget=ContextBudget.from_dict(data.get("budget") or {}),
+            budget=_stored_budget(data.get("budget")),
             compact=bool(data.get("compact", True)),
             system=data.get("system"),
         )
+
+
+def _stored_budget(data: Any) -> ContextBudget | None:
+    """A stored budget; the 128k split every slot carried before budgets followed the model's
+    window reads as none (follow the window), since no user chose it."""
+    if not data:
+        return None
+    budget = ContextBudget.from_dict(data)
+    return None if budget == ContextBudget() else budget
 
 
 @dataclass(frozen=True, slots=True)

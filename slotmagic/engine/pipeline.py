@@ -1,57 +1,108 @@
 """The view pipeline: from a slot's stored history to what the model is sent.
 
-An ordered list of small steps, each one concern (the system prompt, the slot's mode; later
-compaction, working context, workflow, pins, namespace references), works on a ``ViewBuild``.
-``Session.view()``, ``%slot preview`` and the real request all go through it, so what is
-previewed is what is sent. Every entry says where it came from (a stored message and its
-position, or something a step injected), and what the steps left out is kept as ranges of
-positions, so a preview can show it greyed where it was.
+An ordered list of small steps, each one concern, works on a ``ViewBuild``: the system prompt,
+the latest compaction (its summary in place of the messages it folded), the slot's mode, then
+token counts and the budget. ``Session.view()``, ``%slot preview``, ``%slot budget`` and the
+real request all go through it, so what is previewed is what is sent. Every entry says where it
+came from (a stored message and its position, or something a step injected), and what the
+steps left out is kept as ranges of positions with the reason, so a preview can show it greyed
+where it was. A later feature that changes what the model sees adds a step.
 
-Steps read the history lazily: a focused view of a long history reads its tail, not all of it.
+Steps read the history lazily: a focused or compacted view of a long history reads its tail,
+and token counts come from the store (each message is counted once per encoding).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from ..core.budget import BudgetReport, ContextBudget
+from ..core.compaction import Compaction
 from ..core.messages import Message
-from ..core.slots import FocusedConfig, SlotConfig, SlotMode
+from ..core.slots import SlotConfig, SlotMode
 from ..store.base import History
+from ..tokens import ESTIMATE, TokenCounter
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 
-EntryKind = Literal["system", "history", "summary", "new"]
+EntryKind = Literal["system", "history", "summary", "compaction", "new"]
+OmitReason = Literal["compacted", "filtered"]
 
 
 @dataclass(frozen=True, slots=True)
 class ViewEntry:
-    """One message of a view: ``history`` entries carry their position in the stored
-    history; the others were put there by a step (``system`` prompt, ``summary``) or are the
-    turn's ``new`` message."""
+    """One message of a view: ``history`` entries carry their position in the stored history;
+    the others were put there by a step (the ``system`` prompt, a focused slot's ``summary``,
+    a ``compaction``'s summary) or are the turn's ``new`` message. ``tokens`` is the message's
+    count as the model will count it (exact, or a calibrated estimate)."""
 
     message: Message
     kind: EntryKind
     position: int | None = None
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Omitted:
+    """Stored positions ``lo`` to ``hi - 1`` the model does not see, and why."""
+
+    lo: int
+    hi: int
+    reason: OmitReason
+
+    @property
+    def count(self) -> int:
+        return self.hi - self.lo
+
+
+@dataclass
+class Counting:
+    """How a view's tokens are counted: the model's counter, and for models counted by an
+    estimate, the factor that calibrates it."""
+
+    counter: TokenCounter
+    factor: float = 1.0
+
+    @property
+    def encoding(self) -> str:
+        return self.counter.encoding
+
+    def scale(self, estimate: int) -> int:
+        return estimate if self.factor == 1.0 else math.ceil(estimate * self.factor - 1e-9)
+
+    def count(self, message: Message) -> int:
+        if self.counter.exact:
+            return self.counter.count_message(message)
+        return self.scale(message.tokens or self.counter.count_message(message))
 
 
 @dataclass
 class ViewBuild:
-    """What the steps work on. ``system`` is the system side of the request (prompt and
-    injected blocks), ``conversation`` the rest, in order."""
+    """What the steps work on. ``system`` is the system side of the request (prompt, summaries,
+    injected blocks), ``conversation`` the rest, in order; ``start`` the first stored position
+    the conversation may draw from (after a compaction's folded part)."""
 
     config: SlotConfig
     history: History
     prompt: str | None
-    count: Callable[[Message], int]
+    counting: Counting
+    budget: ContextBudget
+    reserve: int = 0  # what the reply may take (the turn's max_tokens), for the budget report
+    compaction: Compaction | None = None  # the one to apply; None: the history's latest
+    pending_compaction: bool = False  # ``compaction`` is not stored yet
+    new: Message | None = None  # the turn's new message (None for a preview)
     system: list[ViewEntry] = field(default_factory=list)
     conversation: list[ViewEntry] = field(default_factory=list)
-    omitted: list[tuple[int, int]] = field(default_factory=list)
+    omitted: list[Omitted] = field(default_factory=list)
+    start: int = 0
+    report: BudgetReport | None = None
 
     def inject(self, message: Message, kind: EntryKind) -> ViewEntry:
-        """An entry for a message a step made (its token count is taken now)."""
-        return ViewEntry(message if message.tokens else message.with_tokens(self.count(message)), kind)
+        """An entry for a message a step made."""
+        return ViewEntry(message, kind)
 
 
 Step = Callable[[ViewBuild], None]
@@ -63,57 +114,132 @@ def system_prompt(build: ViewBuild) -> None:
         build.system.append(build.inject(Message.system(build.prompt), "system"))
 
 
+def compacted(build: ViewBuild) -> None:
+    """The latest compaction this history sees: its summary goes on the system side, and the
+    conversation starts after the messages it folded."""
+    compaction = build.compaction if build.pending_compaction else build.history.compaction()
+    build.compaction = compaction
+    if compaction is None:
+        return
+    build.system.append(build.inject(compaction.message(), "compaction"))
+    build.start = compaction.upto
+    build.omitted.append(Omitted(0, compaction.upto, "compacted"))
+
+
 def mode_filter(build: ViewBuild) -> None:
-    """Full and readonly slots see every stored message. A focused slot sees the first system
-    message (if ``keep_system``), the summary override, then the last ``recent_messages``
-    non-system messages, widened so that a tool result never loses the call it answers."""
+    """Full and readonly slots see every stored message (after a compaction's folded part). A
+    focused slot sees the first system message (if ``keep_system``), the summary override, then
+    the last ``recent_messages`` non-system messages, widened so that a tool result never loses
+    the call it answers."""
     history = build.history
     if build.config.mode is not SlotMode.FOCUSED:
-        build.conversation.extend(ViewEntry(m, "history", i) for i, m in enumerate(history.messages()))
+        build.conversation.extend(
+            ViewEntry(m, "history", i) for i, m in enumerate(history.messages(build.start), build.start)
+        )
         return
     focus = build.config.focused
-    kept_system = _first_system(build, focus)
-    build.system[:] = [kept_system] if kept_system is not None else []
+    kept_system = _first_system(build) if focus.keep_system else None
+    build.system[:] = [e for e in build.system if e.kind == "compaction" or e is kept_system]
+    if kept_system is not None and kept_system.kind == "history":
+        build.system.insert(0, kept_system)
     if focus.summary_override:
         build.system.append(build.inject(Message.system(SUMMARY_PREFIX + focus.summary_override), "summary"))
     start, tail = history.tail(focus.recent_messages)
+    if start < build.start:  # never reach back into what a compaction folded
+        tail, start = tail[build.start - start :], build.start
     build.conversation.extend(ViewEntry(m, "history", start + i) for i, m in enumerate(tail) if m.role != "system")
-    kept = [e.position for e in (kept_system, *build.conversation) if e is not None and e.position is not None]
-    build.omitted.extend(_gaps(sorted(kept), len(history)))
+    kept = sorted(
+        e.position for e in (*build.system, *build.conversation) if e.kind == "history" and e.position is not None
+    )
+    build.omitted.extend(Omitted(lo, hi, "filtered") for lo, hi in _gaps(kept, build.start, len(history)))
 
 
-def _first_system(build: ViewBuild, focus: FocusedConfig) -> ViewEntry | None:
-    if not focus.keep_system:
-        return None
-    if build.system:
-        return build.system[0]
+def _first_system(build: ViewBuild) -> ViewEntry | None:
+    prompt = next((e for e in build.system if e.kind == "system"), None)
+    if prompt is not None:
+        return prompt
     found = build.history.first_system()
-    return None if found is None else ViewEntry(found[1], "history", found[0])
+    return None if found is None or found[0] < build.start else ViewEntry(found[1], "history", found[0])
 
 
-def _gaps(kept: Sequence[int], length: int) -> list[tuple[int, int]]:
-    """The ranges of positions between the kept ones (without visiting every position)."""
-    out, previous = [], 0
+def _gaps(kept: Sequence[int], start: int, length: int) -> list[tuple[int, int]]:
+    """The ranges of positions from ``start`` on between the kept ones (without visiting
+    every position of a long history)."""
+    out, previous = [], start
     for p in kept:
         if p > previous:
             out.append((previous, p))
-        previous = p + 1
+        previous = max(previous, p + 1)
     if previous < length:
         out.append((previous, length))
     return out
 
 
-STEPS: tuple[Step, ...] = (system_prompt, mode_filter)
+def new_message(build: ViewBuild) -> None:
+    """The turn's new message, last and never filtered out: it counts against the budget."""
+    if build.new is not None:
+        build.conversation.append(ViewEntry(build.new, "new"))
+
+
+def counted(build: ViewBuild) -> None:
+    """Each entry's tokens as the model counts them. Stored messages are read from the store's
+    counts (counted once per encoding, then kept); injected ones are counted now."""
+    counting, history = build.counting, build.history
+    counts: dict[int, int] = {}
+    if counting.counter.exact:
+        stored = sorted(e.position for e in (*build.system, *build.conversation) if e.position is not None)
+        for lo, hi in _runs(stored):
+            counts.update(
+                zip(range(lo, hi), history.token_counts(lo, hi, counting.encoding, counting.count), strict=True)
+            )
+
+    def tokens(entry: ViewEntry) -> int:
+        if entry.position is not None and entry.position in counts:
+            return counts[entry.position]
+        return counting.count(entry.message)
+
+    build.system[:] = [replace(e, tokens=tokens(e)) for e in build.system]
+    build.conversation[:] = [replace(e, tokens=tokens(e)) for e in build.conversation]
+
+
+def _runs(positions: Sequence[int]) -> list[tuple[int, int]]:
+    """Sorted positions as contiguous ranges: (2, 3, 4, 9) -> [(2, 5), (9, 10)]."""
+    out: list[tuple[int, int]] = []
+    for p in positions:
+        if out and out[-1][1] == p:
+            out[-1] = (out[-1][0], p + 1)
+        else:
+            out.append((p, p + 1))
+    return out
+
+
+def budgeted(build: ViewBuild) -> None:
+    """The request against the slot's budget by category; past the threshold (the history
+    budget less everything on the system side, seed T1) it needs compaction."""
+    system = sum(e.tokens for e in build.system)
+    tool_results = sum(e.tokens for e in build.conversation if e.message.role == "tool")
+    history = sum(e.tokens for e in build.conversation) - tool_results + build.counting.counter.priming
+    build.report = build.budget.report(
+        system=system, history=history, tools=0, tool_results=tool_results, reserve=build.reserve
+    )
+
+
+STEPS: tuple[Step, ...] = (system_prompt, compacted, mode_filter, new_message, counted, budgeted)
 
 
 @dataclass(frozen=True)
 class View:
-    """What the model is sent for a slot's next turn, entry by entry."""
+    """What the model is sent for a slot's next turn, entry by entry, and how it stands
+    against the slot's budget."""
 
     slot: str
     entries: tuple[ViewEntry, ...]
-    omitted: tuple[tuple[int, int], ...] = ()  # positions of the stored history left out
+    omitted: tuple[Omitted, ...] = ()  # positions of the stored history left out, and why
     history_length: int = 0
+    report: BudgetReport | None = None
+    budget: ContextBudget | None = None
+    encoding: str = ESTIMATE
+    compaction: Compaction | None = None  # the one applied
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -121,11 +247,39 @@ class View:
 
     @property
     def tokens(self) -> int:
-        return sum(e.message.tokens for e in self.entries)
+        return sum(e.tokens for e in self.entries)
 
-    def with_new(self, message: Message) -> View:
-        """The view with the turn's new message last (never filtered out)."""
-        return replace(self, entries=(*self.entries, ViewEntry(message, "new")))
+    @property
+    def exact(self) -> bool:
+        return self.encoding != ESTIMATE
+
+    def to_text(self, mode: str | None = None) -> str:
+        """Each message with its role, tokens and text, in order, and what was left out where
+        it was: the form ``%slot preview`` prints (``mode`` describes the slot's mode)."""
+        what = f"slot {self.slot}" + (f" ({mode})" if mode else "")
+        total = f"{self.tokens:,} tokens" if self.exact else f"~{self.tokens:,} tokens"
+        lines = [f"{what} would send {_plural(len(self.entries), 'message')}, {total}, then the new user message:"]
+        shown: list[tuple[int, str]] = []  # (sort position, text): the system side first
+        labels = {"compaction": " · summary of a compaction", "summary": " · summary", "new": " · new"}
+        for number, entry in enumerate(self.entries, 1):
+            head = f"[{number}] {entry.message.role} ({_plural(entry.tokens, 'token')}{labels.get(entry.kind, '')})"
+            body = [head, *("    " + line for line in (entry.message.content or "(no text)").splitlines() or [""])]
+            body += [f"    -> tool call {c.name}({c.arguments})" for c in entry.message.tool_calls]
+            at = entry.position if entry.kind == "history" and entry.position is not None else -1
+            shown.append((at, "\n".join(body)))
+        for gap in sorted(self.omitted, key=lambda o: o.lo):
+            what = "folded into the summary" if gap.reason == "compacted" else "left out by the focused filter"
+            where = f"positions {gap.lo}-{gap.hi - 1}"
+            shown.append((gap.lo, f"    … {_plural(gap.count, 'stored message')} {what} ({where})"))
+        lines += [text for _, text in sorted(shown, key=lambda item: item[0])]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def assemble(
@@ -133,10 +287,26 @@ def assemble(
     config: SlotConfig,
     history: History,
     prompt: str | None,
-    count: Callable[[Message], int],
+    counting: Counting,
+    budget: ContextBudget,
+    *,
+    reserve: int = 0,
+    compaction: Compaction | None = None,
+    new: Message | None = None,
     steps: Sequence[Step] = STEPS,
 ) -> View:
-    build = ViewBuild(config, history, prompt, count)
+    """Run the steps. ``compaction`` is one not stored yet, to apply instead of the history's;
+    ``new`` is the turn's new message (a preview has none)."""
+    build = ViewBuild(config, history, prompt, counting, budget, reserve, compaction, compaction is not None, new)
     for step in steps:
         step(build)
-    return View(slot, (*build.system, *build.conversation), tuple(build.omitted), len(history))
+    return View(
+        slot,
+        (*build.system, *build.conversation),
+        tuple(build.omitted),
+        len(history),
+        build.report,
+        budget,
+        counting.encoding,
+        build.compaction,
+    )

@@ -23,6 +23,8 @@ class Reply:
     cost: float | None = None
     info: TurnInfo = field(default_factory=TurnInfo)
     replayed: bool = False  # shown again from the store, the model was not called
+    notes: tuple[str, ...] = ()  # what else happened: a compaction, a guessed context window
+    saved: float | None = None  # USD the provider's prompt cache saved on this turn
 
     @property
     def forked_from(self) -> ForkRef | None:

@@ -9,23 +9,31 @@ from, and its footer says so. Nothing is lost and no reply sits after messages i
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..core.budget import ContextBudget
 from ..core.checks import check_json_mapping, check_number, check_optional_text, check_text, check_whole
+from ..core.compaction import Compaction
 from ..core.messages import Message
 from ..core.records import CellRef, ForkRef, TurnInfo, TurnRecord
 from ..core.slots import DeriveStrategy, Slot, SlotMode, SlotSource, validate_slot_id
 from ..core.tokens import estimate_message_tokens
 from ..core.usage import Usage
-from ..errors import ConfigError, ProviderError, SlotMoved, SlotNotFound, SlotReadonly, TurnNotStored
+from ..errors import ConfigError, OverBudget, ProviderError, SlotMoved, SlotNotFound, SlotReadonly, TurnNotStored
 from ..providers import ProviderSettings, cost_of, parse_model, resolve_provider
 from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
+from ..providers.prices import cache_savings_of
 from ..store.base import History, Store, Tip
-from .pipeline import View, assemble
+from ..tokens import Calibration, TokenCounter, window_for
+from .compactor import Fold, Summarizer, plan_fold
+from .pipeline import Counting, View, assemble
 from .plan import CellPlan, fork_name, plan_cell_turn
 from .reply import Reply
+
+_CALIBRATION = "calibration"  # the store's meta key
 
 
 def count_tokens(message: Message) -> int:
@@ -88,6 +96,12 @@ class PendingTurn:
     info: TurnInfo
     fork_before: TurnRecord | None = None  # an edited cell: run on a sibling forked before this turn
     follow: bool = False  # a turn on the current slot: a fork it makes becomes current
+    view: View | None = None  # what the request holds, entry by entry
+    history: History | None = None  # what it was made from
+    options: TurnOptions | None = None
+    fold: Fold | None = None  # over budget: what to compact before the request is sent
+    compaction: Compaction | None = None  # made for this turn, stored with it
+    notes: tuple[str, ...] = ()  # lines for the footer
 
     def completion_or_raise(self, completion: Completion | None) -> Completion:
         if completion is None:
@@ -111,7 +125,11 @@ class TurnEngine:
         self.system = system
         self.settings = settings
         self.usage = Usage()
+        self.context_windows: dict[str, int] = {}  # overrides of the built-in table
+        self.compaction_model: str | None = None  # None: the turn's own model
         self._providers: dict[str, Provider] = {}
+        self._calibration: Calibration | None = None
+        self._windows_noted: set[str] = set()
 
     # -- providers -------------------------------------------------------------------------
 
@@ -127,12 +145,100 @@ class TurnEngine:
             provider.close()
         self._providers.clear()
 
+    # -- counting and budgets --------------------------------------------------------------
+
+    @property
+    def calibration(self) -> Calibration:
+        """Per-model factors for token estimates, kept in the store across restarts."""
+        if self._calibration is None:
+            stored = self.store.meta(_CALIBRATION)
+            self._calibration = Calibration.from_dict(json.loads(stored) if stored else None)
+        return self._calibration
+
+    def counting(self, model: str) -> Counting:
+        counter = TokenCounter.for_model(model)
+        return Counting(counter, 1.0 if counter.exact else self.calibration.factor(model))
+
+    def window(self, model: str) -> tuple[int, bool]:
+        """The model's context window and whether it is known (else a stated default)."""
+        return window_for(model, self.context_windows)
+
+    def budget(self, slot: Slot, model: str) -> ContextBudget:
+        """The slot's own budget, else the model's window split in the default ratios."""
+        return slot.config.budget or ContextBudget.auto(self.window(model)[0])
+
+    def window_note(self, model: str) -> str | None:
+        """A one-line note, once per model, when its window is a guess."""
+        tokens, known = self.window(model)
+        if known or model in self._windows_noted:
+            return None
+        self._windows_noted.add(model)
+        return (
+            f"{model}: context window unknown, assuming {tokens:,} tokens "
+            "(set %config SlotMagic.context_windows, or Session.context_windows)"
+        )
+
+    def observe(self, model: str, request: ChatRequest, usage: Usage) -> None:
+        """Calibrate the estimate of a model counted by estimate, from what it reported."""
+        counter = TokenCounter.for_model(model)
+        if counter.exact or usage.input_tokens <= 0 or model == "echo":
+            return
+        estimated = sum(m.tokens or estimate_message_tokens(m) for m in request.messages)
+
+        def update(stored: str | None) -> str:
+            calibration = Calibration.from_dict(json.loads(stored) if stored else None)
+            calibration.observe(model, estimated, usage.input_tokens)
+            self._calibration = calibration
+            return json.dumps(calibration.to_dict())
+
+        self.store.update_meta(_CALIBRATION, update)
+
     # -- views -----------------------------------------------------------------------------
 
-    def view(self, slot: Slot, history: History, system: str | None = None) -> View:
-        """What the model would be sent for the slot's next turn, before the new message."""
+    def view(
+        self,
+        slot: Slot,
+        history: History,
+        system: str | None = None,
+        *,
+        model: str | None = None,
+        reserve: int = 0,
+        compaction: Compaction | None = None,
+        new: Message | None = None,
+    ) -> View:
+        """What the model would be sent for the slot's next turn (``new`` last, if given)."""
+        model = model or self.model
         prompt = system if system is not None else slot.config.system or self.system
-        return assemble(slot.id, slot.config, history, prompt, count_tokens)
+        return assemble(
+            slot.id,
+            slot.config,
+            history,
+            prompt,
+            self.counting(model),
+            self.budget(slot, model),
+            reserve=reserve,
+            compaction=compaction,
+            new=new,
+        )
+
+    def plan_compaction(self, view: View, history: History, model: str, keep: int | None = None) -> Fold | None:
+        """What to fold so the history fits again: keep what fits in half of the room left
+        for history, the new message included (so the next turns do not compact at once), or
+        the last ``keep`` messages."""
+        assert view.report is not None
+        room = view.report.history_available
+        new = sum(e.tokens for e in view.entries if e.kind == "new")
+        counting = self.counting(model)
+        if keep is not None:
+            return plan_fold(history, counting, keep_messages=keep)
+        return plan_fold(history, counting, keep_tokens=max(0, room // 2 - new))
+
+    def summarizer(self, model: str, view: View) -> Summarizer:
+        """Who writes the summary, and the most it may cost: a third of the room for history."""
+        assert view.report is not None
+        chosen = self.compaction_model or model
+        limit = max(64, (view.report.history_available + view.report.system.used) // 3)
+        return Summarizer(self.provider(chosen), chosen, self.counting(model), limit)
 
     # -- a turn's life ---------------------------------------------------------------------
 
@@ -177,21 +283,84 @@ class TurnEngine:
         if fork_before is not None:
             history = history.prefix(fork_before.start)  # what the sibling will share
         user = counted(Message.user(text))
-        view = self.view(slot, history, options.system).with_new(user)
-        request = ChatRequest(
+        reserve = options.max_tokens or 0
+        view = self.view(slot, history, options.system, model=model, reserve=reserve, new=user)
+        info = TurnInfo(kind="turn", model=model, system=options.system, cell=cell, extra=options.info)
+        note = self.window_note(model)
+        turn = PendingTurn(
+            slot.id, history.tip, user, model, provider, self._request(view, model, options), info,
+            fork_before, follow, view, history, options, notes=(note,) if note else (),
+        )  # fmt: skip
+        return self._check_budget(turn, view)
+
+    def _request(self, view: View, model: str, options: TurnOptions) -> ChatRequest:
+        return ChatRequest(
             model=parse_model(model)[1],
             messages=view.messages,
             temperature=options.temperature,
             max_tokens=options.max_tokens,
             params=dict(options.params),
         )
-        info = TurnInfo(kind="turn", model=model, system=options.system, cell=cell, extra=options.info)
-        return PendingTurn(slot.id, history.tip, user, model, provider, request, info, fork_before, follow)
+
+    def _check_budget(self, turn: PendingTurn, view: View) -> PendingTurn:
+        """Within budget: as is. Past the threshold: plan a compaction (made when the turn
+        streams), or refuse with the numbers when compaction is off or cannot help."""
+        report = view.report
+        assert report is not None and turn.history is not None and turn.view is not None
+        if not report.needs_compaction:
+            return turn
+        slot = turn.history.slot
+        assert slot is not None
+        numbers = (
+            f"the history needs {report.history.used:,} tokens but slot {slot.id!r} has room for "
+            f"{report.history_available:,} (history budget {report.history.allowed:,} less "
+            f"{report.system.used + report.tools.used:,} on the system side)"
+        )
+        if not slot.config.compact:
+            raise OverBudget(
+                f"{numbers}, and compaction is off for it: configure_slot(compact=True), raise its budget, "
+                "or derive a focused slot; nothing was sent"
+            )
+        fold = self.plan_compaction(view, turn.history, turn.model)
+        if fold is None:
+            raise OverBudget(f"{numbers}, and its newest messages alone do not fit; nothing was sent")
+        return replace(turn, fold=fold)
+
+    def compacted(self, turn: PendingTurn, compaction: Compaction) -> PendingTurn:
+        """The turn with its request made again over the new compaction."""
+        assert turn.history is not None and turn.options is not None
+        slot = turn.history.slot
+        assert slot is not None
+        view = self.view(
+            slot, turn.history, turn.options.system, model=turn.model,
+            reserve=turn.options.max_tokens or 0, compaction=compaction, new=turn.user,
+        )  # fmt: skip
+        assert view.report is not None
+        if view.report.needs_compaction:
+            raise OverBudget(
+                f"slot {slot.id!r} was compacted but its newest messages still need {view.report.history.used:,} "
+                f"tokens, more than the {view.report.history_available:,} it has room for; nothing was sent"
+            )
+        request = self._request(view, turn.model, turn.options)
+        notes = (*turn.notes, compaction.describe())
+        return replace(turn, view=view, request=request, fold=None, compaction=compaction, notes=notes)
+
+    def compact_for(self, turn: PendingTurn) -> PendingTurn:
+        assert turn.fold is not None
+        assert turn.view is not None
+        return self.compacted(turn, self.summarizer(turn.model, turn.view).summarize(turn.fold))
+
+    async def acompact_for(self, turn: PendingTurn) -> PendingTurn:
+        assert turn.fold is not None
+        assert turn.view is not None
+        return self.compacted(turn, await self.summarizer(turn.model, turn.view).asummarize(turn.fold))
 
     def commit(self, turn: PendingTurn, completion: Completion) -> Reply:
-        """Store the turn on the history it was made from, in one transaction."""
+        """Store the turn (and a compaction made for it) on the history it was made from, in
+        one transaction."""
         assistant = counted(completion.message)
         cost = cost_of(turn.model, completion.usage, self.settings.prices)
+        saved = cache_savings_of(turn.model, completion.usage, self.settings.prices)
         info = turn.info.replace(usage=completion.usage, finish_reason=completion.finish_reason, cost=cost)
         messages = [turn.user, assistant]
         store, session_id = self.store, self.session_id
@@ -201,25 +370,33 @@ class TurnEngine:
                 if turn.fork_before is not None:
                     slot = self._fork(turn.slot, turn.fork_before.start)
                     info = info.replace(forked_from=ForkRef(turn.slot, turn.fork_before.number, "edit"))
-                    record = store.append_turn(session_id, slot, messages, info)
+                    record = self._store(slot, turn, messages, info, None)
                     if turn.follow:
                         store.set_current_slot(session_id, slot)
                 else:
                     try:
-                        record = store.append_turn(session_id, slot, messages, info, base=turn.base, writable=True)
+                        record = self._store(slot, turn, messages, info, turn.base)
                     except SlotMoved:
                         if store.tip(session_id, slot).key != turn.base.key:
                             raise  # not the same slot any more: a new one took its name
                         slot = self._fork(turn.slot, turn.base.length)
                         info = info.replace(forked_from=ForkRef(turn.slot, None, "moved"))
-                        record = store.append_turn(session_id, slot, messages, info)
+                        record = self._store(slot, turn, messages, info, None)
         except (SlotMoved, SlotNotFound):
             raise TurnNotStored(turn.slot, assistant.content) from None
         self.usage = self.usage + completion.usage
+        self.observe(turn.model, turn.request, completion.usage)
         return Reply(
             assistant.content, assistant, completion.usage, turn.model, slot, record.number,
-            completion.finish_reason, cost, info,
+            completion.finish_reason, cost, info, notes=turn.notes, saved=saved,
         )  # fmt: skip
+
+    def _store(
+        self, slot: str, turn: PendingTurn, messages: list[Message], info: TurnInfo, base: Tip | None
+    ) -> TurnRecord:
+        if turn.compaction is not None:
+            self.store.add_compaction(self.session_id, slot, turn.compaction, base=base)
+        return self.store.append_turn(self.session_id, slot, messages, info, base=base, writable=base is not None)
 
     def _fork(self, parent_id: str, at: int) -> str:
         """Derive the sibling a turn runs on; it behaves like the branch it forks."""
@@ -305,6 +482,8 @@ class TurnStream(_Stream):
             assert self.reply is not None
             yield self.reply.text
             return
+        if self._turn.fold is not None:
+            self._turn = self._engine.compact_for(self._turn)  # a model call: part of the turn
         self._events = self._turn.provider.stream(self._turn.request)
         try:
             for event in self._events:
@@ -338,6 +517,8 @@ class AsyncTurnStream(_Stream):
             assert self.reply is not None
             yield self.reply.text
             return
+        if self._turn.fold is not None:
+            self._turn = await self._engine.acompact_for(self._turn)
         self._events = self._turn.provider.astream(self._turn.request)
         try:
             async for event in self._events:

@@ -7,6 +7,7 @@ front-end code can find.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from time import monotonic
 from typing import Any
@@ -47,13 +48,47 @@ def footer(reply: Reply, *, note: str | None = None) -> str:
             parts.insert(0, f"edited: new branch {reply.slot} from {forked.slot} before turn {forked.turn}")
     if note:
         parts.insert(0, note)
-    return " · ".join(parts)
+    if reply.usage.cached_tokens:
+        saved = f", saved {format_cost(reply.saved)}" if reply.saved else ""
+        parts.append(f"{reply.usage.cached_tokens:,} cached{saved}")
+    line = " · ".join(parts)
+    return "\n".join([line, *reply.notes]) if reply.notes else line
+
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
+
+
+def inert_markdown(text: str) -> str:
+    """Markdown from a model or a user, with raw HTML made text: a reply holding
+    ``<img src=x onerror=...>`` is shown as those characters, never run. Code blocks and code
+    spans are left alone (they show their text as is already)."""
+    out, fence = [], None
+    for line in text.split("\n"):
+        opened = _FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            out.append(line)
+        elif opened:
+            fence = opened.group(1)
+            out.append(line)
+        else:
+            pieces, last = [], 0
+            for span in _CODE_SPAN.finditer(line):
+                pieces += [line[last : span.start()].replace("<", "&lt;"), span.group(0)]
+                last = span.end()
+            out.append("".join([*pieces, line[last:].replace("<", "&lt;")]))
+    return "\n".join(out)
 
 
 def bundle(text: str, line: str) -> dict[str, str]:
+    """The reply with its footer (one or more lines) under it, as Markdown and as plain text."""
+    lines = line.split("\n")
     return {
-        "text/markdown": f"{text}\n\n*{line.translate(_MARKDOWN_SPECIALS)}*",
-        "text/plain": f"{text}\n\n[{line}]",
+        "text/markdown": f"{inert_markdown(text)}\n\n"
+        + "  \n".join(f"*{x.translate(_MARKDOWN_SPECIALS)}*" for x in lines),
+        "text/plain": f"{text}\n\n" + "\n".join(f"[{x}]" for x in lines),
     }
 
 

@@ -27,8 +27,8 @@ from typing import Any
 from traitlets import Bool, CFloat, CInt, Dict, TraitError, TraitType, Unicode, default, validate
 from traitlets.config import Config, Configurable
 
-from ..errors import ConfigError
-from ..providers import REGISTRY
+from ..errors import ConfigError, SlotMagicError
+from ..providers import REGISTRY, parse_model
 from ..providers.endpoint import masked_url
 from ..providers.registry import SettingSpec
 from ..providers.settings import GENERAL_SETTINGS, GeneralSetting, Number, ProviderSettings
@@ -160,6 +160,17 @@ class SlotMagicOptions(Configurable):
 
     stream_throttle = _number_trait(STREAM_THROTTLE)
 
+    context_windows = Dict(
+        help="Context windows, in tokens, to add to or override the built-in table: "
+        "{'openai:my-model': 32768, 'ollama:*': 8192}. A slot without a budget of its own splits "
+        "its model's window (system, history, tools, tool results, reserve).",
+    ).tag(config=True)
+
+    compaction_model = Unicode(
+        help="The model that writes compaction summaries when a slot's history passes its budget; "
+        "empty uses the turn's own model.",
+    ).tag(config=True)
+
     # Every non-secret provider setting (base URLs, hosts), the timeouts, retries and limits,
     # and prices: made from their specs.
     vars().update(_provider_traits())
@@ -227,6 +238,27 @@ class SlotMagicOptions(Configurable):
             except ConfigError as exc:
                 raise TraitError(str(exc)) from None
         return MaskedURL(value)
+
+    @validate("context_windows")
+    def _check_windows(self, proposal: Any) -> Any:
+        value = proposal["value"]
+        bad = [k for k, v in value.items() if not isinstance(k, str) or type(v) is not int or v < 1]
+        if bad:
+            raise TraitError(
+                f"context_windows maps model strings to whole numbers of tokens >= 1, e.g. "
+                f"{{'openai:my-model': 32768}}; not {bad[0]!r}: {value[bad[0]]!r}"
+            )
+        return value
+
+    @validate("compaction_model")
+    def _check_compaction_model(self, proposal: Any) -> Any:
+        value = proposal["value"]
+        if value:
+            try:
+                parse_model(value)
+            except SlotMagicError as exc:
+                raise TraitError(str(exc)) from None
+        return value
 
     @validate("prices")
     def _check_prices(self, proposal: Any) -> Any:

@@ -275,8 +275,9 @@ def _preview_parser() -> CommandParser:
     parser = CommandParser(
         "%slot preview",
         "Show what the model would be sent for the slot's next turn.\n"
-        "Before the new user message: the system prompt, then the history through the slot's\n"
-        "mode, each message with its token count.",
+        "Before the new user message: the system prompt, a compaction's summary, then the history\n"
+        "through the slot's mode, each message with its token count as the model counts it; what\n"
+        "a compaction folded or the focused filter left out is shown where it was.",
     )
     parser.add_argument("id", nargs="?", help="the slot (default: current)")
     return parser
@@ -284,14 +285,42 @@ def _preview_parser() -> CommandParser:
 
 def _preview(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.id)
-    view = ctx.session.view(slot.id)
-    total = sum(m.tokens for m in view)
-    print(
-        f"slot {slot.id} ({describe_mode(slot.config)}) would send {_plural(len(view), 'message')}, "
-        f"~{total} tokens, then the new user message:"
+    print(ctx.session.preview(slot.id).to_text(describe_mode(slot.config)))
+
+
+def _compact_parser() -> CommandParser:
+    parser = CommandParser(
+        "%slot compact",
+        "Compact a slot now: fold its older messages into one summary the model sees instead.\n"
+        "The stored messages stay (%slot show lists them); slots derived later see the summary.\n"
+        "Without --keep, what does not fit in half the room left for history is folded.",
     )
-    if view:
-        print(format_messages(view))
+    parser.add_argument("id", nargs="?", help="the slot (default: current)")
+    parser.add_argument("--keep", metavar="N", type=at_least(1), help="keep the last N messages as they are")
+    parser.add_argument("--instructions", metavar="TEXT", help="what the summary should keep (quote it)")
+    return parser
+
+
+def _compact(ctx: Context, args: argparse.Namespace) -> None:
+    slot = ctx.session.slot(args.id)
+    compaction = ctx.session.compact(slot.id, keep=args.keep, instructions=args.instructions)
+    print(f"slot {slot.id}: {compaction.describe()}")
+    print(compaction.text)
+
+
+def _budget_parser() -> CommandParser:
+    parser = CommandParser(
+        "%slot budget",
+        "Show the slot's token budget by category, the compaction threshold and the compactions.\n"
+        "The slot's next request is counted as the model counts it, within the model's window.",
+    )
+    parser.add_argument("id", nargs="?", help="the slot (default: current)")
+    parser.add_argument("--model", metavar="M", help="count for this model (default: the session's)")
+    return parser
+
+
+def _budget(ctx: Context, args: argparse.Namespace) -> None:
+    print(ctx.session.budget(args.id, model=args.model).to_text())
 
 
 def _session_parser() -> CommandParser:
@@ -366,6 +395,8 @@ COMMANDS: dict[str, Command] = {
         Command("delete", _delete_parser, _delete, slot_positionals=1),
         Command("show", _show_parser, _show, slot_positionals=1),
         Command("preview", _preview_parser, _preview, slot_positionals=1),
+        Command("budget", _budget_parser, _budget, slot_positionals=1),
+        Command("compact", _compact_parser, _compact, slot_positionals=1),
         Command("session", _session_parser, _session),
         Command("rename", _rename_parser, _rename, slot_positionals=1),
         Command("diff", _diff_parser, _diff, slot_positionals=2),

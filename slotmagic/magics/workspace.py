@@ -71,6 +71,8 @@ class Workspace:
             self._session = Session.open(session_id, store=self._store)
         self._session.model = options.model  # a malformed model string is refused here
         self._session.system = options.system or None
+        self._session.context_windows = options.context_windows
+        self._session.compaction_model = options.compaction_model or None
         settings = options.provider_settings()
         if settings != self._session.settings:  # a change closes connections: only when needed
             self._session.settings = settings

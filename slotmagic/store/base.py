@@ -9,11 +9,12 @@ the stored ``seq`` numbers, so a piece needs no translation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..core.compaction import Compaction
 from ..core.messages import Message
 from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import Slot, SlotConfig
@@ -23,11 +24,14 @@ __all__ = ["CellTurn", "History", "Piece", "SegmentReader", "Store", "Tip", "Tur
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """Positions ``lo`` to ``hi - 1`` of a history, stored in segment ``key``."""
+    """Positions ``lo`` to ``hi - 1`` of a history, stored in segment ``key``. ``branched_at``
+    is when the history left this segment for the next piece's (None for the last piece):
+    what the segment's slot did after that, such as a compaction, is not in this history."""
 
     key: int
     lo: int
     hi: int
+    branched_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,15 @@ class SegmentReader(Protocol):
 
     def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None: ...
 
+    def read_compactions(self, key: int, hi: int, before: float | None) -> list[Compaction]:
+        """Compactions of segment ``key`` made at history length <= ``hi`` (and, when
+        ``before`` is set, made before that time)."""
+
+    def read_counts(self, key: int, lo: int, hi: int, encoding: str) -> list[int | None]:
+        """Stored token counts of positions ``lo`` to ``hi - 1`` in ``encoding`` (None: not yet)."""
+
+    def write_counts(self, key: int, lo: int, counts: Sequence[int], encoding: str) -> None: ...
+
 
 class _ListReader:
     """A reader over messages in memory (one segment, key 0), for histories not stored."""
@@ -85,6 +98,15 @@ class _ListReader:
     def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None:
         return next(((i, m) for i, m in enumerate(self._messages[lo:hi], lo) if m.role == "system"), None)
 
+    def read_compactions(self, key: int, hi: int, before: float | None) -> list[Compaction]:
+        return []
+
+    def read_counts(self, key: int, lo: int, hi: int, encoding: str) -> list[int | None]:
+        return [None] * (hi - lo)
+
+    def write_counts(self, key: int, lo: int, counts: Sequence[int], encoding: str) -> None:
+        pass
+
 
 class History:
     """A slot's stored history at one tip, read lazily: a focused view of a long history
@@ -98,7 +120,7 @@ class History:
 
     def prefix(self, length: int) -> History:
         """The first ``length`` messages of this history (what a fork at ``length`` shares)."""
-        pieces = [Piece(p.key, p.lo, min(p.hi, length)) for p in self.pieces if p.lo < length]
+        pieces = [Piece(p.key, p.lo, min(p.hi, length), p.branched_at) for p in self.pieces if p.lo < length]
         return History(pieces, self._reader, Tip(self.tip.key, min(length, len(self)), self.tip.turns), self.slot)
 
     def __init__(self, pieces: Sequence[Piece], reader: SegmentReader, tip: Tip, slot: Slot | None = None) -> None:
@@ -141,6 +163,38 @@ class History:
         if length > len(self) or length > len(other):
             return False
         return self.origin(length - 1) == other.origin(length - 1)
+
+    def compactions(self) -> list[Compaction]:
+        """The compactions this history sees, oldest first: its own slot's, and its ancestors'
+        made before it branched off them."""
+        found: list[Compaction] = []
+        for piece in self.pieces:
+            seen = self._reader.read_compactions(piece.key, piece.hi, piece.branched_at)
+            found.extend(c for c in seen if c.upto <= len(self))
+        return sorted(found, key=lambda c: (c.at, c.created_at))
+
+    def compaction(self) -> Compaction | None:
+        """The latest compaction this history sees (the one its view applies)."""
+        found = self.compactions()
+        return found[-1] if found else None
+
+    def token_counts(self, lo: int, hi: int, encoding: str, count: Callable[[Message], int]) -> list[int]:
+        """Token counts of positions ``lo`` to ``hi - 1`` in ``encoding``: read where stored,
+        else counted now with ``count`` and stored, so each message is counted once."""
+        out: list[int] = []
+        for piece in self.pieces:
+            a, b = max(lo, piece.lo), min(hi, piece.hi)
+            if a >= b:
+                continue
+            stored = self._reader.read_counts(piece.key, a, b, encoding)
+            if None in stored:
+                messages = self._reader.read_messages(piece.key, a, b)
+                counts = [c if c is not None else count(m) for c, m in zip(stored, messages, strict=True)]
+                self._reader.write_counts(piece.key, a, counts, encoding)
+                out.extend(counts)
+            else:
+                out.extend(c for c in stored if c is not None)
+        return out
 
     def first_system(self) -> tuple[int, Message] | None:
         """The first system message and its position, without reading the rest."""
@@ -252,6 +306,18 @@ class Store(Protocol):
         With ``base``, only if the slot still holds that history, else SlotMoved; with
         ``writable``, only if the slot is not readonly, else SlotReadonly. Both are checked
         in the transaction that writes."""
+
+    def add_compaction(
+        self, session_id: str, slot_id: str | None, compaction: Compaction, *, base: Tip | None = None
+    ) -> Compaction:
+        """Keep a compaction on the slot (with ``base``, only if the slot still holds that
+        history); the histories that see it from then on are the slot's and those derived later."""
+
+    def meta(self, key: str) -> str | None:
+        """A small value kept across sessions, or None."""
+
+    def update_meta(self, key: str, update: Callable[[str | None], str]) -> str:
+        """Replace a value by ``update(old value)`` in one transaction."""
 
     def atomic(self) -> AbstractContextManager[None]:
         """Make several calls one transaction: if the block raises, none of them happened."""

@@ -93,7 +93,40 @@ def _v3_system_messages(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX messages_system ON messages (slot, seq) WHERE role = 'system'")
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_turns_by_cell, _v3_system_messages)
+def _v4_budgets(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        -- A compaction replaces the first `upto` messages of a history in the model's view by
+        -- a summary. It belongs to the slot row that made it, at history length `at`: slots
+        -- derived later inherit it, slots derived before do not.
+        CREATE TABLE compactions (
+            slot        INTEGER NOT NULL,
+            number      INTEGER NOT NULL,
+            at          INTEGER NOT NULL,
+            record      TEXT NOT NULL,         -- JSON: upto, card, text, model, tokens ...
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (slot, number)
+        );
+        -- Exact token counts of stored messages, per encoding (o200k_base, cl100k_base):
+        -- counted once, read back after a restart. Estimates stay in messages.tokens.
+        CREATE TABLE token_counts (
+            slot      INTEGER NOT NULL,
+            encoding  TEXT NOT NULL,
+            seq       INTEGER NOT NULL,
+            tokens    INTEGER NOT NULL,
+            PRIMARY KEY (slot, encoding, seq)
+        ) WITHOUT ROWID;
+        -- Small values kept across sessions (the token-estimate calibration per model).
+        CREATE TABLE meta (
+            key    TEXT PRIMARY KEY,
+            value  TEXT NOT NULL
+        );
+        """,
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_turns_by_cell, _v3_system_messages, _v4_budgets)
 
 
 def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:

@@ -24,12 +24,13 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..core.compaction import Compaction
 from ..core.messages import Message, ToolCall
 from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
@@ -125,6 +126,8 @@ class _Segment:
     turns: list[TurnRecord] = field(default_factory=list)
     system_until: int = 0  # the first system message was looked for before this position
     first_system: tuple[int, Message] | None = None
+    compactions: list[Compaction] | None = None  # all of the segment's, once read
+    counts: dict[str, dict[int, int]] = field(default_factory=dict)  # encoding -> position -> tokens
 
     @property
     def end(self) -> int:
@@ -290,10 +293,12 @@ class SQLiteStore:
         pieces = []
         hi = row.length if end is None else min(row.length, end)
         current: _Row | None = row
+        branched: float | None = None  # when the history left `current` for its child
         while current is not None:
             if current.fork_at < hi:
-                pieces.append(Piece(current.key, current.fork_at, hi))
+                pieces.append(Piece(current.key, current.fork_at, hi, branched))
             hi = min(hi, current.fork_at)
+            branched = current.created_at
             current = None if current.parent is None else rows.rows[current.parent]
         pieces.reverse()
         return pieces
@@ -366,6 +371,54 @@ class SQLiteStore:
                 if row is not None:
                     found = segment.first_system = (row[0], _messages_from_rows([row[1:]])[0])
             return found if found is not None and lo <= found[0] < hi else None
+
+    def read_compactions(self, key: int, hi: int, before: float | None) -> list[Compaction]:
+        with self._lock:
+            segment = self._segment(key, 0)
+            if segment.compactions is None:
+                segment.compactions = [
+                    Compaction.from_dict(json.loads(record), created_at, (key, number))
+                    for number, record, created_at in self._db.execute(
+                        "SELECT number, record, created_at FROM compactions WHERE slot = ? ORDER BY number", (key,)
+                    )
+                ]
+            return [c for c in segment.compactions if c.at <= hi and (before is None or c.created_at < before)]
+
+    def read_counts(self, key: int, lo: int, hi: int, encoding: str) -> list[int | None]:
+        with self._lock:
+            known = self._segment(key, lo).counts.setdefault(encoding, {})
+            if any(p not in known for p in range(lo, hi)):
+                known.update(
+                    self._db.execute(
+                        "SELECT seq, tokens FROM token_counts WHERE slot = ? AND encoding = ? AND seq >= ? AND seq < ?",
+                        (key, encoding, lo, hi),
+                    ).fetchall()
+                )
+            return [known.get(p) for p in range(lo, hi)]
+
+    def write_counts(self, key: int, lo: int, counts: Sequence[int], encoding: str) -> None:
+        with self._write() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO token_counts (slot, encoding, seq, tokens) VALUES (?, ?, ?, ?)",
+                [(key, encoding, lo + i, n) for i, n in enumerate(counts)],
+            )
+            self._segment(key, lo).counts.setdefault(encoding, {}).update((lo + i, n) for i, n in enumerate(counts))
+
+    # -- small values kept across sessions ------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        with self._read() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            return None if row is None else str(row[0])
+
+    def update_meta(self, key: str, update: Callable[[str | None], str]) -> str:
+        """Replace a value by ``update(old value)``, in one transaction (two kernels updating
+        it at once each see the other's update)."""
+        with self._write() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            value = update(None if row is None else str(row[0]))
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+            return value
 
     # -- sessions --------------------------------------------------------------------------
 
@@ -576,8 +629,8 @@ class SQLiteStore:
             while current is not None and not current.live:
                 if any(r.parent == current.key for r in rows.rows.values()):
                     break
-                db.execute("DELETE FROM messages WHERE slot = ?", (current.key,))
-                db.execute("DELETE FROM turns WHERE slot = ?", (current.key,))
+                for table in ("messages", "turns", "compactions", "token_counts"):
+                    db.execute(f"DELETE FROM {table} WHERE slot = ?", (current.key,))
                 db.execute("DELETE FROM slots WHERE id = ?", (current.key,))
                 del rows.rows[current.key]
                 self._segments.pop(current.key, None)
@@ -668,6 +721,30 @@ class SQLiteStore:
             if base is not None and base != Tip(row.key, row.length, row.turns):
                 raise SlotMoved(row.name)
             return self._append(db, row, row.turns + 1, messages, info, time.time())
+
+    def add_compaction(
+        self, session_id: str, slot_id: str | None, compaction: Compaction, *, base: Tip | None = None
+    ) -> Compaction:
+        with self._write() as db:
+            row = self._row(self._rows(db, session_id), slot_id)
+            if base is not None and base != Tip(row.key, row.length, row.turns):
+                raise SlotMoved(row.name)
+            if not 0 < compaction.upto <= compaction.at <= row.length:
+                raise StoreError(
+                    f"a compaction of {row.name!r} must fold 1 to {row.length} messages, not {compaction.upto}"
+                )
+            number = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM compactions WHERE slot = ?", (row.key,))
+            number = number.fetchone()[0]
+            now = time.time()
+            db.execute(
+                "INSERT INTO compactions (slot, number, at, record, created_at) VALUES (?, ?, ?, ?, ?)",
+                (row.key, number, compaction.at, json.dumps(compaction.to_dict(), ensure_ascii=False), now),
+            )
+            stored = compaction.replace(created_at=now, origin=(row.key, number))
+            segment = self._segments.get(row.key)
+            if segment is not None and segment.compactions is not None:
+                segment.compactions.append(stored)
+            return stored
 
     def _append(
         self,

@@ -71,6 +71,9 @@ CONTEXT_WINDOWS: Mapping[str, int] = MappingProxyType(
         # picks 32k or 256k by itself only on GPUs with 24 / 48 GiB or more). Its /v1 endpoint
         # cannot change it per request; a server set up for more needs a context_windows entry.
         "ollama:*": 4_096,
+        # The offline test model takes anything; a small window keeps its budgets easy to reach
+        # in tutorials and tests.
+        "echo": 8_192,
     }
 )
 

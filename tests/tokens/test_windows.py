@@ -34,7 +34,7 @@ def test_unknown_models_get_the_stated_default() -> None:
     assert DEFAULT_CONTEXT_WINDOW == 8_192
     assert window_for("openai:local") == (8_192, False)
     assert window_for("anthropic:claude-next") == (8_192, False)
-    assert window_for("echo") == (8_192, False)
+    assert window_for("echo") == (8_192, True)  # the offline model states its own
 
 
 def test_overrides_win_at_each_step() -> None:

@@ -1,0 +1,385 @@
+"""Compaction: older messages replaced, in the model's view only, by a structured summary.
+
+When a slot's history passes what its budget leaves for history (seed T1), the older part is
+folded into one summary with two parts (seed T3): a JSON *card* (topics, decisions with
+reasons, open questions, facts to keep; each a short list) and a natural-language summary.
+The model is asked for both; its answer is checked (parseable, schema-valid, non-empty, not a
+near-copy of the input, shorter than what it replaces), and when it fails, is junk or times
+out, a local keyword summary takes its place so the user's turn still goes on.
+
+Everything here is pure: prompts, parsing, checks, the keyword fallback, where to cut. The
+engine makes the model call and the store keeps the record; the stored messages never change.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from .messages import Message
+
+COMPACTION_MARKER = "[slotmagic compaction request]"
+SUMMARY_HEADER = "Summary of the earlier conversation"
+_CARD_FIELDS = ("topics", "decisions", "open_questions", "facts")
+_MAX_ITEMS = 12
+_MAX_ITEM_CHARS = 300
+_BEGIN_CARD, _END_CARD = "<card>", "</card>"
+_BEGIN_TEXT, _END_TEXT = "<summary>", "</summary>"
+
+Method = Literal["model", "keyword"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    decision: str
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"decision": self.decision, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryCard:
+    """The structured half of a summary: short lists a model (and a person) can scan."""
+
+    topics: tuple[str, ...] = ()
+    decisions: tuple[Decision, ...] = ()
+    open_questions: tuple[str, ...] = ()
+    facts: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.topics or self.decisions or self.open_questions or self.facts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topics": list(self.topics),
+            "decisions": [d.to_dict() for d in self.decisions],
+            "open_questions": list(self.open_questions),
+            "facts": list(self.facts),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SummaryCard:
+        """A card from JSON data; raises ``SummaryRejected`` naming what is malformed."""
+        if not isinstance(data, Mapping):
+            raise SummaryRejected("the card is not a JSON object")
+        unknown = set(data) - set(_CARD_FIELDS)
+        if unknown:
+            raise SummaryRejected(f"the card has unknown fields: {', '.join(sorted(unknown))}")
+
+        def strings(name: str) -> tuple[str, ...]:
+            items = data.get(name, [])
+            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+                raise SummaryRejected(f"the card's {name} must be a list of strings")
+            return _short_list(items)
+
+        raw = data.get("decisions", [])
+        if not isinstance(raw, list):
+            raise SummaryRejected("the card's decisions must be a list")
+        decisions = []
+        for item in raw[:_MAX_ITEMS]:
+            if isinstance(item, str):
+                decisions.append(Decision(_short(item)))
+            elif isinstance(item, Mapping) and isinstance(item.get("decision"), str):
+                reason = item.get("reason", "")
+                decisions.append(Decision(_short(item["decision"]), _short(reason if isinstance(reason, str) else "")))
+            else:
+                raise SummaryRejected("each decision must be a string or {decision, reason}")
+        return cls(
+            strings("topics"), tuple(d for d in decisions if d.decision), strings("open_questions"), strings("facts")
+        )
+
+
+class SummaryRejected(ValueError):
+    """A model's summary did not pass the checks; the reason is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """One compaction of a slot: positions ``0`` to ``upto - 1`` of its history are replaced
+    in the model's view by the summary. ``at`` is the history's length when it was made."""
+
+    upto: int
+    at: int
+    card: SummaryCard
+    text: str
+    model: str | None
+    method: Method
+    tokens_before: int  # what the replaced part cost in the view (the previous summary included)
+    tokens_after: int  # what the summary costs
+    replaced: int  # messages folded in by this compaction (not counting an earlier summary)
+    note: str | None = None  # why the keyword fallback was used
+    instructions: str | None = None
+    created_at: float = 0.0
+    origin: tuple[int, int] = (0, 0)  # where the store keeps it
+
+    def replace(self, **changes: Any) -> Compaction:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "v": 1,
+            "upto": self.upto,
+            "at": self.at,
+            "card": self.card.to_dict(),
+            "text": self.text,
+            "model": self.model,
+            "method": self.method,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "replaced": self.replaced,
+            "note": self.note,
+            "instructions": self.instructions,
+        }
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], created_at: float = 0.0, origin: tuple[int, int] = (0, 0)
+    ) -> Compaction:
+        return cls(
+            upto=int(data["upto"]),
+            at=int(data["at"]),
+            card=SummaryCard.from_dict(data.get("card") or {}),
+            text=str(data.get("text", "")),
+            model=data.get("model"),
+            method="keyword" if data.get("method") == "keyword" else "model",
+            tokens_before=int(data.get("tokens_before", 0)),
+            tokens_after=int(data.get("tokens_after", 0)),
+            replaced=int(data.get("replaced", 0)),
+            note=data.get("note"),
+            instructions=data.get("instructions"),
+            created_at=created_at,
+            origin=origin,
+        )
+
+    def message(self) -> Message:
+        """The summary as the model sees it: one system message, marked as a summary."""
+        card = json.dumps(self.card.to_dict(), ensure_ascii=False)
+        return Message.system(f"{SUMMARY_HEADER} (the first {self.upto} messages):\n{self.text}\n\nKey points: {card}")
+
+    def describe(self) -> str:
+        """A footer line: ``compacted 42 messages → 1 summary, 38.1k → 2.3k tokens``."""
+        how = (
+            "" if self.method == "model" else " (keyword summary: " + (self.note or "the model's summary failed") + ")"
+        )
+        return (
+            f"compacted {self.replaced} message{'s' if self.replaced != 1 else ''} → 1 summary, "
+            f"{format_tokens(self.tokens_before)} → {format_tokens(self.tokens_after)} tokens{how}"
+        )
+
+
+def format_tokens(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def _short(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _MAX_ITEM_CHARS else line[: _MAX_ITEM_CHARS - 1] + "…"
+
+
+def _short_list(items: Sequence[str]) -> tuple[str, ...]:
+    return tuple(s for s in (_short(i) for i in items[:_MAX_ITEMS]) if s)
+
+
+# -- asking the model ---------------------------------------------------------------------------
+
+
+def transcript(messages: Sequence[Message]) -> str:
+    lines = []
+    for m in messages:
+        if m.role == "tool":
+            lines.append(f"[tool result {m.name or ''}] {m.content}")
+        else:
+            lines.append(f"[{m.role}] {m.content}")
+            lines += [f"[tool call] {c.name}({c.arguments})" for c in m.tool_calls]
+    return "\n".join(lines)
+
+
+def compaction_request(
+    messages: Sequence[Message], previous: Compaction | None = None, instructions: str | None = None
+) -> list[Message]:
+    """The messages to send the model: what to produce, then the part to fold away."""
+    ask = (
+        f"{COMPACTION_MARKER}\nYou compact a conversation so it can go on within a token budget. "
+        "Read the transcript and answer with exactly two parts and nothing else:\n"
+        f'{_BEGIN_CARD}{{"topics": [...], "decisions": [{{"decision": "...", "reason": "..."}}], '
+        f'"open_questions": [...], "facts": [...]}}{_END_CARD}\n'
+        f"{_BEGIN_TEXT}a few sentences that let the conversation continue{_END_TEXT}\n"
+        "Each list holds at most 12 short items. Keep names, numbers, dates and commitments; "
+        "drop pleasantries and repetition. The summary must be much shorter than the transcript."
+    )
+    if instructions:
+        ask += f"\nAlso: {instructions}"
+    body = transcript(messages)
+    if previous is not None:
+        body = f"[earlier summary] {previous.text}\n[earlier key points] {json.dumps(previous.card.to_dict())}\n{body}"
+    return [Message.system(ask), Message.user(body)]
+
+
+def _between(text: str, begin: str, end: str) -> str | None:
+    start = text.find(begin)
+    stop = text.find(end, start + len(begin))
+    return None if start < 0 or stop < 0 else text[start + len(begin) : stop].strip()
+
+
+def parse_summary(reply: str, replaced: str) -> tuple[SummaryCard, str]:
+    """The card and text from a model's reply, checked; ``SummaryRejected`` otherwise."""
+    card_text = _between(reply, _BEGIN_CARD, _END_CARD)
+    text = _between(reply, _BEGIN_TEXT, _END_TEXT)
+    if card_text is None or text is None:
+        raise SummaryRejected("the reply does not hold a <card> and a <summary>")
+    card_text = re.sub(r"^```(?:json)?|```$", "", card_text.strip()).strip()
+    try:
+        data = json.loads(card_text)
+    except ValueError:
+        raise SummaryRejected("the card is not valid JSON") from None
+    card = SummaryCard.from_dict(data)
+    text = " ".join(text.split())
+    if not text or card.empty:
+        raise SummaryRejected("the summary or the card is empty")
+    whole = text + json.dumps(card.to_dict())
+    if len(whole) >= len(replaced):
+        raise SummaryRejected("the summary is not shorter than what it replaces")
+    if len(replaced) > 200 and _near_copy(text, replaced):
+        raise SummaryRejected("the summary is a near-copy of the conversation")
+    return card, text
+
+
+def _near_copy(summary: str, replaced: str) -> bool:
+    """Whether the summary mostly repeats the transcript verbatim (a model echoing its input):
+    most of its six-word runs appear in the transcript too. Linear in both lengths."""
+    said = _shingles(summary)
+    return len(said) >= 4 and len(said & _shingles(replaced)) >= 0.6 * len(said)
+
+
+def _shingles(text: str, size: int = 6) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
+
+
+# -- the local fallback -------------------------------------------------------------------------
+
+_WORD = re.compile(r"[^\W\d_][\w'-]{3,}", re.UNICODE)
+_STOPWORDS = frozenset(
+    (
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "also",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "could",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "from",
+        "further",
+        "have",
+        "having",
+        "here",
+        "into",
+        "just",
+        "more",
+        "most",
+        "other",
+        "over",
+        "same",
+        "should",
+        "some",
+        "such",
+        "than",
+        "that",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "under",
+        "until",
+        "very",
+        "want",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "will",
+        "with",
+        "would",
+        "your",
+        "yours",
+        "you're",
+        "it's",
+        "i'm",
+        "please",
+        "thanks",
+        "thank",
+        "okay",
+        "sure",
+    )
+)
+
+
+def keyword_summary(messages: Sequence[Message], previous: Compaction | None = None) -> tuple[SummaryCard, str]:
+    """A summary made without a model: the first line of each user question, the most frequent
+    content words, and the last question asked."""
+    questions = [m.content.strip().splitlines()[0] for m in messages if m.role == "user" and m.content.strip()]
+    words = Counter(w.lower() for m in messages if m.role in ("user", "assistant") for w in _WORD.findall(m.content))
+    common = [w for w, _ in words.most_common(40) if w not in _STOPWORDS][:10]
+    topics = _short_list([*(previous.card.topics if previous else ()), *questions[:6]])
+    facts = _short_list(["frequent words: " + ", ".join(common)] if common else [])
+    open_questions = _short_list(questions[-1:])
+    card = SummaryCard(topics[-_MAX_ITEMS:], previous.card.decisions if previous else (), open_questions, facts)
+    parts = []
+    if previous is not None:
+        parts.append(previous.text)
+    if questions:
+        parts.append(f"{len(questions)} question{'s' if len(questions) != 1 else ''} were discussed.")
+    if common:
+        parts.append("Frequent words: " + ", ".join(common) + ".")
+    return card, " ".join(parts) or "Earlier messages were compacted."
+
+
+# -- where to cut -------------------------------------------------------------------------------
+
+
+def cut_point(
+    messages: Sequence[Message], tokens: Sequence[int], start: int, keep_tokens: int, keep_last: int = 2
+) -> int:
+    """Where the kept part of ``messages[start:]`` begins: as many recent messages as fit in
+    ``keep_tokens`` (at least ``keep_last``), at a turn boundary (the kept part starts with a
+    user message), so a tool result never loses its call. The cut moves back to the turn's
+    start, keeping a little more; when that would fold nothing it moves forward instead.
+    Returns ``start`` when nothing can be folded."""
+    n = len(messages)
+    cut, kept = n, 0
+    while cut > start and (n - cut < keep_last or kept + tokens[cut - 1] <= keep_tokens):
+        cut -= 1
+        kept += tokens[cut]
+    back = cut
+    while back > start and messages[back].role != "user":
+        back -= 1
+    if back > start and messages[back].role == "user":
+        return back
+    forward = cut
+    while forward < n and messages[forward].role != "user":
+        forward += 1
+    return forward if forward < n else start

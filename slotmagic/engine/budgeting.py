@@ -1,0 +1,59 @@
+"""A slot's budget as a plain object: what ``session.budget()`` and ``%slot budget`` show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.budget import BudgetReport, ContextBudget
+from ..core.compaction import Compaction, format_tokens
+
+
+@dataclass(frozen=True)
+class SlotBudget:
+    """The slot's next request against its budget, by category, within the model's window.
+
+    ``threshold`` is the dynamic compaction threshold (seed T1): the history budget less
+    everything on the system side; history past it is compacted before the request is sent.
+    """
+
+    slot: str
+    model: str
+    window: int
+    window_known: bool
+    budget: ContextBudget
+    report: BudgetReport
+    exact: bool  # counted with the model's own encoding, else a calibrated estimate
+    compactions: tuple[Compaction, ...]
+
+    @property
+    def threshold(self) -> int:
+        return self.report.history_available
+
+    def to_text(self) -> str:
+        counted = "exact counts" if self.exact else "estimated counts"
+        window = f"{self.window:,}" + ("" if self.window_known else " (assumed)")
+        lines = [f"slot {self.slot} · {self.model} · window {window} tokens · {counted}"]
+        width = max(len(name) for name in self.report.categories)
+        for name, use in self.report.categories.items():
+            share = use.used / use.allowed if use.allowed else 0.0
+            bar = "█" * min(20, round(share * 20)) + "·" * max(0, 20 - round(share * 20))
+            flag = "  over" if use.over else ""
+            lines.append(f"  {name:<{width}}  {bar}  {use.used:>8,} / {use.allowed:,}{flag}")
+        lines.append(
+            f"  compaction threshold: history up to {self.threshold:,} tokens "
+            f"(history budget {self.budget.history:,} less {self.report.system.used + self.report.tools.used:,} "
+            "on the system side)"
+        )
+        if self.compactions:
+            total = sum(c.replaced for c in self.compactions)
+            last = self.compactions[-1]
+            lines.append(
+                f"  compactions: {len(self.compactions)}, {total} messages folded; the latest keeps "
+                f"{format_tokens(last.tokens_after)} tokens for {format_tokens(last.tokens_before)}"
+            )
+        else:
+            lines.append("  compactions: none")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
