@@ -12,6 +12,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from .completion import make_matcher
 from .magic import SlotMagic
+from .sidebar import attach_sidebar, detach_sidebar
 
 __all__ = ["SlotMagic", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -35,6 +36,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
         raise
     shell.register_magics(magic)  # Magics also joins shell.configurables: %config SlotMagic
     shell.events.register("pre_run_cell", magic.remember_cell)
+    attach_sidebar(shell, magic.session)  # the JupyterLab "Slots" panel, when in a kernel
     completer = getattr(shell, "Completer", None)
     if completer is not None:
         completer.custom_matchers.append(make_matcher(lambda: [s.id for s in magic.session().list_slots()]))
@@ -42,6 +44,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     """Close the session and take back everything the extension registered."""
+    detach_sidebar(shell)
     magic = _loaded(shell)
     if magic is None:
         return
