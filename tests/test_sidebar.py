@@ -233,7 +233,7 @@ def test_actions_switch_derive_rename_delete(ip: Any, kernel: FakeManager) -> No
     assert slot_ids(state) == ["default", "renamed"] and "request" not in state
     ip.run_cell("%%turn --slot renamed\nonly here")
     refused = panel.front_sends({"type": "delete", "slot": "renamed", "force": False, "request": 3})
-    assert refused["type"] == "error" and refused["request"] == 3
+    assert refused["type"] == "error" and refused["request"] == 3 and refused["kind"] == "SlotNotEmpty"
     assert "renamed" in refused["message"] and "\n" not in refused["message"]
     state = panel.front_sends({"type": "delete", "slot": "renamed", "force": True})
     assert slot_ids(state) == ["default"]

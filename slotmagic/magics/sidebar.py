@@ -23,7 +23,7 @@ Protocol 1 — the front end's copy of these types is ``labextension/src/protoco
                 "source": "new" | "derived" | "static", "messages": int, "tokens": int,
                 "turns": int, "current": bool, "last_user": str | None}],
      "budget": None | {...}, "workflow": None | {...}, "request"?: int}
-    {"type": "error", "message": "one line", "request"?: int}
+    {"type": "error", "message": "one line", "kind"?: str, "request"?: int}
 
 ``last_user`` is the first words (at most 80 characters, one line) of the slot's last user
 message; no other message text is sent. ``slots`` is in creation order, so a parent comes
@@ -45,8 +45,10 @@ panel renders them when present. Their shapes (the panel ignores what it does no
 
 Each may carry ``"request": int``, echoed in its answer so the front end can tell the answer
 from a push. Each is answered with a ``state`` (sent to every open comm) or with an
-``error`` (to the asking comm only): slotmagic's one-line ``SlotMagicError`` messages, e.g.
-``delete`` with ``force: false`` of a slot holding turns no other slot shares.
+``error`` (to the asking comm only): slotmagic's one-line ``SlotMagicError`` messages, with
+the error's class name as ``kind`` — e.g. ``SlotNotEmpty`` for ``delete`` with
+``force: false`` of a slot holding turns no other slot shares, which the panel then offers
+to delete anyway.
 
 **When the kernel pushes**: after each cell execution (IPython's ``post_execute``) when the
 state differs from the last one sent, and right after answering an action. Every send goes
@@ -162,6 +164,8 @@ class Sidebar:
             self._act(data)
         except (SlotMagicError, UsageError, ValueError) as exc:
             error: dict[str, Any] = {"type": "error", "message": _one_line(str(exc))}
+            if isinstance(exc, SlotMagicError):
+                error["kind"] = type(exc).__name__
             if request is not None:
                 error["request"] = request
             comm.send(error)
