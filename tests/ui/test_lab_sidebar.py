@@ -145,7 +145,7 @@ def test_panel_follows_the_notebook_and_updates_live(
     assert "jp-mod-current" in (row(page, "default").get_attribute("class") or "")
 
 
-def test_context_menu_dark_theme_restart_and_no_kernel(lab: Any, page: Any, built_extension: Path, artifacts: Path) -> None:
+def test_context_menu_dark_theme_restart_no_kernel(lab: Any, page: Any, built_extension: Path, artifacts: Path) -> None:
     write_notebook(
         lab.root / "menu.ipynb",
         "%load_ext slotmagic",
