@@ -56,28 +56,34 @@ def test_the_wheel_installs_the_extension_without_node(tmp_path: Path) -> None:
     assert any(re.fullmatch(rf"{SHARE}/static/remoteEntry\.\w+\.js", n) for n in data)
     assert not [n for n in names if "node_modules" in n or n.endswith(".ts")]
 
-    prefix = tmp_path / "prefix"
+    # A fresh environment of its own (pip install --prefix would uninstall the running one's).
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", "--without-pip", str(venv), env=env, cwd=tmp_path)
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     run(
         sys.executable,
         "-m",
         "pip",
+        "--python",
+        str(python),
         "install",
         "--no-deps",
         "-q",
-        "--prefix",
-        str(prefix),
         str(wheel),
         env=env,
         cwd=tmp_path,
     )
+    data_dir = venv / "share" / "jupyter"
+    assert (data_dir / "labextensions" / "slotmagic" / "install.json").is_file()
+    # JupyterLab of the running environment, looking at the fresh one's data folder.
     listing = run(
         sys.executable,
         "-m",
         "jupyterlab.labextensions",
         "list",
-        env={**env, "JUPYTER_PATH": str(prefix / "share" / "jupyter"), "NO_COLOR": "1"},
+        env={**env, "JUPYTER_PATH": str(data_dir), "NO_COLOR": "1"},
         cwd=tmp_path,
     )
     plain = re.sub(r"\x1b\[[0-9;]*m", "", listing)
-    section = plain.split(str(prefix / "share" / "jupyter" / "labextensions"), 1)[1].split("\n\n", 1)[0]
+    section = plain.split(str(data_dir / "labextensions"), 1)[1].split("\n\n", 1)[0]
     assert re.search(r"slotmagic v[\d.]+ enabled OK \(python, slotmagic\)", section), plain
