@@ -187,9 +187,21 @@ export class SlotsModel implements IDisposable {
       this._setStatus({ kind: 'not-loaded' });
       return;
     }
-    // A kernel that ignores comms (another kind of kernel speaking Python) never answers.
+    this._awaitAnswer(generation, kernel, comm);
+  }
+
+  /**
+   * A kernel that ignores comms (another kind of kernel speaking Python) never answers: give
+   * up after a while, but not while the kernel is busy (it answers once the cell is done).
+   */
+  private _awaitAnswer(generation: number, kernel: Kernel.IKernelConnection, comm: Kernel.IComm): void {
     setTimeout(() => {
-      if (generation === this._generation && this._comm === comm && this._status.kind === 'connecting') {
+      if (generation !== this._generation || this._comm !== comm || this._status.kind !== 'connecting') {
+        return;
+      }
+      if (kernel.status === 'busy') {
+        this._awaitAnswer(generation, kernel, comm);
+      } else {
         this._retire();
         this._setStatus({ kind: 'not-loaded' });
       }
