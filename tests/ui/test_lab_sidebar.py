@@ -21,6 +21,19 @@ VISIBLE_NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 MARKUP = 'Is <b>bold</b> & <img src=x onerror="this.remove()"> shown as text?'
 
 
+# Stands in for later work: the state the kernel sends gains a budget and a workflow.
+BUDGET_CELL = """import slotmagic.magics.sidebar as sidebar
+_snapshot = sidebar.session_snapshot
+def _with_budget(session, cache=None):
+    state = _snapshot(session, cache)
+    parts = {"system": (200, 8000), "history": (3000, 80000), "tool_results": (19000, 20000)}
+    used = {k: {"used": u, "limit": l} for k, (u, l) in parts.items()}
+    state["budget"] = {"window": 128000, "used": 3200, "parts": used}
+    state["workflow"] = {"name": "letter", "current": "draft", "completed": 1, "total": 3, "next": ["review", "send"]}
+    return state
+sidebar.session_snapshot = _with_budget"""
+
+
 def write_notebook(path: Path, *cells: str) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
@@ -97,6 +110,7 @@ def test_panel_follows_the_notebook_and_updates_live(
         "%slot derive court\n%slot derive short --from default --focused --recent 2\n%slot switch court",
         f"%%turn\n{MARKUP}",
         "%slot",
+        BUDGET_CELL,
     )
     page.goto(f"{lab.url}/lab/tree/story.ipynb?reset")
     wait_idle(page)
@@ -132,12 +146,22 @@ def test_panel_follows_the_notebook_and_updates_live(
     )
     assert "current slot: default" in run_cell(page, 3)
 
+    # A kernel that sends a budget and a workflow (later work will): the panel shows them.
+    run_cell(page, 4)
+    budget = page.locator(f"{PANEL} .jp-SlotsPanel-budget")
+    budget.wait_for()
+    assert budget.locator(".jp-SlotsPanel-label").inner_text() == "Budget of default: 3.2k of 128k tokens (3%)"
+    assert budget.locator(".jp-SlotsPanel-budgetName").all_inner_texts() == ["system", "history", "tool results"]
+    workflow = page.locator(f"{PANEL} .jp-SlotsPanel-workflow").inner_text()
+    assert workflow == "Workflow: letter: draft (1 of 3 done) · next: review, send"
+    page.locator(PANEL).screenshot(path=str(artifacts / "3-budget-and-workflow.png"))
+
     # Another notebook in focus: the panel follows it (slotmagic is not loaded there) ...
     open_notebook(page, lab, "plain.ipynb")
     show_panel(page)
     page.locator(HINT).get_by_text("slotmagic is not loaded").wait_for()
     assert page.locator(ROWS).count() == 0
-    page.screenshot(path=str(artifacts / "3-other-notebook.png"))
+    page.screenshot(path=str(artifacts / "4-other-notebook.png"))
     # ... and back.
     page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab:has-text('story.ipynb')").click()
     row(page, "court").wait_for()
@@ -153,12 +177,17 @@ def test_context_menu_dark_theme_restart_no_kernel(lab: Any, page: Any, built_ex
         "%slot list",
         "%%turn\nA question only this branch has.",
     )
+    # The panel's settings: no token counts
+    settings = lab.root.parent / "lab-home" / "settings" / "slotmagic"
+    settings.mkdir(parents=True)
+    (settings / "plugin.jupyterlab-settings").write_text('{"showTokenCounts": false}')
     page.goto(f"{lab.url}/lab/tree/menu.ipynb?reset")
     wait_idle(page)
     show_panel(page)
     run_cell(page, 0)
     run_cell(page, 1)
     row(page, "default").wait_for()
+    assert row(page, "default").locator(".jp-SlotsPanel-counts").inner_text() == "2 msg"
 
     # derive, from the context menu
     row(page, "default").click(button="right")
