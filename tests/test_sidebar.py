@@ -325,6 +325,24 @@ def test_a_store_that_cannot_open_is_one_error_line(ip: Any, tmp_path: Path) -> 
     sidebar.close()
 
 
+def test_a_sidebar_that_cannot_start_never_stops_loading(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import comm
+
+    manager = FakeManager()
+
+    def broken(**kwargs: Any) -> FakeComm:
+        raise RuntimeError("no iopub here")
+
+    monkeypatch.setattr(comm, "get_comm_manager", lambda: manager)
+    monkeypatch.setattr(comm, "create_comm", broken)
+    monkeypatch.setattr(ip, "kernel", object(), raising=False)
+    with pytest.warns(UserWarning, match=r"sidebar is off in this kernel \(no iopub here\)"):
+        slotmagic.load_ipython_extension(ip)
+    assert ip.find_line_magic("slot") is not None and TARGET not in manager.targets
+    assert not [cb for cb in ip.events.callbacks["post_execute"] if type(cb.__self__).__name__ == "Sidebar"]
+    ip.run_cell("%slot derive fine")
+
+
 def test_no_kernel_no_sidebar(ip: Any) -> None:
     """A terminal IPython has no front end: nothing is registered."""
     assert attach_sidebar(ip, lambda: Session.open("x", db_path=":memory:")) is None

@@ -59,6 +59,7 @@ and a slot's messages are read (for ``last_user``) only when its history changed
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from typing import Any
@@ -218,8 +219,13 @@ def attach_sidebar(shell: Any, session: Callable[[], Session]) -> Sidebar | None
     except ImportError:
         return None
     sidebar = Sidebar(session, comm.get_comm_manager(), comm.create_comm)
+    try:
+        sidebar.start()
+    except Exception as exc:  # the panel is a convenience: it never stops %load_ext
+        sidebar.close()
+        warnings.warn(f"slotmagic: the JupyterLab sidebar is off in this kernel ({exc})", stacklevel=2)
+        return None
     shell.events.register("post_execute", sidebar.post_execute)
-    sidebar.start()
     return sidebar
 
 
