@@ -25,6 +25,10 @@ def run_all(page: Any) -> None:
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_text("Run All Cells", exact=True).click()
     wait_idle(page)
+    # The kernel is idle between two cells too: wait until no cell is still queued ([*]).
+    page.wait_for_function(
+        "() => ![...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')].some(p => p.textContent.includes('*'))"
+    )
 
 
 def cell_text(page: Any, index: int) -> str:

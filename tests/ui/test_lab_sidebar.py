@@ -52,6 +52,7 @@ def run_cell(page: Any, index: int) -> str:
     cell.locator(".jp-InputPrompt").click()
     page.keyboard.press("Shift+Enter")
     wait_idle(page)
+    cell.locator(".jp-InputPrompt").filter(has_not_text="*").wait_for()  # not still queued
     return str(cell.locator(".jp-OutputArea").inner_text())
 
 
