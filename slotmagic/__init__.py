@@ -115,3 +115,9 @@ def unload_ipython_extension(ipython: object) -> None:
     from .magics import unload_ipython_extension as unload
 
     unload(ipython)  # type: ignore[arg-type]
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the prebuilt JupyterLab "Slots" sidebar is (``jupyter labextension develop``);
+    a wheel installs it into ``share/jupyter/labextensions/slotmagic``."""
+    return [{"src": "labextension", "dest": "slotmagic"}]

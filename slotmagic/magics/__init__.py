@@ -14,6 +14,7 @@ from .completion import make_matcher
 from .errors import user_errors
 from .magic import SlotMagic, empty_turn_as_line
 from .options import check_environment
+from .sidebar import attach_sidebar, detach_sidebar
 
 __all__ = ["SlotMagic", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -51,6 +52,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     shell.register_magics(loaded)  # %config SlotMagic finds it in shell.configurables
     shell.events.register("pre_run_cell", loaded.remember_cell)
     shell.input_transformers_cleanup.append(empty_turn_as_line)
+    attach_sidebar(shell, loaded.session)  # the JupyterLab "Slots" panel, when in a kernel
     completer = getattr(shell, "Completer", None)
     if completer is not None:
         completer.custom_matchers.append(make_matcher(lambda: [s.id for s in loaded.session().list_slots()]))
@@ -58,6 +60,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     """Close the session and take back everything the extension registered."""
+    detach_sidebar(shell)
     magic = _loaded(shell)
     if magic is None:
         return

@@ -40,7 +40,8 @@ def code_outputs(page: Any) -> list[str]:
 
 
 def wait_all_run(page: Any) -> None:
-    """Until every code cell shows an execution count (Run All has reached the end)."""
+    """Until every code cell shows an execution count (Run All has reached the end): the
+    kernel is idle between two cells too, so "Idle" alone is not enough."""
     page.wait_for_timeout(300)  # cells queued by the click show [*] first
     page.wait_for_function(
         """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]

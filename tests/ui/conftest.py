@@ -3,6 +3,10 @@
 Chromium is Debian's (/usr/bin/chromium; playwright never downloads a browser here). Without
 it these tests skip, except where SLOTMAGIC_REQUIRE_BROWSER is set (CI sets it): there a
 missing browser is a failure.
+
+The lab loads the JupyterLab extension built in this checkout (``slotmagic/labextension``,
+made by ``pip install -e .`` or ``jlpm build`` in ``labextension/``), ahead of any installed
+copy. Screenshots go to ``tests/ui/artifacts/`` (git ignores it).
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from typing import Any
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
+ROOT = Path(__file__).resolve().parents[2]
+BUILT_EXTENSION = ROOT / "slotmagic" / "labextension"
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -60,8 +67,14 @@ class Lab:
         (news / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
+        # The extension built in this checkout, found first on the data path.
+        data = home / "jupyter-data"
+        (data / "labextensions").mkdir(parents=True)
+        if BUILT_EXTENSION.is_dir():
+            (data / "labextensions" / "slotmagic").symlink_to(BUILT_EXTENSION, target_is_directory=True)
         env = {
             **os.environ,
+            "JUPYTER_PATH": os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH")])),
             "JUPYTERLAB_SETTINGS_DIR": str(settings),
             "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
             "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
@@ -115,6 +128,25 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
     server = Lab(root, tmp_path / "lab-home")
     yield server
     server.close()
+
+
+@pytest.fixture
+def built_extension() -> Path:
+    """The checkout's built JupyterLab extension; a test of the sidebar fails without it."""
+    if not (BUILT_EXTENSION / "static" / "style.js").exists():
+        pytest.fail(
+            f"the JupyterLab extension is not built in {BUILT_EXTENSION}: "
+            "pip install -e . (or jlpm install && jlpm build in labextension/)"
+        )
+    return BUILT_EXTENSION
+
+
+@pytest.fixture
+def artifacts(request: pytest.FixtureRequest) -> Path:
+    """A folder for this test's screenshots, kept after the run to look at."""
+    folder = ARTIFACTS / request.node.name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @pytest.fixture
