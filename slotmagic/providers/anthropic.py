@@ -18,9 +18,10 @@ opens with ``thinking`` blocks (``thinking_delta`` text, then one ``signature_de
 kept on the assistant message (:class:`~slotmagic.core.messages.Thinking`), not in its text,
 and sent back unchanged and first in that message's content: with tools the API refuses an
 assistant message that lost them ("Expected thinking or redacted_thinking, but found
-tool_use"). Two more rules of the API are kept: an assistant message may not end with a
-thinking block, and without thinking enabled the final message, when it is the assistant's,
-may not hold any.
+tool_use"). More rules of the API are kept: an assistant message may not end with a
+thinking block; without thinking enabled the final message, when it is the assistant's, may
+not hold any; with thinking enabled, a request that ends with tool results for calls another
+provider made (so without thinking) has that last round told as text instead.
 
 Every request goes through :func:`~slotmagic.core.repair.repair_tool_pairs` (no tool call
 without its result) and its call ids through :func:`~slotmagic.core.repair.wire_call_id`
@@ -74,10 +75,47 @@ def wire_messages(messages: Sequence[Message], *, thinking: bool = False) -> tup
         wire[-1]["content"] = [b for b in wire[-1]["content"] if b["type"] not in _THINKING]
         if not wire[-1]["content"]:
             wire.pop()
+    if thinking and len(wire) > 1 and _unsigned_tool_round(wire[-2], wire[-1]):
+        _round_as_text(wire[-2], wire[-1])
     return ("\n\n".join(system) if system else None), wire
 
 
 _THINKING = ("thinking", "redacted_thinking")
+
+
+def _unsigned_tool_round(assistant: dict[str, Any], user: dict[str, Any]) -> bool:
+    """Whether the request ends with tool results for calls another provider made (no
+    thinking before them, ids not Anthropic's ``toolu_``): with thinking on the API refuses
+    that ("a final assistant message must start with a thinking block"). Claude's own calls
+    are left alone even without thinking (adaptive thinking may skip it)."""
+    blocks = assistant["content"]
+    uses = [b for b in blocks if b["type"] == "tool_use"]
+    return (
+        assistant["role"] == "assistant"
+        and bool(uses)
+        and blocks[0]["type"] not in _THINKING
+        and not any(b["id"].startswith("toolu_") for b in uses)
+        and any(b["type"] == "tool_result" for b in user["content"])
+    )
+
+
+def _round_as_text(assistant: dict[str, Any], user: dict[str, Any]) -> None:
+    """That last tool round told as text, which the API takes without thinking."""
+    names: dict[str, str] = {}
+    told: list[dict[str, Any]] = []
+    for b in assistant["content"]:
+        if b["type"] == "tool_use":
+            names[b["id"]] = b["name"]
+            b = {"type": "text", "text": f"[tool call {b['name']}({json.dumps(b['input'], ensure_ascii=False)})]"}
+        told.append(b)
+    assistant["content"] = told
+    answers: list[dict[str, Any]] = []
+    for b in user["content"]:
+        if b["type"] == "tool_result":
+            kind = "tool error" if b.get("is_error") else "tool result"
+            b = {"type": "text", "text": f"[{kind} {names.get(b['tool_use_id'], 'unknown')}: {b.get('content', '')}]"}
+        answers.append(b)
+    user["content"] = answers
 
 
 def _assistant_blocks(m: Message) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from slotmagic.core.messages import Message, Thinking, ToolCall
+from slotmagic.core.repair import NOT_RUN
 from slotmagic.providers import ChatRequest, ProviderSettings, ToolSpec, Usage
 from slotmagic.providers.anthropic import AnthropicProvider, request_body
 from slotmagic.providers.openai import OpenAIProvider
@@ -271,4 +272,51 @@ def test_an_error_result_is_marked_as_one() -> None:
             "content": "error: get_weather raised KeyError: 'Oslo'",
             "is_error": True,
         }
+    ]
+
+
+def test_a_last_tool_round_made_by_another_provider_is_told_as_text() -> None:
+    """With thinking on, "a final assistant message must start with a thinking block": tool
+    calls OpenAI made have none, and no signature can be made up, so that round goes as text."""
+    openai_call = ToolCall("call_Oslo1", "get_weather", '{"city": "Oslo"}')
+    history = (
+        Message.user("Weather in Oslo?"),
+        Message.assistant("Checking.", [openai_call]),  # made by gpt-4o, before the switch
+        Message.tool("call_Oslo1", "-3 C, snow", "get_weather"),
+    )
+    body = request_body(ChatRequest("claude-sonnet-4-5", history, params=THINKING_ON))
+    assert body["messages"][1:] == [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Checking."},
+                {"type": "text", "text": '[tool call get_weather({"city": "Oslo"})]'},
+            ],
+        },
+        {"role": "user", "content": [{"type": "text", "text": "[tool result get_weather: -3 C, snow]"}]},
+    ]
+    # without thinking, or with the round's thinking there, it goes as tool_use / tool_result
+    assert request_body(ChatRequest("claude-sonnet-4-5", history))["messages"][2]["content"][0]["type"] == "tool_result"
+    claude = (history[0], Message.assistant("Checking.", [CALL], [THOUGHT]), Message.tool(CALL.id, "-3 C"))
+    on = request_body(ChatRequest("claude-sonnet-4-5", claude, params=THINKING_ON))
+    assert on["messages"][2]["content"][0]["type"] == "tool_result"
+
+
+def test_a_dangling_openai_call_then_a_new_turn_with_thinking_on() -> None:
+    """The tools were switched off after gpt-4o asked for one; the user goes on with Claude."""
+    history = (
+        Message.user("Weather in Oslo?"),
+        Message.assistant("", [ToolCall("call_Oslo1", "get_weather", '{"city": "Oslo"}')]),
+        Message.user("Skip that; just guess."),
+    )
+    body = request_body(ChatRequest("claude-sonnet-4-5", history, params=THINKING_ON))
+    assert body["messages"][1:] == [
+        {"role": "assistant", "content": [{"type": "text", "text": '[tool call get_weather({"city": "Oslo"})]'}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": f"[tool error get_weather: {NOT_RUN}]"},
+                {"type": "text", "text": "Skip that; just guess."},
+            ],
+        },
     ]
