@@ -219,3 +219,27 @@ def test_an_openai_conversation_continued_on_anthropic(
     assert uses[0]["id"] == VLLM_ID  # 46 characters of [a-zA-Z0-9_-]: fine for Anthropic
     assert ANTHROPIC_ID.match(uses[1]["id"]) and uses[1]["id"].startswith("functions_get_weather_0_")
     assert [r["tool_use_id"] for r in results] == [u["id"] for u in uses]
+
+
+def test_tool_definitions_from_the_decorator_on_both_wires() -> None:
+    """A tool with no docstring has no description: the key is left out rather than sent empty."""
+    from slotmagic import ToolRegistry, tool
+
+    registry = ToolRegistry()
+
+    @tool(registry=registry)
+    def ping(host: str, count: int = 1) -> str:
+        return host
+
+    spec = registry.specs(["ping"])
+    schema = {
+        "type": "object",
+        "properties": {"host": {"type": "string"}, "count": {"type": "integer", "default": 1}},
+        "required": ["host"],
+        "additionalProperties": False,
+    }
+    request = ChatRequest("m", (Message.user("q"),), tuple(spec))
+    assert openai_body(request, LOCAL)["tools"] == [
+        {"type": "function", "function": {"name": "ping", "parameters": schema}}
+    ]
+    assert anthropic_body(request)["tools"] == [{"name": "ping", "input_schema": schema}]
