@@ -50,6 +50,7 @@ from .errors import (
 from .providers import ProviderSettings
 from .session import Session
 from .store import SQLiteStore
+from .tools import Tool, ToolRegistry, ToolResult, default_registry, tool
 
 __version__ = "0.1.0"
 
@@ -91,7 +92,10 @@ __all__ = [
     "SlotSource",
     "StoreError",
     "StreamInterrupted",
+    "Tool",
     "ToolCall",
+    "ToolRegistry",
+    "ToolResult",
     "TurnInfo",
     "TurnNotStored",
     "TurnRecord",
@@ -101,6 +105,8 @@ __all__ = [
     "View",
     "ViewEntry",
     "__version__",
+    "default_registry",
+    "tool",
 ]
 
 

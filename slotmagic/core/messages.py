@@ -1,16 +1,21 @@
 """Chat messages: the one message type every layer speaks.
 
-Providers map these to and from their wire formats; the store keeps one row per message.
+Providers map these to and from their wire formats; the store keeps one row per message, with
+everything beyond role and content in its ``extra`` JSON (:meth:`Message.extra`, read back by
+:func:`fields_from_extra`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+ThinkingKind = Literal["thinking", "redacted_thinking"]
+THINKING_KINDS: tuple[ThinkingKind, ...] = ("thinking", "redacted_thinking")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,13 +30,65 @@ class ToolCall:
         return json.loads(self.arguments or "{}")
 
 
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """Reasoning a model produced beside its reply, kept so it can be sent back unchanged.
+
+    Anthropic's extended thinking: a ``thinking`` block (its ``text`` and the ``signature``
+    that proves it unmodified) or a ``redacted_thinking`` block (opaque ``data``). The API
+    wants them back, byte for byte and before the reply's text and tool calls, in the
+    assistant message that made them (a 400 otherwise, once tools are involved).
+    ``provider`` names the wire format the block belongs to: only that provider is sent it,
+    the others leave it out. ``after_calls`` is how many of the message's tool calls came
+    before it in the reply (interleaved thinking); 0, the usual case, opens the message.
+    It is not the reply: ``Message.content`` holds the text only.
+    """
+
+    kind: ThinkingKind
+    text: str = ""
+    signature: str | None = None
+    data: str | None = None
+    provider: str = "anthropic"
+    after_calls: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in THINKING_KINDS:
+            raise ValueError(f"unknown thinking kind {self.kind!r}; use one of {', '.join(THINKING_KINDS)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.kind, "provider": self.provider}
+        if self.kind == "thinking":
+            out["thinking"] = self.text
+        if self.signature is not None:
+            out["signature"] = self.signature
+        if self.data is not None:
+            out["data"] = self.data
+        if self.after_calls:
+            out["after_calls"] = self.after_calls
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Thinking:
+        return cls(
+            data["type"],
+            data.get("thinking") or "",
+            data.get("signature"),
+            data.get("data"),
+            data.get("provider") or "anthropic",
+            int(data.get("after_calls") or 0),
+        )
+
+
 @dataclass(frozen=True)
 class Message:
     """A chat message.
 
     ``tool_calls`` is set on assistant messages that ask for tools; ``tool_call_id`` and
-    ``name`` on the ``tool`` message that answers one. ``tokens`` is the stored token count
-    (see :mod:`slotmagic.core.tokens`); it does not take part in equality.
+    ``name`` on the ``tool`` message that answers one, and ``is_error`` when that answer is an
+    error (the tool raised, or the call was refused). ``thinking`` holds an assistant message's
+    provider-specific reasoning blocks (:class:`Thinking`); ``content`` is the reply text only.
+    ``tokens`` is the stored token count (see :mod:`slotmagic.core.tokens`); it does not take
+    part in equality.
     """
 
     role: Role
@@ -40,12 +97,18 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     tokens: int = field(default=0, compare=False)
+    thinking: tuple[Thinking, ...] = ()
+    is_error: bool = False
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"unknown message role {self.role!r}; use one of {', '.join(ROLES)}")
         if self.role == "tool" and not self.tool_call_id:
             raise ValueError("a tool message needs the tool_call_id of the call it answers")
+        if self.thinking and self.role != "assistant":
+            raise ValueError("only assistant messages carry thinking")
+        if self.is_error and self.role != "tool":
+            raise ValueError("only tool messages can be errors")
 
     @classmethod
     def system(cls, content: str) -> Message:
@@ -56,12 +119,17 @@ class Message:
         return cls("user", content)
 
     @classmethod
-    def assistant(cls, content: str, tool_calls: tuple[ToolCall, ...] | list[ToolCall] = ()) -> Message:
-        return cls("assistant", content, tuple(tool_calls))
+    def assistant(
+        cls,
+        content: str,
+        tool_calls: tuple[ToolCall, ...] | list[ToolCall] = (),
+        thinking: tuple[Thinking, ...] | list[Thinking] = (),
+    ) -> Message:
+        return cls("assistant", content, tuple(tool_calls), thinking=tuple(thinking))
 
     @classmethod
-    def tool(cls, tool_call_id: str, content: str, name: str | None = None) -> Message:
-        return cls("tool", content, tool_call_id=tool_call_id, name=name)
+    def tool(cls, tool_call_id: str, content: str, name: str | None = None, *, is_error: bool = False) -> Message:
+        return cls("tool", content, tool_call_id=tool_call_id, name=name, is_error=is_error)
 
     def with_tokens(self, tokens: int) -> Message:
         return replace(self, tokens=tokens)
@@ -77,19 +145,30 @@ class Message:
             extra["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             extra["name"] = self.name
+        if self.thinking:
+            extra["thinking"] = [t.to_dict() for t in self.thinking]
+        if self.is_error:
+            extra["is_error"] = True
         return extra or None
 
     def to_dict(self) -> dict[str, Any]:
         return {"role": self.role, "content": self.content, **(self.extra() or {})}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], tokens: int = 0) -> Message:
-        calls = tuple(ToolCall(c["id"], c["name"], c.get("arguments", "{}")) for c in data.get("tool_calls") or ())
-        return cls(
-            data["role"],
-            data.get("content") or "",
-            calls,
-            data.get("tool_call_id"),
-            data.get("name"),
-            tokens,
-        )
+    def from_dict(cls, data: Mapping[str, Any], tokens: int = 0) -> Message:
+        return cls(data["role"], data.get("content") or "", tokens=tokens, **fields_from_extra(data))
+
+
+def fields_from_extra(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields beyond role and content, from an :meth:`Message.extra` (or ``to_dict``)
+    mapping: every one of them, defaults included, so a reader that builds messages without
+    ``__init__`` (the store's fast path) can set them all at once."""
+    return {
+        "tool_calls": tuple(
+            ToolCall(c["id"], c["name"], c.get("arguments", "{}")) for c in data.get("tool_calls") or ()
+        ),
+        "tool_call_id": data.get("tool_call_id"),
+        "name": data.get("name"),
+        "thinking": tuple(Thinking.from_dict(t) for t in data.get("thinking") or ()),
+        "is_error": bool(data.get("is_error", False)),
+    }

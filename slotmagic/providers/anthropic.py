@@ -11,18 +11,34 @@ The stream: ``message_start`` (input token counts), per content block ``content_
 input JSON) and ``content_block_stop``, then ``message_delta`` (stop reason, output token
 count) and ``message_stop``, which alone makes the reply complete. ``ping`` events come any
 time; an ``error`` event (e.g. ``overloaded_error``) ends the reply as a failure.
+
+Extended thinking (``params={"thinking": {"type": "enabled", "budget_tokens": N}}``): a reply
+opens with ``thinking`` blocks (``thinking_delta`` text, then one ``signature_delta``) or
+``redacted_thinking`` blocks (their opaque ``data`` whole in ``content_block_start``). They are
+kept on the assistant message (:class:`~slotmagic.core.messages.Thinking`), not in its text,
+and sent back unchanged and first in that message's content: with tools the API refuses an
+assistant message that lost them ("Expected thinking or redacted_thinking, but found
+tool_use"). More rules of the API are kept: an assistant message may not end with a
+thinking block; without thinking enabled the final message, when it is the assistant's, may
+not hold any; with thinking enabled, a request that ends with tool results for calls another
+provider made (so without thinking) has that last round told as text instead.
+
+Every request goes through :func:`~slotmagic.core.repair.repair_tool_pairs` (no tool call
+without its result) and its call ids through :func:`~slotmagic.core.repair.wire_call_id`
+(``^[a-zA-Z0-9_-]+$``), so a conversation begun with another provider is accepted.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from httpx_sse import ServerSentEvent
 
-from ..core.messages import Message, ToolCall
+from ..core.messages import Message, Thinking, ToolCall
+from ..core.repair import ANTHROPIC_MAX_ID, repair_tool_pairs, wire_call_id
 from ..errors import StreamInterrupted
 from .base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
 from .transport import HTTPProvider, SSECall, parse_event_json, stream_error
@@ -32,40 +48,139 @@ API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 
 
-def wire_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
-    """Core messages as (the ``system`` text, Messages API messages)."""
+def wire_messages(messages: Sequence[Message], *, thinking: bool = False) -> tuple[str | None, list[dict[str, Any]]]:
+    """Core messages as (the ``system`` text, Messages API messages). ``thinking``: whether
+    the request enables extended thinking."""
     system: list[str] = []
     wire: list[dict[str, Any]] = []
-    for m in messages:
+    for m in repair_tool_pairs(messages):
         if m.role == "system":
             system.append(m.content)
             continue
         role = "assistant" if m.role == "assistant" else "user"
-        blocks: list[dict[str, Any]] = []
         if m.role == "tool":
-            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id}
-            if m.content:
-                result["content"] = m.content
-            blocks.append(result)
-        elif m.content:  # the API refuses empty text blocks
-            blocks.append({"type": "text", "text": m.content})
-        for call in m.tool_calls:
-            blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _json_object(call.arguments)})
+            blocks = [_tool_result(m)]
+        elif m.role == "assistant":
+            blocks = _assistant_blocks(m)
+        else:
+            blocks = [{"type": "text", "text": m.content}] if m.content else []  # the API refuses empty text
         if not blocks:
             continue
         if wire and wire[-1]["role"] == role:
             wire[-1]["content"].extend(blocks)
         else:
             wire.append({"role": role, "content": blocks})
+    if wire and wire[-1]["role"] == "assistant" and not thinking:
+        # "When thinking is disabled, an assistant message in the final position cannot contain thinking"
+        wire[-1]["content"] = [b for b in wire[-1]["content"] if b["type"] not in _THINKING]
+        if not wire[-1]["content"]:
+            wire.pop()
+    if thinking and len(wire) > 1 and _unsigned_tool_round(wire[-2], wire[-1]):
+        _round_as_text(wire[-2], wire[-1])
     return ("\n\n".join(system) if system else None), wire
 
 
+_THINKING = ("thinking", "redacted_thinking")
+
+
+def _unsigned_tool_round(assistant: dict[str, Any], user: dict[str, Any]) -> bool:
+    """Whether the request ends with tool results for calls another provider made (no
+    thinking before them, ids not Anthropic's ``toolu_``): with thinking on the API refuses
+    that ("a final assistant message must start with a thinking block"). Claude's own calls
+    are left alone even without thinking (adaptive thinking may skip it)."""
+    blocks = assistant["content"]
+    uses = [b for b in blocks if b["type"] == "tool_use"]
+    return (
+        assistant["role"] == "assistant"
+        and bool(uses)
+        and blocks[0]["type"] not in _THINKING
+        and not any(b["id"].startswith("toolu_") for b in uses)
+        and any(b["type"] == "tool_result" for b in user["content"])
+    )
+
+
+def _round_as_text(assistant: dict[str, Any], user: dict[str, Any]) -> None:
+    """That last tool round told as text, which the API takes without thinking."""
+    names: dict[str, str] = {}
+    told: list[dict[str, Any]] = []
+    for b in assistant["content"]:
+        if b["type"] == "tool_use":
+            names[b["id"]] = b["name"]
+            b = {"type": "text", "text": f"[tool call {b['name']}({json.dumps(b['input'], ensure_ascii=False)})]"}
+        told.append(b)
+    assistant["content"] = told
+    answers: list[dict[str, Any]] = []
+    for b in user["content"]:
+        if b["type"] == "tool_result":
+            kind = "tool error" if b.get("is_error") else "tool result"
+            b = {"type": "text", "text": f"[{kind} {names.get(b['tool_use_id'], 'unknown')}: {b.get('content', '')}]"}
+        answers.append(b)
+    user["content"] = answers
+
+
+def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
+    """An assistant message's blocks: its thinking first (and any that came between its tool
+    calls, where it came), then its text, then its tool calls."""
+    thinking = [t for t in m.thinking if t.provider == "anthropic"]  # another API's reasoning: left out
+    blocks = [_thinking_block(t) for t in thinking if t.after_calls <= 0]
+    if m.content:
+        blocks.append({"type": "text", "text": m.content})
+    for k, call in enumerate(m.tool_calls, 1):
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": wire_call_id(call.id, ANTHROPIC_MAX_ID),
+                "name": call.name,
+                "input": _json_object(call.arguments),
+            }
+        )
+        blocks += [_thinking_block(t) for t in thinking if t.after_calls == k]
+    blocks += [_thinking_block(t) for t in thinking if t.after_calls > len(m.tool_calls)]
+    while blocks and blocks[-1]["type"] in _THINKING:
+        blocks.pop()  # "The final block in an assistant message cannot be thinking" (a reply cut short)
+    return blocks
+
+
+def _thinking_block(t: Thinking) -> dict[str, Any]:
+    if t.kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": t.data or ""}
+    block: dict[str, Any] = {"type": "thinking", "thinking": t.text}
+    if t.signature is not None:
+        block["signature"] = t.signature
+    return block
+
+
+def _tool_result(m: Message) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": wire_call_id(m.tool_call_id or "", ANTHROPIC_MAX_ID),
+    }
+    if m.content:
+        result["content"] = m.content
+    if m.is_error:
+        result["is_error"] = True
+    return result
+
+
+def thinking_enabled(params: Mapping[str, Any]) -> bool:
+    """Whether a request's ``params`` turn extended thinking on (``enabled``, ``adaptive``)."""
+    config = params.get("thinking")
+    return isinstance(config, Mapping) and config.get("type") not in (None, "disabled")
+
+
 def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    return [{"name": t.name, "description": t.description, "input_schema": dict(t.parameters)} for t in tools]
+    wire: list[dict[str, Any]] = []
+    for t in tools:
+        tool: dict[str, Any] = {"name": t.name}
+        if t.description:
+            tool["description"] = t.description
+        tool["input_schema"] = dict(t.parameters)
+        wire.append(tool)
+    return wire
 
 
 def request_body(request: ChatRequest) -> dict[str, Any]:
-    system, messages = wire_messages(request.messages)
+    system, messages = wire_messages(request.messages, thinking=thinking_enabled(request.params))
     body: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens if request.max_tokens is not None else DEFAULT_MAX_TOKENS,
@@ -99,6 +214,8 @@ class _Block:
     name: str = ""
     initial_input: Any = None
     parts: list[str] = field(default_factory=list)
+    signature: str | None = None  # a thinking block's
+    data: str | None = None  # a redacted_thinking block's
 
 
 class EventAssembler:
@@ -126,19 +243,30 @@ class EventAssembler:
             self._add_usage(message.get("usage"))
         elif kind == "content_block_start":
             block = data.get("content_block") or {}
-            self._blocks[data.get("index", len(self._blocks))] = _Block(
-                block.get("type", ""), block.get("id", ""), block.get("name", ""), block.get("input")
-            )
-            if block.get("type") == "text" and block.get("text"):
+            started = _Block(block.get("type", ""), block.get("id", ""), block.get("name", ""), block.get("input"))
+            self._blocks[data.get("index", len(self._blocks))] = started
+            if started.type == "thinking":
+                started.signature = block.get("signature") or None  # "" until its signature_delta
+                if block.get("thinking"):
+                    started.parts.append(block["thinking"])
+            elif started.type == "redacted_thinking":
+                started.data = block.get("data")
+            elif started.type == "text" and block.get("text"):
                 return self._add_text(data.get("index", 0), block["text"])
         elif kind == "content_block_delta":
             delta = data.get("delta") or {}
             index = data.get("index", 0)
-            if delta.get("type") == "text_delta" and delta.get("text"):
+            delta_type = delta.get("type")
+            if delta_type == "text_delta" and delta.get("text"):
                 return self._add_text(index, delta["text"])
-            if delta.get("type") == "input_json_delta" and delta.get("partial_json"):
+            if delta_type == "input_json_delta" and delta.get("partial_json"):
                 self._blocks.setdefault(index, _Block("tool_use")).parts.append(delta["partial_json"])
-            # thinking_delta, signature_delta, citations_delta: not part of the stored reply
+            elif delta_type == "thinking_delta" and delta.get("thinking"):
+                self._blocks.setdefault(index, _Block("thinking")).parts.append(delta["thinking"])
+            elif delta_type == "signature_delta" and isinstance(delta.get("signature"), str):
+                # one per block in practice; like Anthropic's SDK, the last one is the signature
+                self._blocks.setdefault(index, _Block("thinking")).signature = delta["signature"]
+            # citations_delta and delta types added later: not part of the stored reply
         elif kind == "message_delta":
             self._stop_reason = (data.get("delta") or {}).get("stop_reason") or self._stop_reason
             self._add_usage(data.get("usage"))  # cumulative counts: later values replace earlier ones
@@ -163,11 +291,16 @@ class EventAssembler:
             )
         blocks = [self._blocks[i] for i in sorted(self._blocks)]
         text = "".join("".join(b.parts) for b in blocks if b.type == "text")
-        calls = tuple(
-            ToolCall(b.id, b.name, "".join(b.parts) or json.dumps(b.initial_input or {}))
-            for b in blocks
-            if b.type == "tool_use"
-        )
+        calls: list[ToolCall] = []
+        thinking: list[Thinking] = []
+        for b in blocks:
+            if b.type == "tool_use":
+                arguments = "".join(b.parts) or json.dumps(b.initial_input or {})
+                calls.append(ToolCall(b.id or f"toolu_{len(calls) + 1}", b.name, arguments))
+            elif b.type == "thinking":
+                thinking.append(Thinking("thinking", "".join(b.parts), b.signature, after_calls=len(calls)))
+            elif b.type == "redacted_thinking":
+                thinking.append(Thinking("redacted_thinking", data=b.data or "", after_calls=len(calls)))
         u = self._usage
         cached = u.get("cache_read_input_tokens", 0)
         usage = Usage(
@@ -176,7 +309,7 @@ class EventAssembler:
             output_tokens=u.get("output_tokens", 0),
             cached_tokens=cached,
         )
-        return Completion(Message.assistant(text, calls), usage, self._stop_reason, self._model)
+        return Completion(Message.assistant(text, calls, thinking), usage, self._stop_reason, self._model)
 
 
 class AnthropicProvider(HTTPProvider):

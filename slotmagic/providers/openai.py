@@ -6,6 +6,17 @@ Request: ``POST {base}/chat/completions`` with ``stream: true`` and
 the token counts. Tool calls arrive as ``delta.tool_calls`` fragments keyed by ``index``: the
 first fragment has the call's ``id`` and ``function.name``, later ones add pieces of
 ``function.arguments`` (a JSON text). A reply is complete only once ``[DONE]`` arrives.
+
+Every request goes through :func:`~slotmagic.core.repair.repair_tool_pairs` (no tool call
+without its ``tool`` messages) and its call ids through
+:func:`~slotmagic.core.repair.wire_call_id` (at most 40 characters, as OpenAI and Azure
+require); another provider's reasoning (Anthropic's thinking blocks) is left out.
+
+Reasoning models (o1, o3, o4, gpt-5 and their variants, or what the
+``openai_reasoning_models`` setting names) are decided by the model's name, not by the base
+URL, since Azure and proxies serve them too: they get the system prompt as a ``developer``
+message and ``max_completion_tokens``. A temperature is sent only when the turn sets one (they
+accept no other value than the default, and say so in a 400).
 """
 
 from __future__ import annotations
@@ -17,59 +28,87 @@ from typing import Any
 from httpx_sse import ServerSentEvent
 
 from ..core.messages import Message, ToolCall
+from ..core.repair import OPENAI_MAX_ID, repair_tool_pairs, wire_call_id
 from ..errors import StreamInterrupted
 from .base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
 from .endpoint import Endpoint
-from .registry import DEFAULT_OPENAI_BASE_URL
+from .registry import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_REASONING_MODELS, matches_model, model_patterns
 from .transport import HTTPProvider, SSECall, parse_event_json, stream_error
 
+REASONING_SETTING = "openai_reasoning_models"
 
-def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Core messages as chat-completions messages."""
+
+def wire_messages(messages: Sequence[Message], *, developer: bool = False) -> list[dict[str, Any]]:
+    """Core messages as chat-completions messages; ``developer``: system messages go as
+    ``developer`` messages (reasoning models)."""
     wire: list[dict[str, Any]] = []
-    for m in messages:
+    for m in repair_tool_pairs(messages):
         if m.role == "tool":
-            wire.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+            wire.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": wire_call_id(m.tool_call_id or "", OPENAI_MAX_ID),
+                    "content": m.content,
+                }
+            )
         elif m.role == "assistant" and m.tool_calls:
             wire.append(
                 {
                     "role": "assistant",
                     "content": m.content or None,  # the API wants null, not "", beside tool calls
                     "tool_calls": [
-                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments or "{}"}}
+                        {
+                            "id": wire_call_id(c.id, OPENAI_MAX_ID),
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                        }
                         for c in m.tool_calls
                     ],
                 }
             )
+        elif m.role == "system" and developer:
+            wire.append({"role": "developer", "content": m.content})
         else:
-            wire.append({"role": m.role, "content": m.content})
+            wire.append({"role": m.role, "content": m.content})  # thinking from another API is left out
     return wire
 
 
 def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
-        }
-        for t in tools
-    ]
+    wire: list[dict[str, Any]] = []
+    for t in tools:
+        function: dict[str, Any] = {"name": t.name}
+        if t.description:
+            function["description"] = t.description
+        function["parameters"] = dict(t.parameters)
+        wire.append({"type": "function", "function": function})
+    return wire
 
 
-def request_body(request: ChatRequest, endpoint: Endpoint) -> dict[str, Any]:
+def is_reasoning_model(model: str, patterns: str | None = None, source: str = REASONING_SETTING) -> bool:
+    """Whether ``model`` is a reasoning model: its name matches one of ``patterns`` (the
+    ``openai_reasoning_models`` setting: comma-separated, ``*`` wildcards, ``none``), by
+    default o1*, o3*, o4* and gpt-5*."""
+    return matches_model(model, model_patterns(patterns or DEFAULT_OPENAI_REASONING_MODELS, source))
+
+
+def request_body(request: ChatRequest, endpoint: Endpoint, *, reasoning: bool | None = None) -> dict[str, Any]:
+    """The request body; ``reasoning`` None decides by the model's name with the default patterns."""
+    if reasoning is None:
+        reasoning = is_reasoning_model(request.model)
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": wire_messages(request.messages),
+        "messages": wire_messages(request.messages, developer=reasoning),
         "stream_options": {"include_usage": True},
     }
     if request.tools:
         body["tools"] = wire_tools(request.tools)
-    if request.temperature is not None:
+    if request.temperature is not None:  # only when set: reasoning models refuse all but their default
         body["temperature"] = request.temperature
     if request.max_tokens is not None:
-        # OpenAI's newer models refuse the older name; compatible servers mostly know only it.
+        # OpenAI's newer models refuse the older name, wherever they are served; other
+        # compatible servers mostly know only the older one.
         official = endpoint.base_url == DEFAULT_OPENAI_BASE_URL
-        body["max_completion_tokens" if official else "max_tokens"] = request.max_tokens
+        body["max_completion_tokens" if official or reasoning else "max_tokens"] = request.max_tokens
     body.update(request.params)  # provider-specific parameters pass through as given
     body["stream"] = True  # not overridable: everything here reads a stream
     return body
@@ -162,7 +201,14 @@ class OpenAIProvider(HTTPProvider):
     def call(self, request: ChatRequest) -> SSECall:
         endpoint = self.endpoint()
         headers = {"authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-        return SSECall(endpoint, "/chat/completions", request_body(request, endpoint), headers)
+        body = request_body(request, endpoint, reasoning=self.reasoning(request.model))
+        return SSECall(endpoint, "/chat/completions", body, headers)
+
+    def reasoning(self, model: str) -> bool:
+        """Whether ``model`` is a reasoning model, by the ``openai_reasoning_models`` setting
+        (or its environment variable) now, else by the default patterns."""
+        found = self.registry.value(self.settings, REASONING_SETTING)
+        return is_reasoning_model(model, *found) if found else is_reasoning_model(model)
 
     def assembler(self, call: SSECall) -> ChunkAssembler:
         return ChunkAssembler(call.label, call.endpoint.secrets)

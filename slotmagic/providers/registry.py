@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
 from ..errors import ConfigError, MissingAPIKey, UnknownModel
@@ -31,6 +32,9 @@ from .endpoint import Endpoint, checked_url, masked_url, ollama_base_url
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+# OpenAI's reasoning models, by name: they take the system prompt as a "developer" message
+# and max_completion_tokens, wherever they are served (api.openai.com, Azure, a proxy).
+DEFAULT_OPENAI_REASONING_MODELS = "o1*,o3*,o4*,gpt-5*"
 
 # (value, where it came from) for a setting, or None when neither the setting nor its
 # environment variable is set.
@@ -187,19 +191,16 @@ class Registry:
         spec = self._specs.get(provider)
         if spec is None or spec.endpoint is None:
             raise ConfigError(f"no endpoint settings for provider {provider!r}")
-        env = os.environ if environ is None else environ
         by_name = {s.name: s for s in spec.settings}
+        return spec.endpoint.resolve(spec, lambda name: _lookup(by_name[name], settings, environ))
 
-        def lookup(name: str) -> tuple[str, str] | None:
-            setting = by_name[name]
-            value = getattr(settings, name)
-            if value:  # empty strings mean "not set"
-                return value, f"the {name} setting"
-            if env.get(setting.env):
-                return env[setting.env], setting.env
-            return None
-
-        return spec.endpoint.resolve(spec, lookup)
+    def value(self, settings: Any, name: str, environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+        """A provider setting's value now and where it came from (the setting, else its
+        environment variable), or None when neither is set."""
+        for setting in self.settings():
+            if setting.name == name:
+                return _lookup(setting, settings, environ)
+        raise KeyError(name)
 
     def _examples(self) -> str:
         examples = [s.name if s.bare else s.example for s in self._specs.values()]
@@ -217,8 +218,45 @@ class Registry:
         return "\n".join(lines)
 
 
+def _lookup(setting: SettingSpec, settings: Any, environ: Mapping[str, str] | None) -> tuple[str, str] | None:
+    value = getattr(settings, setting.name)
+    if value:  # empty strings mean "not set"
+        return value, f"the {setting.name} setting"
+    env = os.environ if environ is None else environ
+    if env.get(setting.env):
+        return env[setting.env], setting.env
+    return None
+
+
 def _check_url(value: str, source: str) -> object:
     return checked_url(value, source)
+
+
+def model_patterns(value: str, source: str) -> tuple[str, ...]:
+    """A comma-separated list of model-name patterns (``*`` and ``?`` as in file names), or
+    ``none`` for no model; ConfigError naming ``source`` when it is neither."""
+    text = value.strip()
+    if text.lower() == "none":
+        return ()
+    patterns = tuple(p.strip() for p in text.split(","))
+    if not text or not all(patterns) or any(any(c.isspace() for c in p) for p in patterns):
+        raise ConfigError(
+            f"{source} must be model-name patterns separated by commas, such as {DEFAULT_OPENAI_REASONING_MODELS!r} "
+            f"or 'my-o3-deployment', or 'none', not {value!r}"
+        )
+    return patterns
+
+
+def matches_model(model: str, patterns: tuple[str, ...]) -> bool:
+    """Whether ``model`` (or its last ``/`` part: ``openai/o3`` on OpenRouter) matches a pattern,
+    ignoring case."""
+    name = model.strip().lower()
+    short = name.rpartition("/")[2]
+    return any(fnmatchcase(name, p.lower()) or fnmatchcase(short, p.lower()) for p in patterns)
+
+
+def _check_patterns(value: str, source: str) -> object:
+    return model_patterns(value, source)
 
 
 def _check_host(value: str, source: str) -> object:
@@ -242,6 +280,16 @@ REGISTRY = Registry(
                     help="Base URL of an OpenAI-compatible server for openai:... models (vLLM, llama.cpp, "
                     "LM Studio, OpenRouter, a proxy); empty uses OPENAI_BASE_URL, else api.openai.com.",
                     check=_check_url,
+                ),
+                SettingSpec(
+                    "openai_reasoning_models",
+                    "OPENAI_REASONING_MODELS",
+                    f"`{DEFAULT_OPENAI_REASONING_MODELS}`",
+                    help="Which openai:... models are reasoning models, sent the system prompt as a developer "
+                    "message and max_completion_tokens: model-name patterns separated by commas (an Azure "
+                    "deployment's name, 'o3*'), or 'none'; empty uses OPENAI_REASONING_MODELS, else "
+                    f"{DEFAULT_OPENAI_REASONING_MODELS}.",
+                    check=_check_patterns,
                 ),
             ),
             endpoint=KeyedEndpoint("openai_base_url", "openai_api_key", DEFAULT_OPENAI_BASE_URL),

@@ -246,6 +246,7 @@ if TYPE_CHECKING:
     class ProviderSettings(SettingsBase):
         openai_api_key: str | None = None
         openai_base_url: str | None = None
+        openai_reasoning_models: str | None = None
         anthropic_api_key: str | None = None
         anthropic_base_url: str | None = None
         ollama_host: str | None = None

@@ -12,7 +12,14 @@ from slotmagic.providers import ProviderSettings
 from .support import PLANTED_ANTHROPIC_KEY, PLANTED_OPENAI_KEY, Drain, drain_async, drain_sync
 from .wire_server import WireServer
 
-_PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST")
+_PROVIDER_VARIABLES = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_REASONING_MODELS",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OLLAMA_HOST",
+)
 
 
 @pytest.fixture(autouse=True)

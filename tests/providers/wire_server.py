@@ -404,3 +404,42 @@ def an_text_stream(
     if stop:
         events += an_stop("end_turn", output_tokens)
     return events
+
+
+def padded(event: str) -> str:
+    """``event`` with spaces before its data's last brace, as Anthropic's real streams often
+    have them (``{"type":"content_block_stop","index":0    }``)."""
+    head, sep, tail = event.rpartition("}")
+    return f"{head}{' ' * 13}{sep}{tail}"
+
+
+def an_thinking_block(index: int, *pieces: str, signature: str) -> list[str]:
+    """A ``thinking`` block as the API streams it: started with empty ``thinking`` and
+    ``signature``, then ``thinking_delta`` pieces, then one ``signature_delta``."""
+    return (
+        [
+            padded(
+                an_event(
+                    "content_block_start",
+                    index=index,
+                    content_block={"type": "thinking", "thinking": "", "signature": ""},
+                )
+            )
+        ]
+        + [
+            padded(an_event("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": p}))
+            for p in pieces
+        ]
+        + [
+            an_event("content_block_delta", index=index, delta={"type": "signature_delta", "signature": signature}),
+            padded(an_event("content_block_stop", index=index)),
+        ]
+    )
+
+
+def an_redacted_block(index: int, data: str) -> list[str]:
+    """A ``redacted_thinking`` block: its opaque ``data`` whole in the start event, no deltas."""
+    return [
+        an_event("content_block_start", index=index, content_block={"type": "redacted_thinking", "data": data}),
+        an_event("content_block_stop", index=index),
+    ]
