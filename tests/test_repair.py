@@ -115,11 +115,6 @@ def test_thinking_and_errors_belong_to_their_roles() -> None:
         Thinking("musing")  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store/sqlite.py rebuilds messages from extra itself (tool calls, tool_call_id, name) and drops "
-    "thinking and is_error; its _messages_from_rows should set core.messages.fields_from_extra(data)",
-)
 def test_thinking_survives_the_sqlite_store(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite3"
     reply = Message.assistant("Let me check.", [A], [Thinking("thinking", "hm", "sig")])

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core.compaction import Compaction
-from ..core.messages import Message, ToolCall
+from ..core.messages import Message, fields_from_extra
 from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
 from ..errors import ConfigError, ProtectedSlot, SlotExists, SlotMoved, SlotNotFound, SlotReadonly, StoreError
@@ -57,12 +57,7 @@ def _messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> lis
         fields["content"] = content
         fields["tokens"] = tokens
         if extra is not None:
-            data = json.loads(extra)
-            fields["tool_calls"] = tuple(
-                ToolCall(c["id"], c["name"], c["arguments"]) for c in data.get("tool_calls", ())
-            )
-            fields["tool_call_id"] = data.get("tool_call_id")
-            fields["name"] = data.get("name")
+            fields.update(fields_from_extra(json.loads(extra)))
         append(message)
     return out
 
