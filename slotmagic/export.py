@@ -9,6 +9,7 @@ from typing import Any
 
 from .core.checks import check_text
 from .errors import ConfigError
+from .namespace import Namespace
 from .store.base import Store
 
 FORMATS = (".md", ".json")
@@ -19,12 +20,13 @@ def branch_record(store: Store, session_id: str, slot: str) -> dict[str, Any]:
     the turns that added them."""
     found = store.slot(session_id, slot)
     history = store.history(session_id, found.id)
+    namespace = Namespace(store, session_id)  # large tool results are exported whole
     return {
         "session": session_id,
         "slot": found.id,
         "parent": found.meta.parent_id,
         "config": found.config.to_dict(),
-        "messages": [{**m.to_dict(), "tokens": m.tokens} for m in history.messages()],
+        "messages": [{**m.to_dict(), "tokens": m.tokens} for m in namespace.expand(history.messages())],
         "turns": [
             {
                 "number": t.number,

@@ -35,6 +35,7 @@ from .errors import ConfigError, SlotConflict, SlotNotEmpty, SlotReadonly, Store
 from .export import export_slot
 from .providers import ProviderSettings, parse_model
 from .store import SQLiteStore, Store
+from .tools import ToolRegistry
 
 DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
 
@@ -157,6 +158,31 @@ class Session:
             raise ConfigError(f"settings must be a ProviderSettings, not {type(value).__name__}")
         self._engine.close_providers()  # the next turn builds providers that use the new settings
         self._engine.settings = value
+
+    @property
+    def tools(self) -> ToolRegistry:
+        """The tools this session's turns may offer: every ``@slotmagic.tool`` of the process,
+        plus what is added here (``session.tools.add(fn)``), less what is removed here. A slot
+        narrows them (``configure_slot(tools=[...])``) and a turn too (``tools=[...]``)."""
+        return self._engine.tools
+
+    @property
+    def max_tool_rounds(self) -> int:
+        """How many rounds of tool calls a turn may take before it stops (8)."""
+        return self._engine.max_tool_rounds
+
+    @max_tool_rounds.setter
+    def max_tool_rounds(self, value: int) -> None:
+        self._engine.max_tool_rounds = check_whole(value, "max_tool_rounds", minimum=1)
+
+    @property
+    def namespace_threshold(self) -> int:
+        """Tool results larger than this many bytes are kept aside (seed T2: 2,048)."""
+        return self._engine.namespace.threshold
+
+    @namespace_threshold.setter
+    def namespace_threshold(self, value: int) -> None:
+        self._engine.namespace.threshold = check_whole(value, "namespace_threshold", minimum=1)
 
     @property
     def usage(self) -> Usage:
@@ -296,9 +322,11 @@ class Session:
 
     # -- histories -------------------------------------------------------------------------
 
-    def messages(self, slot: str | None = None) -> list[Message]:
-        """The slot's stored history, every message, in order."""
-        return self.store.history(self.session_id, _optional_slot(slot)).messages()
+    def messages(self, slot: str | None = None, *, expand: bool = False) -> list[Message]:
+        """The slot's stored history, every message, in order. Large tool results appear as
+        the ``namespace://`` reference the model saw; ``expand=True`` gives their text back."""
+        messages = self.store.history(self.session_id, _optional_slot(slot)).messages()
+        return self._engine.namespace.expand(messages) if expand else messages
 
     def turns(self, slot: str | None = None) -> list[TurnRecord]:
         return self.store.history(self.session_id, _optional_slot(slot)).turns()

@@ -71,3 +71,14 @@ def check_json_mapping(value: object, what: str) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{what} must hold only JSON values (str, number, bool, None, list, dict): {exc}") from None
     return checked
+
+
+def check_names(value: object, what: str) -> tuple[str, ...]:
+    """A list of names (tools, slots): strings, given as a list or tuple (not one string)."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise ConfigError(f"{what} must be a list of names, e.g. ['search', 'fetch'], not {value!r:.60}")
+    names = tuple(value)
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"{what} must hold non-empty strings, not {name!r:.60}")
+    return names

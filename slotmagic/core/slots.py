@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigError, InvalidSlotId
 from .budget import ContextBudget
+from .checks import check_names
 
 DEFAULT_SLOT = "default"
 _SLOT_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
@@ -158,11 +159,14 @@ class SlotConfig:
     focused: FocusedConfig = field(default_factory=FocusedConfig)
     source: SlotSource = field(default_factory=SlotSource.new)
     budget: ContextBudget | None = None  # None: the model's context window in the default split
+    tools: tuple[str, ...] | None = None  # the tools its turns offer by name; None: all of the session's
     compact: bool = True
     system: str | None = None  # this slot's system prompt; None uses the session's
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", SlotMode.parse(self.mode))
+        if self.tools is not None:
+            object.__setattr__(self, "tools", check_names(self.tools, "tools"))
 
     @classmethod
     def focused_mode(
@@ -185,6 +189,7 @@ class SlotConfig:
             "focused": self.focused.to_dict(),
             "source": self.source.to_dict(),
             "budget": None if self.budget is None else self.budget.to_dict(),
+            "tools": None if self.tools is None else list(self.tools),
             "compact": self.compact,
             "system": self.system,
         }
@@ -196,6 +201,7 @@ class SlotConfig:
             focused=FocusedConfig.from_dict(data.get("focused") or {}),
             source=SlotSource.from_dict(data.get("source") or {}, parent_id),
             budget=_stored_budget(data.get("budget")),
+            tools=None if data.get("tools") is None else tuple(str(t) for t in data["tools"]),
             compact=bool(data.get("compact", True)),
             system=data.get("system"),
         )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from ..core.messages import Message
 from ..core.records import ForkRef, TurnInfo
 from ..core.usage import Usage
+from .loop import ToolStep
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Reply:
     replayed: bool = False  # shown again from the store, the model was not called
     notes: tuple[str, ...] = ()  # what else happened: a compaction, a guessed context window
     saved: float | None = None  # USD the provider's prompt cache saved on this turn
+    steps: tuple[ToolStep, ...] = ()  # the tool calls the model made in this turn, with their results
 
     @property
     def forked_from(self) -> ForkRef | None:

@@ -10,12 +10,12 @@ from, and its footer says so. Nothing is lost and no reply sits after messages i
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.budget import ContextBudget
-from ..core.checks import check_json_mapping, check_number, check_optional_text, check_text, check_whole
+from ..core.checks import check_json_mapping, check_names, check_number, check_optional_text, check_text, check_whole
 from ..core.compaction import Compaction
 from ..core.messages import Message
 from ..core.records import CellRef, ForkRef, TurnInfo, TurnRecord
@@ -23,12 +23,15 @@ from ..core.slots import DeriveStrategy, Slot, SlotMode, SlotSource, validate_sl
 from ..core.tokens import estimate_message_tokens
 from ..core.usage import Usage
 from ..errors import ConfigError, OverBudget, ProviderError, SlotMoved, SlotNotFound, SlotReadonly, TurnNotStored
+from ..namespace import Namespace, has_reference
 from ..providers import ProviderSettings, cost_of, parse_model, resolve_provider
 from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
 from ..providers.prices import cache_savings_of
 from ..store.base import History, Store, Tip
 from ..tokens import Calibration, TokenCounter, window_for
+from ..tools import ToolRegistry, default_registry
 from .compactor import Fold, Summarizer, plan_fold
+from .loop import ToolRounds, ToolStep, read_namespace_tool, steps_of
 from .pipeline import Counting, View, assemble
 from .plan import CellPlan, fork_name, plan_cell_turn
 from .reply import Reply
@@ -57,6 +60,7 @@ class TurnOptions:
     info: Mapping[str, Any] = field(default_factory=dict)
     cell_id: str | None = None
     rerun: bool = False
+    tools: tuple[str, ...] | None = None  # this turn's tools by name; () none; None the slot's
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -75,11 +79,14 @@ class TurnOptions:
             check_text(self.cell_id, "cell_id", empty_ok=False)
         if not isinstance(self.rerun, bool):
             raise ConfigError(f"rerun must be True or False, not {self.rerun!r:.60}")
+        if self.tools is not None:
+            set_(self, "tools", check_names(self.tools, "tools"))
 
     def cell_options(self) -> dict[str, Any]:
         """The request options a cell sets itself: changing one of them is editing the cell."""
         chosen = {"model": self.model, "system": self.system, "temperature": self.temperature,
-                  "max_tokens": self.max_tokens, "params": dict(self.params) or None}  # fmt: skip
+                  "max_tokens": self.max_tokens, "params": dict(self.params) or None,
+                  "tools": list(self.tools) if self.tools is not None else None}  # fmt: skip
         return {k: v for k, v in chosen.items() if v is not None}
 
 
@@ -102,6 +109,7 @@ class PendingTurn:
     fold: Fold | None = None  # over budget: what to compact before the request is sent
     compaction: Compaction | None = None  # made for this turn, stored with it
     notes: tuple[str, ...] = ()  # lines for the footer
+    tools: ToolRegistry | None = None  # what the model may call in this turn
 
     def completion_or_raise(self, completion: Completion | None) -> Completion:
         if completion is None:
@@ -127,9 +135,13 @@ class TurnEngine:
         self.usage = Usage()
         self.context_windows: dict[str, int] = {}  # overrides of the built-in table
         self.compaction_model: str | None = None  # None: the turn's own model
+        self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's
+        self.max_tool_rounds = 8
+        self.namespace = Namespace(store, session_id)
         self._providers: dict[str, Provider] = {}
         self._calibration: Calibration | None = None
         self._windows_noted: set[str] = set()
+        self._read_namespace = read_namespace_tool(self.namespace)
 
     # -- providers -------------------------------------------------------------------------
 
@@ -285,18 +297,31 @@ class TurnEngine:
         user = counted(Message.user(text))
         reserve = options.max_tokens or 0
         view = self.view(slot, history, options.system, model=model, reserve=reserve, new=user)
+        tools = self.turn_tools(slot, options.tools, view)
         info = TurnInfo(kind="turn", model=model, system=options.system, cell=cell, extra=options.info)
         note = self.window_note(model)
         turn = PendingTurn(
-            slot.id, history.tip, user, model, provider, self._request(view, model, options), info,
-            fork_before, follow, view, history, options, notes=(note,) if note else (),
+            slot.id, history.tip, user, model, provider, self._request(view, model, options, tools), info,
+            fork_before, follow, view, history, options, notes=(note,) if note else (), tools=tools,
         )  # fmt: skip
         return self._check_budget(turn, view)
 
-    def _request(self, view: View, model: str, options: TurnOptions) -> ChatRequest:
+    def turn_tools(self, slot: Slot, names: tuple[str, ...] | None, view: View) -> ToolRegistry | None:
+        """The tools a turn offers: the turn's names, else the slot's, else every tool of the
+        session; plus ``read_namespace`` whenever a kept-aside result is in the view. None when
+        there are none (the request then carries no tools at all)."""
+        chosen = names if names is not None else slot.config.tools
+        selected = self.tools if chosen is None else self.tools.select(chosen)
+        tools = list(selected.tools())
+        if has_reference(view.messages) and not any(t.name == self._read_namespace.name for t in tools):
+            tools.append(self._read_namespace)
+        return ToolRegistry(tools, label=f"turn on slot {slot.id!r}") if tools else None
+
+    def _request(self, view: View, model: str, options: TurnOptions, tools: ToolRegistry | None) -> ChatRequest:
         return ChatRequest(
             model=parse_model(model)[1],
             messages=view.messages,
+            tools=tuple(tools.specs()) if tools is not None else (),
             temperature=options.temperature,
             max_tokens=options.max_tokens,
             params=dict(options.params),
@@ -341,7 +366,7 @@ class TurnEngine:
                 f"slot {slot.id!r} was compacted but its newest messages still need {view.report.history.used:,} "
                 f"tokens, more than the {view.report.history_available:,} it has room for; nothing was sent"
             )
-        request = self._request(view, turn.model, turn.options)
+        request = self._request(view, turn.model, turn.options, turn.tools)
         notes = (*turn.notes, compaction.describe())
         return replace(turn, view=view, request=request, fold=None, compaction=compaction, notes=notes)
 
@@ -355,14 +380,17 @@ class TurnEngine:
         assert turn.view is not None
         return self.compacted(turn, await self.summarizer(turn.model, turn.view).asummarize(turn.fold))
 
-    def commit(self, turn: PendingTurn, completion: Completion) -> Reply:
-        """Store the turn (and a compaction made for it) on the history it was made from, in
-        one transaction."""
-        assistant = counted(completion.message)
-        cost = cost_of(turn.model, completion.usage, self.settings.prices)
-        saved = cache_savings_of(turn.model, completion.usage, self.settings.prices)
-        info = turn.info.replace(usage=completion.usage, finish_reason=completion.finish_reason, cost=cost)
-        messages = [turn.user, assistant]
+    def commit(self, turn: PendingTurn, rounds: ToolRounds) -> Reply:
+        """Store the turn — its user message, every tool round, the reply, and a compaction made
+        for it — on the history it was made from, in one transaction."""
+        assert rounds.last is not None
+        usage, last = rounds.usage, rounds.last
+        final = counted(rounds.final) if rounds.final is not None else None
+        messages = [turn.user, *(counted(m) for m in rounds.added), *([final] if final is not None else [])]
+        reply_message = final or next(m for m in reversed(messages) if m.role == "assistant")
+        cost = cost_of(turn.model, usage, self.settings.prices)
+        saved = cache_savings_of(turn.model, usage, self.settings.prices)
+        info = turn.info.replace(usage=usage, finish_reason=last.finish_reason, cost=cost)
         store, session_id = self.store, self.session_id
         try:
             with store.atomic():  # a fork exists only with its turn, even after a crash
@@ -383,12 +411,13 @@ class TurnEngine:
                         info = info.replace(forked_from=ForkRef(turn.slot, None, "moved"))
                         record = self._store(slot, turn, messages, info, None)
         except (SlotMoved, SlotNotFound):
-            raise TurnNotStored(turn.slot, assistant.content) from None
-        self.usage = self.usage + completion.usage
-        self.observe(turn.model, turn.request, completion.usage)
+            raise TurnNotStored(turn.slot, reply_message.content) from None
+        self.usage = self.usage + usage
+        self.observe(turn.model, turn.request, last.usage)
+        notes = (*turn.notes, rounds.note) if rounds.note else turn.notes
         return Reply(
-            assistant.content, assistant, completion.usage, turn.model, slot, record.number,
-            completion.finish_reason, cost, info, notes=turn.notes, saved=saved,
+            reply_message.content, reply_message, usage, turn.model, slot, record.number,
+            last.finish_reason, cost, info, notes=notes, saved=saved, steps=tuple(rounds.steps),
         )  # fmt: skip
 
     def _store(
@@ -415,17 +444,19 @@ class TurnEngine:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
         produced = self.store.history(self.session_id, slot).messages(record.start, record.end)
         message = next((m for m in reversed(produced) if m.role == "assistant"), None)
+        steps = steps_of(produced)
         if message is None:
             raise ConfigError(f"turn {record.number} of slot {slot!r} has no reply to show")
         info = record.info
         return Reply(
             message.content, message, info.usage or Usage(), info.model or self.model, slot, record.number,
-            info.finish_reason, info.cost, info, replayed=True,
+            info.finish_reason, info.cost, info, replayed=True, steps=steps,
         )  # fmt: skip
 
 
 class _Stream:
-    """What the sync and async streams share: the turn, its plan, and the reply once stored."""
+    """What the sync and async streams share: the turn, its plan, its tool rounds, and the
+    reply once stored. ``on_step`` is called with each tool call's outcome as it comes."""
 
     def __init__(
         self, engine: TurnEngine, turn: PendingTurn | None, plan: CellPlan | None = None, replay: Reply | None = None
@@ -435,6 +466,7 @@ class _Stream:
         self._completion: Completion | None = None
         self.plan = plan
         self.reply: Reply | None = replay
+        self.on_step: Callable[[ToolStep], None] | None = None
 
     @property
     def replayed(self) -> bool:
@@ -462,8 +494,14 @@ class _Stream:
         self._completion = event
         return ""
 
-    def _store(self, turn: PendingTurn) -> None:
-        self.reply = self._engine.commit(turn, turn.completion_or_raise(self._completion))
+    def _rounds(self, turn: PendingTurn) -> ToolRounds:
+        engine = self._engine
+        return ToolRounds(turn.tools, engine.namespace, engine.max_tool_rounds, turn.request, on_step=self.on_step)
+
+    def _completed(self, turn: PendingTurn) -> Completion:
+        completion = turn.completion_or_raise(self._completion)
+        self._completion = None
+        return completion
 
 
 class TurnStream(_Stream):
@@ -472,7 +510,8 @@ class TurnStream(_Stream):
     Stopping early (``break``, an exception, an interrupt) stores nothing; ``close()``, or
     leaving a ``with`` block, closes the connection to the model at once. ``plan`` says what
     a turn from a notebook cell does (append, replay or fork); a replay yields the stored reply
-    at once and calls no model.
+    at once and calls no model. Tool calls the model makes are run between its replies (see
+    :mod:`slotmagic.engine.loop`); the text of every reply is yielded as it comes.
     """
 
     _events: Iterator[StreamEvent] | None = None
@@ -484,15 +523,28 @@ class TurnStream(_Stream):
             return
         if self._turn.fold is not None:
             self._turn = self._engine.compact_for(self._turn)  # a model call: part of the turn
-        self._events = self._turn.provider.stream(self._turn.request)
-        try:
-            for event in self._events:
-                text = self._receive(event)
-                if text:
-                    yield text
-        finally:
-            self.close()
-        self._store(self._turn)
+        turn = self._turn
+        rounds = self._rounds(turn)
+        request = turn.request
+        while True:
+            self._events = turn.provider.stream(request)
+            said = False
+            try:
+                for event in self._events:
+                    text = self._receive(event)
+                    if text:
+                        said = True
+                        yield text
+            finally:
+                self.close()
+            completion = self._completed(turn)
+            calls = rounds.calls(completion)
+            if calls is None:
+                break
+            if said:
+                yield "\n\n"
+            request = rounds.next_request(completion, rounds.run_sync(calls))
+        self.reply = self._engine.commit(turn, rounds)
 
     def close(self) -> None:
         """Stop the reply (if it is still streaming) and close its connection; stores nothing."""
@@ -508,7 +560,7 @@ class TurnStream(_Stream):
 
 
 class AsyncTurnStream(_Stream):
-    """``async for`` form of :class:`TurnStream`."""
+    """``async for`` form of :class:`TurnStream` (parallel tool calls run concurrently)."""
 
     _events: AsyncIterator[StreamEvent] | None = None
 
@@ -519,15 +571,28 @@ class AsyncTurnStream(_Stream):
             return
         if self._turn.fold is not None:
             self._turn = await self._engine.acompact_for(self._turn)
-        self._events = self._turn.provider.astream(self._turn.request)
-        try:
-            async for event in self._events:
-                text = self._receive(event)
-                if text:
-                    yield text
-        finally:
-            await self.aclose()
-        self._store(self._turn)
+        turn = self._turn
+        rounds = self._rounds(turn)
+        request = turn.request
+        while True:
+            self._events = turn.provider.astream(request)
+            said = False
+            try:
+                async for event in self._events:
+                    text = self._receive(event)
+                    if text:
+                        said = True
+                        yield text
+            finally:
+                await self.aclose()
+            completion = self._completed(turn)
+            calls = rounds.calls(completion)
+            if calls is None:
+                break
+            if said:
+                yield "\n\n"
+            request = rounds.next_request(completion, await rounds.run(calls))
+        self.reply = self._engine.commit(turn, rounds)
 
     async def aclose(self) -> None:
         """Stop the reply (if it is still streaming) and close its connection; stores nothing."""

@@ -313,6 +313,12 @@ class Store(Protocol):
         """Keep a compaction on the slot (with ``base``, only if the slot still holds that
         history); the histories that see it from then on are the slot's and those derived later."""
 
+    def namespace_put(self, session_id: str, key: str, tool: str, content: str) -> bool:
+        """Keep a large tool result under its content key; False if it was there already."""
+
+    def namespace_get(self, session_id: str, key: str) -> str | None:
+        """A kept tool result of this session, or None."""
+
     def meta(self, key: str) -> str | None:
         """A small value kept across sessions, or None."""
 

@@ -126,7 +126,25 @@ def _v4_budgets(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_turns_by_cell, _v3_system_messages, _v4_budgets)
+def _v5_namespace(db: sqlite3.Connection) -> None:
+    # Large tool results, kept once per session by content hash (seed T2); messages hold a
+    # namespace:// reference to them.
+    _run(
+        db,
+        """
+        CREATE TABLE namespace (
+            session_id  TEXT NOT NULL,
+            key         TEXT NOT NULL,
+            tool        TEXT NOT NULL,
+            content     TEXT NOT NULL,
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (session_id, key)
+        );
+        """,
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_turns_by_cell, _v3_system_messages, _v4_budgets, _v5_namespace)
 
 
 def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:

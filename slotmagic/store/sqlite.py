@@ -399,6 +399,22 @@ class SQLiteStore:
             )
             self._segment(key, lo).counts.setdefault(encoding, {}).update((lo + i, n) for i, n in enumerate(counts))
 
+    # -- large tool results (the namespace store) -----------------------------------------
+
+    def namespace_put(self, session_id: str, key: str, tool: str, content: str) -> bool:
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO namespace (session_id, key, tool, content, created_at) VALUES (?, ?, ?, ?, ?)",
+                (session_id, key, tool, content, time.time()),
+            )
+            return cursor.rowcount > 0
+
+    def namespace_get(self, session_id: str, key: str) -> str | None:
+        with self._read() as db:
+            row = db.execute("SELECT content FROM namespace WHERE session_id = ? AND key = ?", (session_id, key))
+            found = row.fetchone()
+            return None if found is None else str(found[0])
+
     # -- small values kept across sessions ------------------------------------------------
 
     def meta(self, key: str) -> str | None:

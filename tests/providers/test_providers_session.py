@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from slotmagic import Message, Reply, Session, ToolCall, Usage
+from slotmagic import Message, Reply, Session, Usage
 from slotmagic.errors import (
     ConfigError,
     MalformedReply,
@@ -101,33 +101,52 @@ def test_params_pass_through_from_the_session(wire: WireServer, session: Session
 
 
 def test_tool_calls_round_trip_and_survive_a_change_of_provider(wire: WireServer, session: Session, turn: Turn) -> None:
-    wire.script(sse_response(oa_tool_stream([("call_A", "get_weather", ['{"city":', ' "Oslo"}'])])))
-    reply = turn(session, "Weather in Oslo?")
-    assert reply.finish_reason == "tool_calls"
-    assert reply.message.tool_calls == (ToolCall("call_A", "get_weather", '{"city": "Oslo"}'),)
-    session.append([Message.tool("call_A", "-3 C", name="get_weather")])
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return {"Oslo": "-3 C", "Lima": "19 C"}[city]
 
-    wire.script(sse_response(oa_text_stream("Cold.")))
-    turn(session, "And now?")
-    sent = wire.requests[-1].json()["messages"]
-    assert sent[1]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
-    assert sent[2] == {"role": "tool", "tool_call_id": "call_A", "content": "-3 C"}
+    session.tools.add(get_weather)
+    wire.script(
+        sse_response(oa_tool_stream([("call_A", "get_weather", ['{"city":', ' "Oslo"}'])])),
+        sse_response(oa_text_stream("Cold.")),
+    )
+    reply = turn(session, "Weather in Oslo?")
+    assert reply.text == "Cold." and [s.result for s in reply.steps] == ["-3 C"]
+    first, second = (r.json() for r in wire.requests[-2:])
+    assert first["tools"][0]["function"]["name"] == "get_weather"
+    assert second["messages"][1]["tool_calls"][0]["function"] == {
+        "name": "get_weather",
+        "arguments": '{"city": "Oslo"}',
+    }
+    assert second["messages"][2] == {"role": "tool", "tool_call_id": "call_A", "content": "-3 C"}
+    assert [m.role for m in session.messages()] == ["user", "assistant", "tool", "assistant"]
 
     # The same history sent to Anthropic: OpenAI's call becomes tool_use/tool_result blocks.
     wire.script(
         sse_response(
             [an_start(), *an_tool_block(0, "toolu_B", "get_weather", '{"city": "Lima"}'), *an_stop("tool_use")]
-        )
+        ),
+        sse_response(an_text_stream("Mild.")),
     )
     reply = turn(session, "Lima too?", model="anthropic:claude-sonnet-4-5")
-    assert reply.message.tool_calls == (ToolCall("toolu_B", "get_weather", '{"city": "Lima"}'),)
-    sent = wire.requests[-1].json()["messages"]
+    assert reply.text == "Mild."
+    sent = wire.requests[-2].json()["messages"]
     assert sent[1] == {
         "role": "assistant",
         "content": [{"type": "tool_use", "id": "call_A", "name": "get_weather", "input": {"city": "Oslo"}}],
     }
     assert sent[2]["content"][0] == {"type": "tool_result", "tool_use_id": "call_A", "content": "-3 C"}
-    assert session.messages()[-1].tool_calls[0].id == "toolu_B"
+    assert [m.tool_calls[0].id for m in session.messages() if m.tool_calls] == ["call_A", "toolu_B"]
+
+
+def test_a_call_to_a_tool_not_offered_is_answered_not_run(wire: WireServer, session: Session, turn: Turn) -> None:
+    wire.script(sse_response(oa_tool_stream([("call_A", "get_weather", ['{"city": "Oslo"}'])])))
+    reply = turn(session, "Weather in Oslo?")
+    assert "tools" not in wire.requests[-1].json()  # none offered
+    stored = session.messages()
+    assert [m.role for m in stored] == ["user", "assistant", "tool"]
+    assert stored[2].is_error and "not run: no tools were offered" in stored[2].content
+    assert reply.message.tool_calls[0].id == "call_A"
 
 
 # -- failures leave the slot unchanged -------------------------------------------------------------------

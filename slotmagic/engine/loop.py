@@ -1,0 +1,151 @@
+"""The tool loop: model → tool calls → results → model, until a reply without calls.
+
+One :class:`ToolRounds` follows a turn's rounds: after each complete reply it runs the calls
+the reply asked for (all of them, in parallel when async), keeps large results aside in the
+namespace store, and makes the next request. The turn ends on a reply without calls, or at the
+round limit, where the calls left are answered "not run" so the stored turn is whole and a
+real API accepts it later. A tool that raises, arguments that do not match the schema, or an
+unknown tool become error results the model reads; the turn goes on. An interrupt or a
+cancelled task ends the turn and nothing is stored: everything here lives in memory until
+the engine commits the turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from ..core.messages import Message, ToolCall
+from ..core.usage import Usage
+from ..namespace import Namespace
+from ..providers.base import ChatRequest, Completion
+from ..tools import Tool, ToolRegistry, ToolResult
+
+_STEP_PREVIEW = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStep:
+    """One tool call of a turn and what came back, for showing (a one-line result, expandable)."""
+
+    name: str
+    arguments: str
+    result: str
+    is_error: bool = False
+
+    @property
+    def summary(self) -> str:
+        line = " ".join(self.result.split())
+        return line if len(line) <= _STEP_PREVIEW else line[: _STEP_PREVIEW - 1] + "…"
+
+    def describe(self) -> str:
+        flag = "error: " if self.is_error and not self.result.startswith("error") else ""
+        return f"{self.name}({self.arguments}) → {flag}{self.summary}"
+
+
+def steps_of(messages: list[Message]) -> tuple[ToolStep, ...]:
+    """The tool steps in a turn's stored messages (its calls, matched with their results)."""
+    calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls}
+    steps = []
+    for m in messages:
+        if m.role == "tool" and m.tool_call_id in calls:
+            call = calls[m.tool_call_id]
+            steps.append(ToolStep(call.name, _compact(call.arguments), m.content, m.is_error))
+    return tuple(steps)
+
+
+@dataclass
+class ToolRounds:
+    """A turn's tool rounds so far. ``added`` holds what the rounds put after the user
+    message (assistant calls and tool results), ``usage`` the whole turn's."""
+
+    tools: ToolRegistry | None
+    namespace: Namespace
+    max_rounds: int
+    request: ChatRequest
+    added: list[Message] = field(default_factory=list)
+    steps: list[ToolStep] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    rounds: int = 0
+    note: str | None = None
+    on_step: Callable[[ToolStep], None] | None = None
+    last: Completion | None = None  # the latest reply
+    final: Message | None = None  # the reply that ended the turn without calls
+
+    def calls(self, completion: Completion) -> tuple[ToolCall, ...] | None:
+        """The calls to run after this reply; None when the turn is over."""
+        self.usage = self.usage + completion.usage
+        self.last = completion
+        calls = completion.message.tool_calls
+        if not calls:
+            self.final = completion.message
+            return None
+        if self.tools is None or self.rounds >= self.max_rounds:
+            why = "no tools were offered in this turn" if self.tools is None else (
+                f"the turn reached its limit of {self.max_rounds} tool rounds"
+            )  # fmt: skip
+            if self.tools is not None:
+                self.note = f"stopped: {why} (%config SlotMagic.max_tool_rounds); the partial work is stored"
+            results = [ToolResult(c.id, c.name, f"error: the call was not run: {why}", True) for c in calls]
+            self._record(completion.message, results)
+            return None
+        return calls
+
+    def next_request(self, completion: Completion, results: list[ToolResult]) -> ChatRequest:
+        self._record(completion.message, results)
+        self.rounds += 1
+        return replace(self.request, messages=(*self.request.messages, *self.added))
+
+    def run_sync(self, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
+        assert self.tools is not None
+        return [self.tools.run_sync(call) for call in calls]
+
+    async def run(self, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
+        import asyncio  # here: `import slotmagic` stays free of it
+
+        assert self.tools is not None
+        tools = self.tools
+        return list(await asyncio.gather(*(tools.run(call) for call in calls)))
+
+    def _record(self, assistant: Message, results: list[ToolResult]) -> None:
+        self.added.append(assistant)
+        for result in results:
+            shelved = self.namespace.shelve(result.to_message())
+            self.added.append(shelved)
+            arguments = _compact(_arguments(assistant, result.call_id))
+            step = ToolStep(result.name, arguments, result.content, result.is_error)
+            self.steps.append(step)
+            if self.on_step is not None:
+                self.on_step(step)
+
+
+def _arguments(assistant: Message, call_id: str) -> str:
+    return next((c.arguments for c in assistant.tool_calls if c.id == call_id), "{}")
+
+
+def _compact(arguments: str) -> str:
+    """Arguments as ``city="Oslo", days=3`` when they are a JSON object, else as sent."""
+    try:
+        data = json.loads(arguments or "{}")
+    except ValueError:
+        return arguments
+    if not isinstance(data, dict):
+        return arguments
+    return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in data.items())
+
+
+def read_namespace_tool(namespace: Namespace) -> Tool[..., str]:
+    """The built-in tool that pages through a result kept aside in the namespace store."""
+
+    def read_namespace(ref: str, offset: int = 0, length: int = 4000) -> str:
+        """Read part of a large tool result that was kept aside.
+
+        Args:
+            ref: The namespace://tool/key reference, as the earlier tool result showed it.
+            offset: The first character to read.
+            length: How many characters to read (at most 50,000).
+        """
+        return namespace.read(ref, offset, length)
+
+    return Tool.from_function(read_namespace)

@@ -1,0 +1,141 @@
+"""The namespace store (seed T2): large tool results kept out of the prompt.
+
+A tool result over the threshold (2,048 bytes by default) is stored once, by content hash, in
+the session's store; the message the model sees holds a reference instead —
+``namespace://<tool>/<key>`` with the size and a short preview — and the built-in
+``read_namespace`` tool lets the model page through the original. The history keeps the
+reference (what the model saw, and what its tokens were counted on); ``messages(expand=True)``,
+exports and ``%slot show --expand`` give the original text back.
+
+Reads go through an in-memory cache bounded by bytes (least recently used first out). A
+reference is only ever looked up in its own session: one from another session, or one that
+does not exist, is a clear tool error, never another session's data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from .core.messages import Message
+
+PREFIX = "namespace://"
+DEFAULT_THRESHOLD = 2048  # bytes of UTF-8
+PREVIEW_CHARS = 300
+PAGE_CHARS = 4000
+_REFERENCE = re.compile(r"^namespace://(?P<tool>[A-Za-z0-9_-]{1,64})/(?P<key>[0-9a-f]{16})\b")
+
+
+class NamespaceRows(Protocol):
+    """What the namespace needs from a store."""
+
+    def namespace_put(self, session_id: str, key: str, tool: str, content: str) -> bool: ...
+
+    def namespace_get(self, session_id: str, key: str) -> str | None: ...
+
+
+def content_key(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+
+
+def reference_text(tool: str, key: str, content: str) -> str:
+    """What the model sees instead of a large result."""
+    size = len(content.encode("utf-8"))
+    preview = content[:PREVIEW_CHARS].rstrip()
+    return (
+        f"{PREFIX}{tool}/{key}\n"
+        f"[{size:,} bytes, {len(content):,} characters kept aside; read them with "
+        f"read_namespace(ref, offset, length). Preview:]\n{preview}{'…' if len(content) > PREVIEW_CHARS else ''}"
+    )
+
+
+def parse_reference(text: str) -> tuple[str, str] | None:
+    """(tool, key) of a reference at the start of ``text`` (or a bare ``namespace://…``)."""
+    found = _REFERENCE.match(text.strip())
+    return None if found is None else (found["tool"], found["key"])
+
+
+class Namespace:
+    """One session's namespace over a store, with a byte-bounded LRU cache."""
+
+    def __init__(
+        self,
+        store: NamespaceRows,
+        session_id: str,
+        *,
+        threshold: int = DEFAULT_THRESHOLD,
+        cache_bytes: int = 32 * 1024 * 1024,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.threshold = threshold
+        self.cache_bytes = cache_bytes
+        self._cache: OrderedDict[str, str] = OrderedDict()
+        self._cached = 0
+        self._lock = threading.Lock()
+
+    def shelve(self, message: Message) -> Message:
+        """A tool result as the model should see it: itself when small, else a reference
+        (the original stored once, by content hash)."""
+        if message.role != "tool" or len(message.content.encode("utf-8")) <= self.threshold:
+            return message
+        key = content_key(message.content)
+        self.store.namespace_put(self.session_id, key, message.name or "tool", message.content)
+        self._remember(key, message.content)
+        return replace(message, content=reference_text(message.name or "tool", key, message.content), tokens=0)
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        found = self.store.namespace_get(self.session_id, key)
+        if found is not None:
+            self._remember(key, found)
+        return found
+
+    def read(self, ref: str, offset: int = 0, length: int = PAGE_CHARS) -> str:
+        """A page of a stored result, for the ``read_namespace`` tool (errors as text)."""
+        parsed = parse_reference(ref)
+        if parsed is None:
+            return f"error: {ref!r} is not a namespace reference (they look like namespace://tool/0123456789abcdef)"
+        content = self.get(parsed[1])
+        if content is None:
+            return f"error: no namespace entry {ref.strip()!r} in this session"
+        offset, length = max(0, offset), max(1, min(length, 50_000))
+        page = content[offset : offset + length]
+        end = offset + len(page)
+        more = f"; {len(content) - end:,} more from offset {end}" if end < len(content) else "; the end"
+        return f"[characters {offset:,} to {end:,} of {len(content):,}{more}]\n{page}"
+
+    def expand(self, messages: Sequence[Message]) -> list[Message]:
+        """The messages with every reference replaced by its original text."""
+        out = []
+        for message in messages:
+            parsed = parse_reference(message.content) if message.role == "tool" else None
+            original = self.get(parsed[1]) if parsed is not None else None
+            out.append(message if original is None else replace(message, content=original))
+        return out
+
+    def _remember(self, key: str, content: str) -> None:
+        size = len(content.encode("utf-8"))
+        if size > self.cache_bytes:
+            return
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return
+            self._cache[key] = content
+            self._cached += size
+            while self._cached > self.cache_bytes:
+                _, dropped = self._cache.popitem(last=False)
+                self._cached -= len(dropped.encode("utf-8"))
+
+
+def has_reference(messages: Sequence[Message]) -> bool:
+    return any(m.role == "tool" and m.content.startswith(PREFIX) for m in messages)
