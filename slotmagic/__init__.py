@@ -50,6 +50,7 @@ from .errors import (
 from .providers import ProviderSettings
 from .session import Session
 from .store import SQLiteStore
+from .store.files import RecoveryReport, recover
 
 __version__ = "0.1.0"
 
@@ -73,6 +74,7 @@ __all__ = [
     "ProviderSettings",
     "ProviderTimeout",
     "RateLimited",
+    "RecoveryReport",
     "Reply",
     "SQLiteStore",
     "Session",
@@ -101,6 +103,7 @@ __all__ = [
     "View",
     "ViewEntry",
     "__version__",
+    "recover",
 ]
 
 
