@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigError, InvalidSlotId
 from .budget import ContextBudget
+from .checks import check_optional_text
 
 DEFAULT_SLOT = "default"
 _SLOT_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
@@ -50,8 +51,15 @@ class FocusedConfig:
     summary_override: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.recent_messages, int) or self.recent_messages < 0:
-            raise ConfigError(f"recent_messages must be a whole number >= 0, got {self.recent_messages!r}")
+        if (
+            isinstance(self.recent_messages, bool)
+            or not isinstance(self.recent_messages, int)
+            or self.recent_messages < 0
+        ):
+            raise ConfigError(f"recent_messages must be a whole number >= 0, got {self.recent_messages!r:.60}")
+        if not isinstance(self.keep_system, bool):
+            raise ConfigError(f"keep_system must be True or False, got {self.keep_system!r:.60}")
+        check_optional_text(self.summary_override, "summary_override")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,10 +70,11 @@ class FocusedConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FocusedConfig:
+        summary = data.get("summary_override")
         return cls(
             bool(data.get("keep_system", True)),
             int(data.get("recent_messages", 10)),
-            data.get("summary_override"),
+            summary if isinstance(summary, str) else None,  # a value stored before it was checked
         )
 
 
@@ -163,6 +172,15 @@ class SlotConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", SlotMode.parse(self.mode))
+        for name, kind in (("focused", FocusedConfig), ("source", SlotSource), ("budget", ContextBudget)):
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                raise ConfigError(
+                    f"a slot's {name} must be a {kind.__name__}, not {type(value).__name__} {value!r:.60}"
+                )
+        if not isinstance(self.compact, bool):
+            raise ConfigError(f"compact must be True or False, not {self.compact!r:.60}")
+        check_optional_text(self.system, "a slot's system prompt")
 
     @classmethod
     def focused_mode(
@@ -197,7 +215,7 @@ class SlotConfig:
             source=SlotSource.from_dict(data.get("source") or {}, parent_id),
             budget=ContextBudget.from_dict(data.get("budget") or {}),
             compact=bool(data.get("compact", True)),
-            system=data.get("system"),
+            system=system if isinstance(system := data.get("system"), str) else None,  # as summary_override
         )
 
 
