@@ -441,7 +441,7 @@ def test_a_slotmagic_file_with_extra_tables_is_refused_only_without_the_mark(tmp
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA application_id = 0")
     db.close()
-    with pytest.raises(StoreError, match="holds other tables: messages, mine, sessions, slots, turns"):
+    with pytest.raises(StoreError, match=r"holds other tables: mine\)"):
         SQLiteStore(path)
 
 

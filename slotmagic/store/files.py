@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import json
 import os
 import sqlite3
@@ -32,10 +33,11 @@ from ..errors import ConfigError, StoreError
 # "SlMg": slotmagic's mark in the SQLite header (PRAGMA application_id), set on every file it
 # creates or upgrades, so a database that is someone else's is never mistaken for a store.
 APPLICATION_ID = 0x536C4D67
-# A slotmagic file from before the mark is recognised by holding exactly these tables.
+# A slotmagic file from before the mark is recognised by its tables: these, and no table that
+# slotmagic's migrations do not create (see ``slotmagic_tables``).
 LEGACY_TABLES = frozenset({"sessions", "slots", "messages", "turns"})
 # Up to this size (file and WAL) opening checks every page; beyond, only the small tables.
-FULL_CHECK_BYTES = 256 * 1024 * 1024
+FULL_CHECK_BYTES = 64 * 1024 * 1024
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 # Primary SQLite result codes that say something about the file, not about the statement.
@@ -195,10 +197,25 @@ def identify(db: sqlite3.Connection, path: str) -> FileInfo:
         raise StoreError(foreign_message(path, f"it is marked as another application's, application_id {app:#x}"))
     if not tables and version == 0:
         return FileInfo(0, False, True)
-    if tables == LEGACY_TABLES and version >= 1:
+    if version >= 1 and LEGACY_TABLES <= tables <= slotmagic_tables():
         return FileInfo(version, False, False)
-    shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+    others = sorted(tables - slotmagic_tables()) or sorted(tables)
+    shown = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
     raise StoreError(foreign_message(path, f"it holds other tables: {shown}" if tables else "it is another database"))
+
+
+@functools.cache
+def slotmagic_tables() -> frozenset[str]:
+    """Every table slotmagic's migrations create, found by running them in memory (so a
+    migration added later is known here without a list to keep up to date)."""
+    from .migrations import migrate
+
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(db)
+        return frozenset(n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+    finally:
+        db.close()
 
 
 def file_bytes(path: str) -> int:
