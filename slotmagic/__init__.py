@@ -50,6 +50,7 @@ from .errors import (
 from .providers import ProviderSettings
 from .session import Session
 from .store import SQLiteStore
+from .store.files import RecoveryReport, recover
 from .tools import Tool, ToolRegistry, ToolResult, default_registry, tool
 
 __version__ = "0.1.0"
@@ -74,6 +75,7 @@ __all__ = [
     "ProviderSettings",
     "ProviderTimeout",
     "RateLimited",
+    "RecoveryReport",
     "Reply",
     "SQLiteStore",
     "Session",
@@ -106,6 +108,7 @@ __all__ = [
     "ViewEntry",
     "__version__",
     "default_registry",
+    "recover",
     "tool",
 ]
 

@@ -35,6 +35,7 @@ from .errors import ConfigError, SlotConflict, SlotNotEmpty, SlotReadonly, Store
 from .export import export_slot
 from .providers import ProviderSettings, parse_model
 from .store import SQLiteStore, Store
+from .store.files import check_path
 from .tools import ToolRegistry
 
 DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
@@ -50,14 +51,9 @@ def new_session_id() -> str:
 
 
 def check_db_path(value: object) -> str:
-    """A path to a state file, or ``":memory:"``; anything else is one clear error."""
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-    if not isinstance(value, str):
-        raise ConfigError(f"db_path must be a file path (str or Path) or ':memory:', not {type(value).__name__}")
-    if not value.strip():
-        raise ConfigError("db_path is empty: name a state file, e.g. .slotmagic/state.sqlite3, or ':memory:'")
-    return check_text(value, "db_path")
+    """A path to a state file, or ``":memory:"``; anything else is one clear error (the
+    store checks it again, for callers that open one directly)."""
+    return check_path(value)
 
 
 def _check_model(value: object) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,9 +33,20 @@ def parse_reflection(text: str) -> tuple[int, str]:
     return int(count.removeprefix("seen ")), last
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-reply (killed, cancelled) is expected, not an error."""
+        if not isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class ReflectServer:
-    def __init__(self, delay: float = 0.0, jitter: float = 0.0) -> None:
+    """``chunks`` > 1 sends the reply's text in that many events, ``chunk_delay`` apart, so a
+    client can be stopped in the middle of a stream."""
+
+    def __init__(self, delay: float = 0.0, jitter: float = 0.0, chunks: int = 1, chunk_delay: float = 0.0) -> None:
         self.delay, self.jitter = delay, jitter
+        self.chunks, self.chunk_delay = chunks, chunk_delay
         self.requests = 0
         self.bodies: list[dict[str, Any]] = []  # every request body received, in order
         self._lock = threading.Lock()
@@ -53,20 +65,26 @@ class ReflectServer:
                     server.bodies.append(body)
                 time.sleep(server.delay + random.uniform(0, server.jitter))
                 text = reflection(body["messages"])
-                events = [
-                    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]},
+                size = -(-len(text) // max(1, server.chunks))
+                parts = [text[i : i + size] for i in range(0, len(text), size)] or [""]
+                events = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": parts[0]}}]}]
+                events += [{"choices": [{"index": 0, "delta": {"content": part}}]} for part in parts[1:]]
+                events += [
                     {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
                     {"choices": [], "usage": {"prompt_tokens": len(body["messages"]), "completion_tokens": 1}},
                 ]
-                payload = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
-                data = payload.encode()
+                blocks = [f"data: {json.dumps(e)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Length", str(sum(len(b) for b in blocks)))
                 self.end_headers()
-                self.wfile.write(data)
+                for n, block in enumerate(blocks):
+                    if n and n < len(parts) and server.chunk_delay:
+                        self.wfile.flush()
+                        time.sleep(server.chunk_delay)
+                    self.wfile.write(block)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

@@ -237,7 +237,8 @@ def test_the_cut_keeps_whole_turns_and_tool_pairs() -> None:
     # Keeping 4 would start inside the first turn; back to its start would fold nothing, so forward.
     assert cut_point(messages, [10] * 6, 0, keep_tokens=0, keep_last=4) == 4
     assert cut_point(messages, [10] * 6, 0, keep_tokens=0, keep_last=1) == 4
-    assert cut_point(messages[:2], [10, 10], 0, keep_tokens=0) == 0  # one turn: nothing to fold
+    assert cut_point(messages[:2], [10, 10], 0, keep_tokens=0, keep_last=0) == 2  # nothing fits: all folded
+    assert cut_point(messages[:2], [10, 10], 0, keep_tokens=25) == 0  # it all fits: nothing to fold
 
 
 def test_slot_config_reads_the_old_default_budget_as_follow_the_window() -> None:

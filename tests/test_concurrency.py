@@ -33,7 +33,9 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReflectServer]:
 
 
 def open_session(db_path: Path, server: ReflectServer) -> Session:
-    return Session.open("race", db_path=db_path, model=MODEL, settings=server.settings())
+    session = Session.open("race", db_path=db_path, model=MODEL, settings=server.settings())
+    session.context_windows = {MODEL: 100_000_000}  # no compaction: replies name the whole history
+    return session
 
 
 def check_every_turn_saw_its_history(session: Session) -> int:
@@ -102,6 +104,7 @@ from slotmagic import Session, ProviderSettings
 db, tag, slot, turns, url = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 session = Session.open("race", db_path=db, model="openai:reflect",
                        settings=ProviderSettings(openai_base_url=url, read_timeout=30))
+session.context_windows = {"openai:reflect": 100_000_000}  # no compaction in this test
 for i in range(turns):
     session.submit_turn(f"{tag} {i}", slot=slot)
 print("done")
@@ -109,31 +112,37 @@ print("done")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("slots", [("default", "default"), ("a", "b")], ids=["same-slot", "different-slots"])
-def test_two_processes(db_path: Path, server: ReflectServer, slots: tuple[str, str]) -> None:
-    with open_session(db_path, server) as session:
-        for slot in set(slots) - {"default"}:
-            session.create_slot(slot)
-    writers = [
-        subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(db_path), f"p{n}", slot, "60", server.url],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n, slot in enumerate(slots)
-    ]
-    for writer in writers:
-        out, err = writer.communicate(timeout=120)
-        assert writer.returncode == 0 and out.strip() == "done", err
-    with open_session(db_path, server) as session:
-        assert check_every_turn_saw_its_history(session) == 120
-        assert stored_user_messages(session) == {f"p{n} {i}" for n in range(2) for i in range(60)}
-        names = {s.id for s in session.list_slots()}
-        if slots[0] != slots[1]:
-            assert names == {"default", "a", "b"}  # no reason to fork
-        else:
-            assert len(names) > 1, "the turns never overlapped: the test proves nothing"
+@pytest.mark.parametrize("processes", [2, 4])
+@pytest.mark.parametrize("shared", [True, False], ids=["same-slot", "different-slots"])
+def test_processes_writing_one_file(db_path: Path, processes: int, shared: bool) -> None:
+    """300 turns from 2 or 4 processes on one file, on one slot or each on its own: every
+    stored turn's reply was made from exactly the history stored before it, none is lost."""
+    turns = 300 // processes
+    slots = ["default"] * processes if shared else [f"p{n}-slot" for n in range(processes)]
+    with ReflectServer(delay=0.003, jitter=0.012) as server:
+        with open_session(db_path, server) as session:
+            for slot in set(slots) - {"default"}:
+                session.create_slot(slot)
+        writers = [
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER, str(db_path), f"p{n}", slot, str(turns), server.url],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n, slot in enumerate(slots)
+        ]
+        for writer in writers:
+            out, err = writer.communicate(timeout=300)
+            assert writer.returncode == 0 and out.strip() == "done", err
+        with open_session(db_path, server) as session:
+            assert check_every_turn_saw_its_history(session) == turns * processes
+            assert stored_user_messages(session) == {f"p{n} {i}" for n in range(processes) for i in range(turns)}
+            names = {s.id for s in session.list_slots()}
+            if shared:
+                assert len(names) > 1, "the turns never overlapped: the test proves nothing"
+            else:
+                assert names == {"default", *slots}  # no reason to fork
 
 
 def test_exist_ok_is_atomic_across_connections(db_path: Path) -> None:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from reflect_server import ReflectServer, parse_reflection
 
 from slotmagic import Session
 
@@ -49,11 +50,13 @@ def test_reopen_in_a_second_process(db_path: Path) -> None:
         assert session.messages()[-2].content == "from the second process"
 
 
-def check_intact(db_path: Path) -> tuple[int, int]:
-    """Every slot's counters match its rows and every turn is whole; returns (slots, turns)."""
+def check_intact(db_path: Path) -> tuple[int, set[str]]:
+    """Every slot's counters match its rows, every turn is whole and every model turn's reply
+    was made from exactly the history stored before it; returns (slots, tags stored)."""
     with sqlite3.connect(db_path) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    turns_seen = 0
+    db.close()
+    tags: set[str] = set()
     with Session.open("crash", db_path=db_path) as session:
         slots = session.list_slots()
         for slot in slots:
@@ -67,32 +70,75 @@ def check_intact(db_path: Path) -> tuple[int, int]:
                 part = messages[turn.start : turn.end]
                 if turn.info.kind == "turn":
                     assert [m.role for m in part] == ["user", "assistant"]
-                    assert part[1].content.endswith("last user message: " + part[0].content)
+                    assert parse_reflection(part[1].content) == (turn.start + 1, part[0].content)
+                    tags.add(part[0].content.split(" ")[0])
                 else:
                     tag, n = turn.info.extra["tag"], turn.info.extra["n"]
                     assert [m.content.split(" ")[:2] for m in part] == [[tag, f"{i}/{n}"] for i in range(1, n + 1)]
-            turns_seen += len(turns)
-    return len(slots), turns_seen
+                    tags.add(tag)
+    return len(slots), tags
 
 
 @pytest.mark.slow
-def test_sigkill_while_writing_never_tears_a_turn(db_path: Path) -> None:
-    rng = random.Random(7)
-    kills = 25
-    for round_ in range(kills):
-        writer = subprocess.Popen(
-            [sys.executable, str(HERE / "crash_writer.py"), str(db_path), str(round_)],
+def test_sigkill_while_streaming_and_writing_never_tears_or_loses_a_turn(db_path: Path) -> None:
+    """The crash loop: writers stream turns over HTTP, append and derive, and are SIGKILLed at
+    random moments, often mid-stream; after every kill the file passes SQLite's integrity check,
+    holds only whole turns, and holds every turn a writer said it had stored."""
+    rng = random.Random(8)
+    kills, mid_stream, reported = 60, 0, set()
+    started = time.monotonic()
+    with ReflectServer(chunks=4, chunk_delay=0.01) as server:
+        spawner = subprocess.Popen(
+            [sys.executable, str(HERE / "crash_writer.py"), str(db_path), server.url],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            bufsize=1,
         )
-        assert writer.stdout is not None
-        assert writer.stdout.readline().strip() == "ready", writer.stderr.read() if writer.stderr else ""
-        time.sleep(rng.uniform(0.02, 0.25))
-        os.kill(writer.pid, signal.SIGKILL)
-        writer.wait(timeout=10)
-        assert writer.returncode == -signal.SIGKILL, "the writer stopped before it was killed"
-        check_intact(db_path)
-    slots, turns = check_intact(db_path)
-    assert turns > kills * 5, f"only {turns} turns written: the test did not exercise the store"
+        assert spawner.stdin is not None and spawner.stdout is not None
+        try:
+            assert spawner.stdout.readline().strip() == "serving"
+            for round_ in range(kills):
+                spawner.stdin.write(f"{round_}\n")
+                spawner.stdin.flush()
+                line = spawner.stdout.readline().strip()
+                assert line == f"ready {round_}", line
+                time.sleep(rng.uniform(0.05, 0.5))
+                lines = kill_writer(spawner, round_)
+                reported |= {line.split()[1] for line in lines if line.startswith("stored ")}
+                last = next((line for line in reversed(lines) if line.split()[0] in ("streaming", "stored")), "")
+                mid_stream += last.startswith("streaming")
+                slots, stored = check_intact(db_path)
+                missing = reported - stored
+                assert not missing, f"round {round_}: reported stored but missing: {sorted(missing)[:5]}"
+        finally:
+            spawner.kill()
+            spawner.wait(timeout=10)
+    elapsed = time.monotonic() - started
+    print(f"{kills} kills ({mid_stream} mid-stream), {len(reported)} writes, {slots} slots in {elapsed:.1f} s")
+    assert len(reported) > kills * 3, f"only {len(reported)} writes: the test did not exercise the store"
+    assert mid_stream >= kills // 10, f"only {mid_stream} kills landed mid-stream"
     assert slots > 3
+
+
+def kill_writer(spawner: subprocess.Popen[str], round_: int) -> list[str]:
+    """SIGKILL the writer of this round; the lines it printed until it died."""
+    pid = writer_pid(spawner.pid)
+    os.kill(pid, signal.SIGKILL)
+    assert spawner.stdout is not None
+    lines = []
+    while True:
+        line = spawner.stdout.readline().strip()
+        assert line, "the fork server stopped"
+        if line.startswith(f"dead {round_} "):
+            status = int(line.split()[2])
+            assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, "the writer stopped by itself"
+            return lines
+        lines.append(line)
+
+
+def writer_pid(parent: int) -> int:
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    assert len(children) == 1, children
+    return int(children[0])

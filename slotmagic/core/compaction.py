@@ -374,6 +374,8 @@ def cut_point(
     while cut > start and (n - cut < keep_last or kept + tokens[cut - 1] <= keep_tokens):
         cut -= 1
         kept += tokens[cut]
+    if cut == n:  # nothing fits: fold it all
+        return n if n > start else start
     back = cut
     while back > start and messages[back].role != "user":
         back -= 1

@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ..errors import ConfigError
+from .checks import check_text
+
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 ThinkingKind = Literal["thinking", "redacted_thinking"]
@@ -25,6 +28,10 @@ class ToolCall:
     id: str
     name: str
     arguments: str = "{}"
+
+    def __post_init__(self) -> None:
+        for what in ("id", "name", "arguments"):
+            check_text(getattr(self, what), f"a tool call's {what}")
 
     def parsed_arguments(self) -> Any:
         return json.loads(self.arguments or "{}")
@@ -102,13 +109,22 @@ class Message:
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
-            raise ValueError(f"unknown message role {self.role!r}; use one of {', '.join(ROLES)}")
+            raise ConfigError(f"unknown message role {self.role!r:.60}; use one of {', '.join(ROLES)}")
+        check_text(self.content, f"a {self.role} message's content")
+        if isinstance(self.tool_calls, list):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        if not isinstance(self.tool_calls, tuple) or not all(isinstance(c, ToolCall) for c in self.tool_calls):
+            raise ConfigError(f"tool_calls must be a list of ToolCall values, not {self.tool_calls!r:.60}")
+        if self.tool_call_id is not None:
+            check_text(self.tool_call_id, "tool_call_id")
+        if self.name is not None:
+            check_text(self.name, "a message's name")
         if self.role == "tool" and not self.tool_call_id:
-            raise ValueError("a tool message needs the tool_call_id of the call it answers")
+            raise ConfigError("a tool message needs the tool_call_id of the call it answers")
         if self.thinking and self.role != "assistant":
-            raise ValueError("only assistant messages carry thinking")
+            raise ConfigError("only assistant messages carry thinking")
         if self.is_error and self.role != "tool":
-            raise ValueError("only tool messages can be errors")
+            raise ConfigError("only tool messages can be errors")
 
     @classmethod
     def system(cls, content: str) -> Message:

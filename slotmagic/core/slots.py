@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigError, InvalidSlotId
 from .budget import ContextBudget
-from .checks import check_names
+from .checks import check_names, check_optional_text
 
 DEFAULT_SLOT = "default"
 _SLOT_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
@@ -51,8 +51,15 @@ class FocusedConfig:
     summary_override: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.recent_messages, int) or self.recent_messages < 0:
-            raise ConfigError(f"recent_messages must be a whole number >= 0, got {self.recent_messages!r}")
+        if (
+            isinstance(self.recent_messages, bool)
+            or not isinstance(self.recent_messages, int)
+            or self.recent_messages < 0
+        ):
+            raise ConfigError(f"recent_messages must be a whole number >= 0, got {self.recent_messages!r:.60}")
+        if not isinstance(self.keep_system, bool):
+            raise ConfigError(f"keep_system must be True or False, got {self.keep_system!r:.60}")
+        check_optional_text(self.summary_override, "summary_override")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,10 +70,11 @@ class FocusedConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FocusedConfig:
+        summary = data.get("summary_override")
         return cls(
             bool(data.get("keep_system", True)),
             int(data.get("recent_messages", 10)),
-            data.get("summary_override"),
+            summary if isinstance(summary, str) else None,  # a value stored before it was checked
         )
 
 
@@ -167,6 +175,18 @@ class SlotConfig:
         object.__setattr__(self, "mode", SlotMode.parse(self.mode))
         if self.tools is not None:
             object.__setattr__(self, "tools", check_names(self.tools, "tools"))
+        wanted: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+            ("focused", FocusedConfig, "a FocusedConfig"),
+            ("source", SlotSource, "a SlotSource"),
+            ("budget", (ContextBudget, type(None)), "a ContextBudget or None"),
+        )
+        for name, kind, what in wanted:
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                raise ConfigError(f"a slot's {name} must be {what}, not {type(value).__name__} {value!r:.60}")
+        if not isinstance(self.compact, bool):
+            raise ConfigError(f"compact must be True or False, not {self.compact!r:.60}")
+        check_optional_text(self.system, "a slot's system prompt")
 
     @classmethod
     def focused_mode(
@@ -203,7 +223,7 @@ class SlotConfig:
             budget=_stored_budget(data.get("budget")),
             tools=None if data.get("tools") is None else tuple(str(t) for t in data["tools"]),
             compact=bool(data.get("compact", True)),
-            system=data.get("system"),
+            system=system if isinstance(system := data.get("system"), str) else None,  # as summary_override
         )
 
 

@@ -341,6 +341,14 @@ class TurnEngine:
             f"{report.history_available:,} (history budget {report.history.allowed:,} less "
             f"{report.system.used + report.tools.used:,} on the system side)"
         )
+        new = sum(e.tokens for e in view.entries if e.kind == "new")
+        if new > report.history_available:  # nothing to fold could make room for it
+            raise OverBudget(
+                f"the new message alone needs {new:,} tokens but slot {slot.id!r} has room for "
+                f"{report.history_available:,} (history budget {report.history.allowed:,} less "
+                f"{report.system.used + report.tools.used:,} on the system side); shorten it, or raise the budget "
+                "or the model's window (%config SlotMagic.context_windows); nothing was sent"
+            )
         if not slot.config.compact:
             raise OverBudget(
                 f"{numbers}, and compaction is off for it: configure_slot(compact=True), raise its budget, "

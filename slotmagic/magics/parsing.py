@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
@@ -71,6 +72,8 @@ def at_least(minimum: int, kind: type[int] | type[float] = int) -> Callable[[str
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected {what} >= {minimum}, got {value}")
         return value

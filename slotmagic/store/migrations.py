@@ -2,6 +2,10 @@
 
 Each migration moves the schema one version forward; ``PRAGMA user_version`` records where
 a file is. Migrations only ever append to this list: a released step is never edited.
+
+The runner, not the steps, does what every upgrade needs: a file that holds data is copied to
+``<file>.v<N>.bak`` before its first step runs, and every file it touches is marked as
+slotmagic's (``PRAGMA application_id``) in the same transaction as a step.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 
 from ..errors import StoreError
+from .files import APPLICATION_ID, backup_before_migrating
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -147,14 +152,27 @@ def _v5_namespace(db: sqlite3.Connection) -> None:
 MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_turns_by_cell, _v3_system_messages, _v4_budgets, _v5_namespace)
 
 
+def newer_schema_message(version: int, known: int | None = None) -> str:
+    known = len(MIGRATIONS) if known is None else known
+    return (
+        f"this state file has schema version {version} but this slotmagic knows only "
+        f"{known}; upgrade slotmagic (pip install -U slotmagic)"
+    )
+
+
 def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
-    """Bring ``db`` to the newest schema, one transaction per step; return the version."""
+    """Bring ``db`` to the newest schema, one transaction per step; return the version.
+
+    A file that holds data (version 1 or more) is backed up beside itself first; a file from
+    a newer slotmagic is refused. Each step also marks the file as slotmagic's.
+    """
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if version > len(migrations):
-        raise StoreError(
-            f"this state file has schema version {version} but this slotmagic knows only "
-            f"{len(migrations)}; upgrade slotmagic (pip install -U slotmagic)"
-        )
+        raise StoreError(newer_schema_message(version, len(migrations)))
+    if 0 < version < len(migrations):
+        # Outside the write transaction: SQLite's backup cannot read through a connection
+        # that holds one. A step another process runs meanwhile is found below and skipped.
+        backup_before_migrating(db, version)
     for number in range(version + 1, len(migrations) + 1):
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -163,10 +181,16 @@ def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS
                 db.execute("ROLLBACK")
                 continue
             migrations[number - 1](db)
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             db.execute(f"PRAGMA user_version = {number}")
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+    if db.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        # A slotmagic file from before the mark, already at the newest schema.
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        db.execute("COMMIT")
     return len(migrations)

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import bisect
 import json
+import logging
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -36,7 +37,23 @@ from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
 from ..errors import ConfigError, ProtectedSlot, SlotExists, SlotMoved, SlotNotFound, SlotReadonly, StoreError
 from .base import CellTurn, History, Piece, Tip
-from .migrations import migrate
+from .files import (
+    FileInfo,
+    GuardedConnection,
+    check_header,
+    check_integrity,
+    check_path,
+    connect_readonly,
+    create_private,
+    file_bytes,
+    guarded,
+    identify,
+    readonly_message,
+    readonly_reason,
+)
+from .migrations import MIGRATIONS, migrate, newer_schema_message
+
+logger = logging.getLogger("slotmagic")
 
 Durability = Literal["normal", "full"]
 _ROW_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at"
@@ -135,7 +152,7 @@ class SQLiteStore:
     def __init__(
         self, path: str | os.PathLike[str], *, durability: Durability = "normal", timeout: float = 10.0
     ) -> None:
-        self.path = str(path)
+        self.path = check_path(path)
         if durability not in ("normal", "full"):
             raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
         self._lock = threading.RLock()
@@ -143,25 +160,87 @@ class SQLiteStore:
         self._segments: dict[int, _Segment] = {}
         self._created: dict[int, float] = {}  # slot row -> created_at, for segments of rows read
         self._data_version: int | None = None
-        if self.path != ":memory:":
-            try:
-                _create_private(Path(self.path))
-            except OSError as exc:
-                raise StoreError(
-                    f"cannot create the state file {self.path} ({exc.strerror or exc}); "
-                    "point SLOTMAGIC_DB (or db_path) at a writable place"
-                ) from None
+        self.timeout = timeout
+        self.readonly = False  # opened read-only on purpose: the file or its folder cannot be written
+        self.damaged = False  # damage was found by a read or a write: nothing more is written
+        self.refusal: str | None = None  # why writes are refused (read-only, damaged), or None
+        self._db = self._open(durability)
+
+    # -- opening (see files.py) --------------------------------------------------------------
+
+    def _connect(self, target: str) -> GuardedConnection:
+        db = sqlite3.connect(
+            target, timeout=self.timeout, isolation_level=None, check_same_thread=False, factory=GuardedConnection
+        )
+        return self._guard(db)
+
+    def _guard(self, db: sqlite3.Connection) -> GuardedConnection:
+        guarded_db = guarded(db, self.path, self.timeout)
+        guarded_db.on_damage = self._found_damage
+        return guarded_db
+
+    def _open(self, durability: Durability) -> GuardedConnection:
+        """Check the file through a read-only connection, then open it for writing (or keep
+        that one, for a file that cannot be written). Nothing is written to a file that is
+        damaged, someone else's or from a newer slotmagic."""
+        if self.path == ":memory:":
+            db = self._connect(self.path)
+            migrate(db)
+            return db
         try:
-            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
-            self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute(f"PRAGMA synchronous = {durability.upper()}")
-            migrate(self._db)
+            created = create_private(Path(self.path))
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the state file {self.path} ({exc.strerror or exc}); "
+                "point SLOTMAGIC_DB (or db_path) at a writable place"
+            ) from None
+        if not created:
+            check_header(self.path)
+        reason = readonly_reason(self.path)
+        checker: GuardedConnection | None = None
+        try:
+            info = FileInfo(0, False, True)
+            if file_bytes(self.path) > 0:
+                checker = self._guard(connect_readonly(self.path, self.timeout, GuardedConnection))
+                info = identify(checker, self.path)
+                check_integrity(checker, self.path)
+            if info.version > len(MIGRATIONS):
+                raise StoreError(newer_schema_message(info.version))
+            if reason is not None:
+                if info.empty:
+                    raise StoreError(readonly_message(self.path, reason) + " (and it holds no store yet)")
+                if info.version < len(MIGRATIONS):
+                    raise StoreError(
+                        f"{self.path} has schema version {info.version} and this slotmagic needs "
+                        f"{len(MIGRATIONS)}; upgrading it needs writing, but {reason}: make it writable once"
+                    )
+                assert checker is not None
+                db, checker = checker, None
+                self.readonly, self.refusal = True, readonly_message(self.path, reason)
+                logger.warning("%s", self.refusal)
+                return db
+            db = self._connect(self.path)
+            try:
+                db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute(f"PRAGMA synchronous = {durability.upper()}")
+                migrate(db)
+            except BaseException:
+                db.close()
+                raise
+            return db
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"cannot use {self.path} as a slotmagic store ({exc}); move the file aside "
                 "or point SLOTMAGIC_DB at another path"
             ) from None
+        finally:
+            if checker is not None:
+                checker.close()
+
+    def _found_damage(self, message: str) -> None:
+        self.damaged = True
+        self.refusal = message
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -178,6 +257,8 @@ class SQLiteStore:
         it joins the enclosing transaction."""
         with self._lock:
             db = self._db
+            if self.refusal is not None:
+                raise StoreError(self.refusal)
             if db.in_transaction:
                 yield db
                 return
@@ -228,7 +309,21 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self.damaged and not self.readonly:
+                # The last connection to close a file checkpoints its WAL into it; a read-only
+                # one left open meanwhile keeps this one from being the last.
+                try:
+                    keeper: sqlite3.Connection | None = connect_readonly(self.path, self.timeout)
+                    assert keeper is not None
+                    keeper.execute("BEGIN")
+                    keeper.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # holds a read lock
+                except sqlite3.Error:
+                    keeper = None
+                self._db.close()
+                if keeper is not None:
+                    keeper.close()
+            else:
+                self._db.close()
             self._forget()
 
     def __enter__(self) -> SQLiteStore:
@@ -815,12 +910,3 @@ def _tree_order(rows: _SessionRows) -> list[_Row]:
         out.append(row)
         stack.extend(sorted(children.get(row.key, []), key=lambda r: (r.fork_at, r.name), reverse=True))
     return out
-
-
-def _create_private(path: Path) -> None:
-    """Create the file (and its folder) readable by its owner only: it holds conversations."""
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with suppress(FileExistsError):  # created by another process meanwhile
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))

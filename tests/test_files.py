@@ -1,0 +1,533 @@
+"""The state file: damaged, read-only, foreign and older files are refused untouched or opened
+safely, paths are checked, files and folders are private, and recover() saves what it can.
+
+Damage here is real: bytes of a page overwritten, or the file cut short, in a copy of a store
+written through the Session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import slotmagic
+from slotmagic import ConfigError, Message, Session, SQLiteStore, StoreError
+from slotmagic.store import files
+from slotmagic.store.files import APPLICATION_ID
+from slotmagic.store.migrations import MIGRATIONS, migrate
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc)
+    assert "\n" not in text and text, text
+    return text
+
+
+@pytest.fixture(scope="module")
+def real_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with two sessions, a derived slot and ~80 messages over many pages."""
+    path = tmp_path_factory.mktemp("real") / "state.sqlite3"
+    with Session.open("nb", db_path=path) as session:
+        for i in range(30):
+            session.submit_turn(f"question {i} " + "q" * 1500)
+        session.derive_slot("branch", at=40)
+        session.switch_slot("branch")
+        for i in range(5):
+            session.submit_turn(f"on the branch {i} " + "b" * 800)
+        session.append([Message.user("a note " + "n" * 3000)], slot="default")
+    with Session.open("other", db_path=path) as session:
+        session.submit_turn("in another session")
+    return path
+
+
+@pytest.fixture
+def store_copy(real_store: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "state.sqlite3"
+    shutil.copy(real_store, copy)
+    return copy
+
+
+def pages_of(path: Path, table: str, kind: str = "leaf") -> list[int]:
+    with sqlite3.connect(path) as db:
+        return [p for (p,) in db.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = ?", (table, kind))]
+
+
+def overwrite_page(path: Path, page: int) -> None:
+    size = 4096
+    with open(path, "r+b") as f:
+        f.seek((page - 1) * size + (100 if page == 1 else 0))
+        f.write(b"\xde\xad\xbe\xef" * 256)
+
+
+def histories(path: Path, session_id: str) -> dict[str, list[tuple[str, str]]]:
+    with Session.open(session_id, db_path=path) as session:
+        return {s.id: [(m.role, m.content) for m in session.messages(s.id)] for s in session.list_slots()}
+
+
+def check_whole(path: Path) -> None:
+    """The file passes SQLite's check and every slot's counters and turns match its rows."""
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        session_ids = [s for (s,) in db.execute("SELECT id FROM sessions")]
+    for session_id in session_ids:
+        with Session.open(session_id, db_path=path) as session:
+            for slot in session.list_slots():
+                messages = session.messages(slot.id)
+                turns = session.turns(slot.id)
+                assert slot.meta.message_count == len(messages) == sum(t.count for t in turns), slot.id
+                assert slot.meta.total_tokens == sum(m.tokens for m in messages)
+                for turn in turns:
+                    if turn.info.kind == "turn":
+                        assert [m.role for m in messages[turn.start : turn.end]] == ["user", "assistant"]
+
+
+# -- damaged files --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["schema", "slots", "messages", "messages-index", "turns", "last"])
+def test_a_damaged_page_is_refused_at_open_without_a_write(store_copy: Path, where: str) -> None:
+    table = {"schema": None, "last": None, "messages-index": "sqlite_autoindex_messages_1"}.get(where, where)
+    if where == "schema":
+        page = 1
+    elif where == "last":
+        page = store_copy.stat().st_size // 4096
+    else:
+        found = pages_of(store_copy, str(table)) or pages_of(store_copy, str(table), "internal")
+        page = found[len(found) // 2]
+    overwrite_page(store_copy, page)
+    before = digest(store_copy)
+    with pytest.raises(StoreError) as caught:
+        Session.open("nb", db_path=store_copy)
+    message = one_line(caught.value)
+    assert f"the state file {store_copy} is damaged" in message
+    assert f"slotmagic.recover('{store_copy}', replace=True)" in message
+    assert digest(store_copy) == before
+    assert not Path(f"{store_copy}-wal").exists() or Path(f"{store_copy}-wal").stat().st_size == 0
+
+
+def test_a_truncated_file_is_refused_without_a_write(store_copy: Path) -> None:
+    with open(store_copy, "r+b") as f:
+        f.truncate(store_copy.stat().st_size // 2)
+    before = digest(store_copy)
+    with pytest.raises(StoreError, match="is damaged") as caught:
+        Session.open("nb", db_path=store_copy)
+    one_line(caught.value)
+    assert digest(store_copy) == before
+
+
+def test_damage_found_by_a_read_stops_every_write(store_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the size checked whole at open (here: as if the file were larger), damage is found
+    by the read that meets it; from then on nothing is written, and reads elsewhere work."""
+    monkeypatch.setattr(files, "FULL_CHECK_BYTES", 0)
+    leaves = pages_of(store_copy, "messages")
+    overwrite_page(store_copy, leaves[len(leaves) // 3])
+    before = digest(store_copy)
+    session = Session.open("nb", db_path=store_copy)
+    other = Session.open("other", store=session.store)
+    with pytest.raises(StoreError, match="is damaged") as caught:
+        session.messages("default")
+    one_line(caught.value)
+    assert session.store.damaged  # type: ignore[attr-defined]
+    assert other.messages()[0].content == "in another session"  # other pages read fine
+    with pytest.raises(StoreError, match="slotmagic will not write to it"):
+        other.submit_turn("one more")
+    with pytest.raises(StoreError, match="slotmagic will not write to it"):
+        session.create_slot("new")
+    with pytest.raises(StoreError, match="slotmagic will not write to it"):
+        session.append([Message.user("x")], slot="branch")
+    session.close()
+    assert digest(store_copy) == before
+
+
+def test_damage_in_a_file_with_committed_turns_in_its_wal_is_not_checkpointed_into_it(
+    store_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing a damaged store would move the WAL's turns into the file: it does not."""
+    monkeypatch.setattr(files, "FULL_CHECK_BYTES", 0)
+    leaves = pages_of(store_copy, "messages")
+    overwrite_page(store_copy, leaves[0])
+    before = digest(store_copy)
+    session = Session.open("nb", db_path=store_copy)
+    other = Session.open("other", store=session.store)
+    other.submit_turn("stored in the WAL")  # before the damage is known
+    with pytest.raises(StoreError, match="is damaged"):
+        session.messages("default")
+    session.close()
+    assert digest(store_copy) == before
+    wal = Path(f"{store_copy}-wal")
+    assert wal.stat().st_size > 0  # the turn waits in the WAL, for recover() to read
+
+
+def test_recover_saves_every_readable_turn_and_says_what_was_lost(store_copy: Path) -> None:
+    expected_other = histories(store_copy, "other")
+    expected = histories(store_copy, "nb")
+    leaves = pages_of(store_copy, "messages")
+    overwrite_page(store_copy, leaves[len(leaves) // 2])
+    before = digest(store_copy)
+    report = slotmagic.recover(store_copy)
+    assert digest(store_copy) == before  # the damaged file is only read
+    target = Path(report.target)
+    assert target == store_copy.with_name("state.recovered.sqlite3")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert not report.complete and report.lost_turns >= 1 and report.lost_messages >= 2
+    assert report.sessions == 2 and report.slots == 3
+    text = one_line(Exception(str(report)))
+    assert f"recovered {store_copy} into {target}" in text and "lost" in text
+    check_whole(target)
+    assert histories(target, "other") == expected_other
+    recovered = histories(target, "nb")
+    for slot, messages in recovered.items():
+        # What is kept is the old history with whole turns left out, in order.
+        old = iter(expected[slot])
+        assert all(message in old for message in messages), slot
+    kept = sum(len(m) for m in recovered.values())
+    assert kept >= sum(len(m) for m in expected.values()) - 2 * report.lost_messages - 20
+    with Session.open("nb", db_path=target) as session:  # and it takes turns again
+        session.submit_turn("after recovery")
+        assert session.messages()[-2].content == "after recovery"
+
+
+def test_recover_with_replace_puts_the_recovered_file_in_place(store_copy: Path) -> None:
+    expected = histories(store_copy, "nb")
+    overwrite_page(store_copy, pages_of(store_copy, "sqlite_autoindex_messages_1")[0])  # an index only
+    with pytest.raises(StoreError, match="is damaged"):
+        Session.open("nb", db_path=store_copy)
+    report = slotmagic.recover(store_copy, replace=True)
+    assert report.complete, str(report)
+    assert report.target == str(store_copy) and report.moved_to == f"{store_copy}.damaged"
+    assert Path(f"{store_copy}.damaged").exists()
+    assert histories(store_copy, "nb") == expected  # every row was readable through the table
+    check_whole(store_copy)
+
+
+def test_recover_a_truncated_file(store_copy: Path) -> None:
+    with open(store_copy, "r+b") as f:
+        f.truncate(store_copy.stat().st_size * 2 // 3)
+    report = slotmagic.recover(store_copy, store_copy.with_name("saved.sqlite3"))
+    assert report.target == str(store_copy.with_name("saved.sqlite3"))
+    assert report.sessions == 2 and report.messages > 0
+    check_whole(Path(report.target))
+
+
+def test_recover_reads_turns_still_in_the_wal(store_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "FULL_CHECK_BYTES", 0)
+    overwrite_page(store_copy, pages_of(store_copy, "messages")[0])
+    session = Session.open("nb", db_path=store_copy)
+    Session.open("other", store=session.store).submit_turn("only in the WAL")
+    with pytest.raises(StoreError):
+        session.messages("default")
+    session.close()
+    report = slotmagic.recover(store_copy)
+    with Session.open("other", db_path=report.target) as recovered:
+        assert recovered.messages()[-2].content == "only in the WAL"
+
+
+def test_recover_refuses_what_it_cannot_do(store_copy: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no state file"):
+        slotmagic.recover(tmp_path / "missing.sqlite3")
+    with pytest.raises(ConfigError, match="already exists"):
+        slotmagic.recover(store_copy, store_copy)
+    overwrite_page(store_copy, 1)
+    with pytest.raises(StoreError, match=r"nothing in .* can be read") as caught:
+        slotmagic.recover(store_copy)
+    one_line(caught.value)
+    assert not store_copy.with_name("state.recovered.sqlite3").exists()
+
+
+def test_recover_an_intact_file_copies_it_whole(store_copy: Path) -> None:
+    report = slotmagic.recover(store_copy)
+    assert report.complete and "nothing was lost" in str(report)
+    assert histories(Path(report.target), "nb") == histories(store_copy, "nb")
+
+
+# -- read-only files ---------------------------------------------------------------------------------
+
+READONLY_CHILD = """
+import json, logging, os, sys
+from slotmagic import Session, StoreError
+logging.basicConfig(level=logging.WARNING, format="%(message)s")
+path = sys.argv[1]
+with Session.open("warm-up", db_path=":memory:") as warm:  # lazy imports, before they are out of reach
+    warm.submit_turn("hi")
+if os.geteuid() == 0:  # root writes whatever the permissions say: be someone else
+    os.setgid(65534)
+    os.setuid(65534)
+out = {}
+session = Session.open("nb", db_path=path)
+out["readonly"] = session.store.readonly
+out["messages"] = len(session.messages())
+out["branch"] = session.messages("branch")[-2].content[:15]
+for name, write in [("turn", lambda: session.submit_turn("x")), ("derive", lambda: session.derive_slot("y")),
+                    ("switch", lambda: session.switch_slot("branch"))]:
+    try:
+        write()
+        out[name] = "written"
+    except StoreError as exc:
+        out[name] = str(exc)
+session.close()
+try:
+    Session.open("a-new-session", db_path=path)
+    out["new_session"] = "opened"
+except StoreError as exc:
+    out["new_session"] = str(exc)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A folder another user can enter: the read-only tests run as 'nobody' when run as root
+    (root writes whatever the permissions say)."""
+    folder = Path(tempfile.mkdtemp(prefix="slotmagic-ro-"))
+    folder.chmod(0o755)
+    yield folder
+    for path in folder.rglob("*"):
+        path.chmod(0o700 if path.is_dir() else 0o600)
+    shutil.rmtree(folder)
+
+
+def run_unprivileged(code: str, *args: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    result["stderr"] = done.stderr
+    return result
+
+
+def give_away(path: Path) -> None:
+    if os.geteuid() == 0:
+        os.chown(path, 65534, 65534)
+
+
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_read_only_store_opens_for_reading_and_refuses_writes_in_one_line(
+    real_store: Path, shared_dir: Path, what: str
+) -> None:
+    folder = shared_dir / "store"
+    folder.mkdir()
+    path = folder / "state.sqlite3"
+    shutil.copy(real_store, path)
+    give_away(path)
+    if what == "file":
+        give_away(folder)
+        path.chmod(0o400)
+    else:
+        path.chmod(0o600)
+        folder.chmod(0o555)
+    before = digest(path)
+    out = run_unprivileged(READONLY_CHILD, str(path))
+    reason = "the file is not writable" if what == "file" else "its folder is not writable"
+    expected = (
+        f"the state file {path} is read-only ({reason}): slots can be read but nothing can be stored; "
+        "make it writable (chmod u+w on the file and its folder) or point SLOTMAGIC_DB at a copy"
+    )
+    assert out["readonly"] is True
+    assert out["messages"] == 50 and out["branch"] == "on the branch 4"
+    assert out["turn"] == out["derive"] == out["switch"] == expected
+    assert out["new_session"] == expected
+    assert out["stderr"].count("is read-only") == 2  # said once per opening
+    assert digest(path) == before
+    assert sorted(p.name for p in folder.iterdir())[0] == "state.sqlite3"
+
+
+# -- paths ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("", "db_path is empty"),
+        ("   ", "db_path is empty"),
+        (5, "not int"),
+        (b"state.sqlite3", "not bytes"),
+        ("a\x00b", "NUL"),
+        ("bad\udcff.sqlite3", "lone surrogate"),
+        (".", "is a folder"),
+    ],
+)
+def test_bad_paths_are_refused_and_create_nothing(
+    value: object, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for opener in (lambda: Session.open("x", db_path=value), lambda: SQLiteStore(value)):  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match=expected) as caught:
+            opener()
+        one_line(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_paths_from_the_magics_are_one_line(ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from IPython.core.error import UsageError
+
+    import slotmagic as package
+
+    ip.run_cell("%config SlotMagic.db_path = 5")  # refused by the setting itself, kept as it was
+    assert ip.config.SlotMagic.get("db_path") in (None, "")
+    ip.run_cell("%config SlotMagic.db_path = '   '")
+    with pytest.raises(UsageError, match="db_path is empty"):
+        ip.run_cell("%slot")
+    ip.run_cell(f"%config SlotMagic.db_path = {str(tmp_path)!r}")
+    with pytest.raises(UsageError, match="is a folder"):
+        ip.run_cell("%slot")
+    ip.run_cell("%config SlotMagic.db_path = ''")  # empty: the default again
+    ip.run_cell("%slot")
+    package.unload_ipython_extension(ip)
+    ip.config.pop("SlotMagic", None)
+    monkeypatch.setenv("SLOTMAGIC_DB", str(tmp_path))
+    with pytest.raises(UsageError, match="is a folder") as caught:
+        package.load_ipython_extension(ip)
+    one_line(caught.value)
+    monkeypatch.setenv("SLOTMAGIC_DB", str(tmp_path / "ok.sqlite3"))
+    package.load_ipython_extension(ip)
+
+
+# -- whose file it is ---------------------------------------------------------------------------------------
+
+
+def test_someone_elses_database_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE notes (body TEXT)")
+        db.execute("INSERT INTO notes VALUES ('mine')")
+    db.close()
+    before = digest(path)
+    with pytest.raises(StoreError) as caught:
+        Session.open("x", db_path=path)
+    assert one_line(caught.value) == (
+        f"{path} is not a slotmagic store (it holds other tables: notes); slotmagic leaves it untouched: "
+        "point SLOTMAGIC_DB (or db_path) at another file"
+    )
+    assert digest(path) == before
+    with sqlite3.connect(path) as db:
+        assert [n for (n,) in db.execute("SELECT name FROM sqlite_master")] == ["notes"]
+    db.close()
+
+
+def test_a_database_marked_as_another_applications_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA application_id = 1234")
+    db.close()
+    before = digest(path)
+    with pytest.raises(StoreError, match=r"application_id 0x4d2\); slotmagic leaves it untouched"):
+        SQLiteStore(path)
+    assert digest(path) == before
+
+
+def test_a_slotmagic_file_with_extra_tables_is_refused_only_without_the_mark(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    SQLiteStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE mine (x)")  # the mark says whose it is; extra tables are allowed
+    db.close()
+    SQLiteStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA application_id = 0")
+    db.close()
+    with pytest.raises(StoreError, match=r"holds other tables: mine\)"):
+        SQLiteStore(path)
+
+
+def test_new_and_empty_files_are_marked(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.sqlite3"
+    empty.touch()
+    for path in (tmp_path / "new.sqlite3", empty):
+        SQLiteStore(path).close()
+        with sqlite3.connect(path) as db:
+            assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        db.close()
+
+
+def write_old_store(path: Path, version: int) -> None:
+    """A file as slotmagic wrote it at schema ``version``, before files were marked."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    migrate(db, MIGRATIONS[:version])
+    db.execute("PRAGMA application_id = 0")
+    db.execute("INSERT INTO sessions (id, current_slot, created_at) VALUES ('nb', 1, 0)")
+    db.execute(
+        "INSERT INTO slots (id, session_id, name, length, tokens, turns, config, created_at)"
+        " VALUES (1, 'nb', 'default', 2, 10, 1, '{}', 0)"
+    )
+    db.execute("INSERT INTO messages VALUES (1, 0, 1, 'user', 'hi', 5, NULL, 0)")
+    db.execute("INSERT INTO messages VALUES (1, 1, 1, 'assistant', 'hello', 5, NULL, 0)")
+    db.execute("""INSERT INTO turns VALUES (1, 1, 0, 2, '{"kind": "turn"}', 0)""")
+    db.close()
+    for name in (f"{path}.v{version}.bak", f"{path}.v{version}-2.bak"):
+        Path(name).unlink(missing_ok=True)  # what writing it at an older version left
+
+
+def test_an_older_schema_is_backed_up_before_it_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    write_old_store(path, 1)
+    with Session.open("nb", db_path=path) as session:
+        assert [m.content for m in session.messages()] == ["hi", "hello"]
+        session.submit_turn("after the upgrade")
+    backup = tmp_path / "state.sqlite3.v1.bak"
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+    with sqlite3.connect(backup) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert [c for (c,) in db.execute("SELECT content FROM messages ORDER BY seq")] == ["hi", "hello"]
+        assert db.execute("SELECT name FROM sqlite_master WHERE name = 'turns_by_cell'").fetchone() is None
+    db.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    db.close()
+    Session.open("nb", db_path=path).close()  # already current: no second backup
+    assert sorted(p.name for p in tmp_path.glob("*.bak")) == ["state.sqlite3.v1.bak"]
+
+
+def test_a_current_file_from_before_the_mark_is_marked_without_a_backup(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    write_old_store(path, len(MIGRATIONS))
+    with Session.open("nb", db_path=path) as session:
+        assert len(session.messages()) == 2
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    db.close()
+    assert list(tmp_path.glob("*.bak")) == []
+
+
+def test_a_newer_schema_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    SQLiteStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    db.close()
+    before = digest(path)
+    with pytest.raises(StoreError, match="upgrade slotmagic") as caught:
+        Session.open("nb", db_path=path)
+    one_line(caught.value)
+    assert digest(path) == before and list(tmp_path.glob("*.bak")) == []
+
+
+# -- permissions ------------------------------------------------------------------------------------------------
+
+
+def test_folders_and_files_slotmagic_creates_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "c" / "state.sqlite3"
+    with Session.open("p", db_path=path) as session:
+        session.submit_turn("secret plans")
+        for name in ("", "-wal", "-shm"):
+            assert stat.S_IMODE(Path(f"{path}{name}").stat().st_mode) == 0o600, name
+        for folder in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "c"):
+            assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
