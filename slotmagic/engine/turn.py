@@ -22,7 +22,16 @@ from ..core.records import CellRef, ForkRef, TurnInfo, TurnRecord
 from ..core.slots import DeriveStrategy, Slot, SlotMode, SlotSource, validate_slot_id
 from ..core.tokens import estimate_message_tokens
 from ..core.usage import Usage
-from ..errors import ConfigError, OverBudget, ProviderError, SlotMoved, SlotNotFound, SlotReadonly, TurnNotStored
+from ..errors import (
+    ConfigError,
+    OverBudget,
+    ProviderError,
+    SlotMoved,
+    SlotNotFound,
+    SlotReadonly,
+    StoreError,
+    TurnNotStored,
+)
 from ..namespace import Namespace, has_reference
 from ..providers import ProviderSettings, cost_of, parse_model, resolve_provider
 from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
@@ -285,6 +294,8 @@ class TurnEngine:
         fork_before: TurnRecord | None,
         follow: bool,
     ) -> PendingTurn:
+        if self.store.refusal is not None:  # a turn that could not be stored is not worth paying for
+            raise StoreError(self.store.refusal)
         history = self.store.history(self.session_id, slot_id)
         slot = history.slot
         assert slot is not None

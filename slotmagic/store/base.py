@@ -231,6 +231,8 @@ class History:
 
 
 class Store(Protocol):
+    refusal: str | None  # why this store refuses writes (read-only, damaged), or None
+
     def ensure_session(self, session_id: str) -> None:
         """Create the session, with its ``default`` slot, unless it exists."""
 
