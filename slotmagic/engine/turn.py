@@ -323,7 +323,7 @@ class TurnEngine:
         there are none (the request then carries no tools at all)."""
         chosen = names if names is not None else slot.config.tools
         selected = self.tools if chosen is None else self.tools.select(chosen)
-        tools = list(selected.tools())
+        tools = list(selected.tools()) if chosen is None else [selected.get(name) for name in dict.fromkeys(chosen)]
         if has_reference(view.messages) and not any(t.name == self._read_namespace.name for t in tools):
             tools.append(self._read_namespace)
         return ToolRegistry(tools, label=f"turn on slot {slot.id!r}") if tools else None

@@ -7,13 +7,15 @@ front-end code can find.
 
 from __future__ import annotations
 
+import html
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from time import monotonic
 from typing import Any
 
 from IPython.display import DisplayHandle, display
 
+from ..engine.loop import ToolStep
 from ..engine.reply import Reply
 
 _MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|"})
@@ -82,13 +84,23 @@ def inert_markdown(text: str) -> str:
     return "\n".join(out)
 
 
-def bundle(text: str, line: str) -> dict[str, str]:
-    """The reply with its footer (one or more lines) under it, as Markdown and as plain text."""
+def step_markdown(step: ToolStep) -> str:
+    """A tool call in one line, its whole result folded under it (all of it escaped)."""
+    head = html.escape(f"{step.name}({step.arguments}) → {step.summary}")
+    mark = "⚠️" if step.is_error else "🔧"
+    return f"<details><summary>{mark} {head}</summary>\n<pre>{html.escape(step.result)}</pre>\n</details>"
+
+
+def bundle(text: str, line: str, steps: Sequence[ToolStep] = ()) -> dict[str, str]:
+    """The reply with its tool calls above it and its footer (one or more lines) under it, as
+    Markdown and as plain text."""
     lines = line.split("\n")
+    tools_md = "".join(step_markdown(s) + "\n\n" for s in steps)
+    tools_plain = "".join(f"[tool] {s.describe()}\n" for s in steps)
     return {
-        "text/markdown": f"{inert_markdown(text)}\n\n"
+        "text/markdown": f"{tools_md}{inert_markdown(text)}\n\n"
         + "  \n".join(f"*{x.translate(_MARKDOWN_SPECIALS)}*" for x in lines),
-        "text/plain": f"{text}\n\n" + "\n".join(f"[{x}]" for x in lines),
+        "text/plain": f"{tools_plain}{text}\n\n" + "\n".join(f"[{x}]" for x in lines),
     }
 
 
@@ -114,6 +126,7 @@ class StreamView:
         self.metadata = metadata
         self.waiting = waiting
         self._chunks: list[str] = []  # joined only when shown: += would copy the reply per chunk
+        self.steps: list[ToolStep] = []
         self._handle: DisplayHandle | None = None
         self._started = monotonic()
         self._last = self._started
@@ -125,7 +138,14 @@ class StreamView:
                 now = monotonic()
                 if now - self._last >= self.throttle:
                     self._last = now
-                    self._show(bundle(self.text, self.waiting))
+                    self._show(bundle(self.text, self.waiting, self.steps))
+
+    def step(self, step: ToolStep) -> None:
+        """A tool call came back: shown at once (it may have taken a while)."""
+        self.steps.append(step)
+        if self.live:
+            self._last = monotonic()
+            self._show(bundle(self.text, self.waiting, self.steps))
 
     @property
     def text(self) -> str:
@@ -133,11 +153,11 @@ class StreamView:
 
     def finish(self, reply: Reply, line: str) -> None:
         self.metadata = reply_metadata(reply, self.metadata["slotmagic"]["session"], reply.slot, reply.model)
-        self._show(bundle(reply.text, line))
+        self._show(bundle(reply.text, line, reply.steps))
 
     def interrupted(self, line: str) -> None:
         if self._handle is not None:
-            self._show(bundle(self.text, line))
+            self._show(bundle(self.text, line, self.steps))
 
     def _show(self, data: dict[str, str]) -> None:
         if self._handle is None:

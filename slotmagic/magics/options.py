@@ -166,6 +166,18 @@ class SlotMagicOptions(Configurable):
         "its model's window (system, history, tools, tool results, reserve).",
     ).tag(config=True)
 
+    max_tool_rounds = CInt(
+        8,
+        help="How many rounds of tool calls one %%turn may take (model → calls → results → model) "
+        "before it stops with a note; the partial work is stored.",
+    ).tag(config=True)
+
+    namespace_threshold = CInt(
+        2048,
+        help="Tool results larger than this many bytes are kept aside in the namespace store; the "
+        "model sees a namespace:// reference and a preview, and can page through them with read_namespace.",
+    ).tag(config=True)
+
     compaction_model = Unicode(
         help="The model that writes compaction summaries when a slot's history passes its budget; "
         "empty uses the turn's own model.",
@@ -248,6 +260,13 @@ class SlotMagicOptions(Configurable):
                 f"context_windows maps model strings to whole numbers of tokens >= 1, e.g. "
                 f"{{'openai:my-model': 32768}}; not {bad[0]!r}: {value[bad[0]]!r}"
             )
+        return value
+
+    @validate("max_tool_rounds", "namespace_threshold")
+    def _check_positive(self, proposal: Any) -> Any:
+        value = proposal["value"]
+        if value < 1:
+            raise TraitError(f"{proposal['trait'].name} must be a whole number >= 1, not {value!r}")
         return value
 
     @validate("compaction_model")

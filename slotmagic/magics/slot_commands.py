@@ -259,12 +259,15 @@ def _show_parser() -> CommandParser:
     parser = CommandParser("%slot show", "Show a slot's stored messages (all of them, before any filter).")
     parser.add_argument("id", nargs="?", help="the slot (default: current)")
     parser.add_argument("--last", metavar="N", type=at_least(0), help="only the last N messages")
+    parser.add_argument(
+        "--expand", action="store_true", help="show large tool results whole, not as their namespace:// reference"
+    )
     return parser
 
 
 def _show(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.id)
-    messages = ctx.session.messages(slot.id)
+    messages = ctx.session.messages(slot.id, expand=args.expand)
     shown = messages[-args.last :] if args.last else messages if args.last is None else []
     print(f"slot {describe_slot(slot)}")
     if shown:
@@ -306,6 +309,39 @@ def _compact(ctx: Context, args: argparse.Namespace) -> None:
     compaction = ctx.session.compact(slot.id, keep=args.keep, instructions=args.instructions)
     print(f"slot {slot.id}: {compaction.describe()}")
     print(compaction.text)
+
+
+def _tools_parser() -> CommandParser:
+    return CommandParser(
+        "%slot tools",
+        "List the tools turns may offer, with their parameters and where each is enabled.\n"
+        "A @slotmagic.tool function joins every session; configure_slot(tools=[...]) narrows a slot;\n"
+        "%%turn --tools a,b or --no-tools chooses for one turn.",
+    )
+
+
+def _tools(ctx: Context, args: argparse.Namespace) -> None:
+    tools = ctx.session.tools.tools()
+    if not tools:
+        print("no tools: decorate a function with @slotmagic.tool to offer it to the model")
+        return
+    slots = ctx.session.list_slots()
+    for tool in tools:
+        spec = tool.spec()
+        params = spec.parameters.get("properties", {})
+        required = set(spec.parameters.get("required", []))
+        signature = ", ".join(
+            f"{name}: {prop.get('type', 'any')}{'' if name in required else '?'}" for name, prop in params.items()
+        )
+        narrowed = [s.id for s in slots if s.config.tools is not None]
+        where = [s.id for s in slots if s.config.tools is None or spec.name in s.config.tools]
+        enabled = "every slot" if not narrowed else ("slots " + ", ".join(where) if where else "no slot")
+        first = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
+        print(f"{spec.name}({signature}) — {first}")
+        print(f"    enabled on {enabled}")
+        for name, prop in params.items():
+            if prop.get("description"):
+                print(f"    {name}: {prop['description']}")
 
 
 def _budget_parser() -> CommandParser:
@@ -397,6 +433,7 @@ COMMANDS: dict[str, Command] = {
         Command("preview", _preview_parser, _preview, slot_positionals=1),
         Command("budget", _budget_parser, _budget, slot_positionals=1),
         Command("compact", _compact_parser, _compact, slot_positionals=1),
+        Command("tools", _tools_parser, _tools),
         Command("session", _session_parser, _session),
         Command("rename", _rename_parser, _rename, slot_positionals=1),
         Command("diff", _diff_parser, _diff, slot_positionals=2),

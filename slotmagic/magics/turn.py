@@ -35,12 +35,19 @@ def turn_parser() -> CommandParser:
     parser.add_argument(
         "--rerun", action="store_true", help="ask the model again even if this cell's text is unchanged (forks)"
     )
+    tools = parser.add_mutually_exclusive_group()
+    tools.add_argument("--tools", metavar="A,B", help="offer only these tools in this turn (comma-separated names)")
+    tools.add_argument("--no-tools", action="store_true", help="offer no tools in this turn")
     parser.add_argument(
         "--id",
         metavar="NAME",
         help="this cell's identity for replay, when the front end sends no cell id or the cell moves between notebooks",
     )
     return parser
+
+
+def _names(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(n.strip() for n in text.split(",") if n.strip())
 
 
 def parse_turn_line(line: str) -> argparse.Namespace:
@@ -61,6 +68,7 @@ def run_turn(
         system=args.system,
         temperature=args.temperature,
         max_tokens=args.max_tokens,
+        tools=() if args.no_tools else _names(args.tools),
     )
     model, slot = stream.model, stream.slot
     live = options.stream if args.stream is None else args.stream
@@ -70,6 +78,7 @@ def run_turn(
         metadata=reply_metadata(None, session.session_id, slot, model),
         waiting=f"streaming from {model} on slot {slot}…",
     )
+    stream.on_step = view.step
     try:
         view.feed(stream)
     except KeyboardInterrupt:

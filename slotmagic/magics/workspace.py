@@ -73,6 +73,8 @@ class Workspace:
         self._session.system = options.system or None
         self._session.context_windows = options.context_windows
         self._session.compaction_model = options.compaction_model or None
+        self._session.max_tool_rounds = options.max_tool_rounds
+        self._session.namespace_threshold = options.namespace_threshold
         settings = options.provider_settings()
         if settings != self._session.settings:  # a change closes connections: only when needed
             self._session.settings = settings

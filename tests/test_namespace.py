@@ -1,0 +1,88 @@
+"""The namespace store (seed T2): a 200 KB tool result stays out of the prompt, is read back
+by pages, exported whole, stored once, and never read across sessions."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from slotmagic import Message, Session, ToolCall
+from slotmagic.namespace import Namespace, content_key, parse_reference
+
+BIG = "".join(f"line {i:06d}: the lease clause text, with its numbers and dates é中\n" for i in range(3000))
+
+
+@pytest.fixture
+def session(db_path: Path) -> Session:
+    s = Session.open("ns", db_path=db_path)
+
+    def fetch_lease() -> str:
+        """The whole lease, as text."""
+        return BIG
+
+    def short() -> str:
+        """A small answer."""
+        return "just this"
+
+    s.tools.add(fetch_lease)
+    s.tools.add(short)
+    return s
+
+
+def test_a_large_result_is_a_reference_in_the_view_and_whole_on_expand(session: Session, tmp_path: Path) -> None:
+    assert len(BIG.encode()) > 200_000
+    reply = session.submit_turn("Look at it.\ncall fetch_lease\ncall short")
+    stored = session.messages()
+    big, small = stored[2], stored[3]
+    assert parse_reference(big.content) == ("fetch_lease", content_key(BIG))
+    assert len(big.content) < 1_000 and "bytes" in big.content and big.content.count("line 000000") == 1
+    assert small.content == "just this"  # under the threshold: as it is
+    assert session.messages(expand=True)[2].content == BIG
+    assert "fetch_lease" in reply.text  # the model saw the reference and the preview
+    # The next request grows by the reference only.
+    view = session.preview()
+    assert sum(len(m.content) for m in view.messages) < 3_000
+    exported = session.export(tmp_path / "out.json")
+    messages = json.loads(exported.read_text(encoding="utf-8"))["messages"]
+    assert messages[2]["content"] == BIG  # byte for byte
+    assert BIG in (session.export(tmp_path / "out.md")).read_text(encoding="utf-8")
+
+
+def test_read_namespace_pages_through_the_original(session: Session) -> None:
+    session.submit_turn("call fetch_lease")
+    ref = session.messages()[2].content.splitlines()[0]
+    tools = session._engine.turn_tools(session.slot(), None, session.preview())
+    assert tools is not None and "read_namespace" in tools.names()  # offered while a reference is in view
+    page = tools.run_sync(ToolCall("p1", "read_namespace", json.dumps({"ref": ref, "offset": 1000, "length": 500})))
+    head, _, body = page.content.partition("\n")
+    assert body == BIG[1000:1500] and head.startswith("[characters 1,000 to 1,500 of")
+    end = tools.run_sync(ToolCall("p2", "read_namespace", json.dumps({"ref": ref, "offset": len(BIG) - 10})))
+    assert end.content.endswith(BIG[-10:]) and "the end" in end.content
+
+
+def test_identical_results_are_stored_once(session: Session, db_path: Path) -> None:
+    session.submit_turn("call fetch_lease")
+    session.submit_turn("again\ncall fetch_lease")
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT COUNT(*) FROM namespace").fetchone()[0] == 1
+
+
+def test_a_reference_from_another_session_is_refused(session: Session, db_path: Path) -> None:
+    session.submit_turn("call fetch_lease")
+    ref = session.messages()[2].content.splitlines()[0]
+    with Session.open("other", db_path=db_path) as other:
+        answer = Namespace(other.store, other.session_id).read(ref)
+        assert answer == f"error: no namespace entry {ref!r} in this session"
+        assert BIG[:100] not in answer
+    assert Namespace(session.store, session.session_id).read("namespace://x/zz").startswith("error: 'namespace://x/zz'")
+
+
+def test_the_cache_is_bounded_by_bytes(session: Session) -> None:
+    namespace = Namespace(session.store, session.session_id, cache_bytes=300_000)
+    for n in range(3):
+        namespace.shelve(Message.tool(f"c{n}", BIG + str(n), "fetch_lease"))
+    assert namespace._cached <= 300_000 and len(namespace._cache) == 1
+    assert namespace.get(content_key(BIG + "0")) == BIG + "0"  # read back from the store
