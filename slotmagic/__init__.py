@@ -107,10 +107,19 @@ __all__ = [
     "View",
     "ViewEntry",
     "__version__",
+    "current_session",
     "default_registry",
     "recover",
     "tool",
 ]
+
+
+def current_session() -> Session:
+    """In a notebook with ``%load_ext slotmagic``: the session its ``%slot`` and ``%%turn`` use,
+    for the Python API (``current_session().tools``, ``.budget()``, ``.compact()``…)."""
+    from .magics import current_session as current
+
+    return current()
 
 
 def load_ipython_extension(ipython: object) -> None:

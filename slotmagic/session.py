@@ -415,6 +415,11 @@ class Session:
         info_record = TurnInfo(kind="append", extra=extra)
         return self.store.append_turn(self.session_id, slot_id, stored, info_record, writable=True)
 
+    def read_namespace(self, ref: str, offset: int = 0, length: int = 4000) -> str:
+        """A page of a large tool result kept aside (what the ``read_namespace`` tool returns)."""
+        check_text(ref, "ref")
+        return self._engine.namespace.read(ref, check_whole(offset, "offset"), check_whole(length, "length", minimum=1))
+
     def diff(self, a: str, b: str) -> BranchDiff:
         """Where two slots' histories part and what each has had since."""
         return diff_slots(self.store, self.session_id, self._slot_id(a), self._slot_id(b))

@@ -27,6 +27,9 @@ class LabLikeClient(NotebookClient):
     """nbclient, but each execute_request carries the cell's id in its metadata, as
     JupyterLab sends it (plain nbclient and nbval send none)."""
 
+    def cell_id(self, cell: Any, index: int) -> str:
+        return str(cell.id)
+
     async def async_execute_cell(
         self, cell: Any, cell_index: int, execution_count: int | None = None, store_history: bool = True
     ) -> Any:
@@ -42,7 +45,7 @@ class LabLikeClient(NotebookClient):
                 "allow_stdin": False,
                 "stop_on_error": options.get("stop_on_error", True),
             }
-            msg = kc.session.msg("execute_request", content, metadata={"cellId": cell.id})
+            msg = kc.session.msg("execute_request", content, metadata={"cellId": self.cell_id(cell, cell_index)})
             kc.shell_channel.send(msg)
             return str(msg["header"]["msg_id"])
 
@@ -54,16 +57,26 @@ class LabLikeClient(NotebookClient):
             kc.execute = original  # type: ignore[method-assign]
 
 
+class VSCodeLikeClient(LabLikeClient):
+    """As VS Code sends it when a cell has no nbformat id of its own: a cell URI with a
+    fragment per cell (``vscode-notebook-cell:/path/nb.ipynb#W1sZmlsZQ==``)."""
+
+    def cell_id(self, cell: Any, index: int) -> str:
+        return f"vscode-notebook-cell:/home/user/project/deposit.ipynb#W{index}sZmlsZQ%3D%3D"
+
+
 def lab_env(notebook: Path, db: Path) -> dict[str, str]:
     return {**os.environ, "JPY_SESSION_NAME": str(notebook), "SLOTMAGIC_DB": str(db)}
 
 
-def run_all(notebook: Path, env: dict[str, str], times: int = 1) -> list[nbformat.NotebookNode]:
+def run_all(
+    notebook: Path, env: dict[str, str], times: int = 1, client_class: type[LabLikeClient] = LabLikeClient
+) -> list[nbformat.NotebookNode]:
     """Run All ``times`` times in one fresh kernel (a restart before the first); the cells as
     each run left them."""
     runs = []
     nb = nbformat.read(notebook, as_version=4)
-    client = LabLikeClient(
+    client = client_class(
         nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(notebook.parent)}}
     )
     with client.setup_kernel(env=env):
@@ -208,3 +221,18 @@ def test_nbclient_sends_no_cell_ids_yet_a_second_execution_calls_no_model(tmp_pa
         edited = execute([*sources[:3], "%%turn\nAnd a lease, briefly?", sources[4]])
         assert server.requests == 4 and [o["replayed"] for o in edited] == [True, False, True]
         assert edited[1]["slot"] == "side.2"
+
+
+def test_vs_code_cell_ids_replay_too(tmp_path: Path) -> None:
+    notebook = tmp_path / "deposit.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(s)
+        for s in ("%load_ext slotmagic", "%%turn\nWhat is a deposit?", "%slot derive b", "%%turn\nAnd rent?")
+    ]
+    nbformat.write(nb, notebook)
+    db = tmp_path / "vscode.sqlite3"
+    first, second = run_all(notebook, lab_env(notebook, db), times=2, client_class=VSCodeLikeClient)
+    assert [o["replayed"] for o in turn_outputs(first)] == [False, False]
+    assert [o["replayed"] for o in turn_outputs(second)] == [True, True]
+    assert [o["slot"] for o in turn_outputs(second)] == ["default", "b"]

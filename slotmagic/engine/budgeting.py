@@ -32,7 +32,11 @@ class SlotBudget:
     def to_text(self) -> str:
         counted = "exact counts" if self.exact else "estimated counts"
         window = f"{self.window:,}" + ("" if self.window_known else " (assumed)")
-        lines = [f"slot {self.slot} · {self.model} · window {window} tokens · {counted}"]
+        if self.budget.total == self.window:
+            size = f"window {window} tokens"
+        else:
+            size = f"budget {self.budget.total:,} tokens (window {window})"
+        lines = [f"slot {self.slot} · {self.model} · {size} · {counted}"]
         width = max(len(name) for name in self.report.categories)
         for name, use in self.report.categories.items():
             share = use.used / use.allowed if use.allowed else 0.0

@@ -10,13 +10,15 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
+from ..errors import ConfigError
+from ..session import Session
 from .completion import make_matcher
 from .errors import user_errors
 from .magic import SlotMagic, empty_turn_as_line
 from .options import check_environment
 from .sidebar import attach_sidebar, detach_sidebar
 
-__all__ = ["SlotMagic", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["SlotMagic", "current_session", "load_ipython_extension", "unload_ipython_extension"]
 
 
 def _loaded(shell: InteractiveShell) -> SlotMagic | None:
@@ -56,6 +58,17 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     completer = getattr(shell, "Completer", None)
     if completer is not None:
         completer.custom_matchers.append(make_matcher(lambda: [s.id for s in loaded.session().list_slots()]))
+
+
+def current_session() -> Session:
+    """The session ``%slot`` and ``%%turn`` work on in this kernel (after ``%load_ext slotmagic``)."""
+    from IPython.core.getipython import get_ipython
+
+    shell = get_ipython()
+    magic = _loaded(shell) if shell is not None else None
+    if magic is None:
+        raise ConfigError("slotmagic is not loaded in this kernel: run %load_ext slotmagic first")
+    return magic.session()
 
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:

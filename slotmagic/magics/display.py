@@ -141,11 +141,13 @@ class StreamView:
                     self._show(bundle(self.text, self.waiting, self.steps))
 
     def step(self, step: ToolStep) -> None:
-        """A tool call came back: shown at once (it may have taken a while)."""
+        """A tool call came back: shown at the same bounded rate as text."""
         self.steps.append(step)
         if self.live:
-            self._last = monotonic()
-            self._show(bundle(self.text, self.waiting, self.steps))
+            now = monotonic()
+            if now - self._last >= self.throttle:
+                self._last = now
+                self._show(bundle(self.text, self.waiting, self.steps))
 
     @property
     def text(self) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from IPython.core.error import UsageError
 
+from ..core.budget import ContextBudget
 from ..core.messages import Message
 from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
 from ..session import Session
@@ -176,6 +177,12 @@ def _create_parser() -> CommandParser:
     )
     _add_focus_options(parser)
     parser.add_argument("--system", metavar="TEXT", help="this slot's own system prompt (quote it)")
+    parser.add_argument(
+        "--budget",
+        metavar="TOKENS",
+        type=at_least(64),
+        help="this slot's token budget, split like a model's window (default: the model's window)",
+    )
     parser.add_argument("--no-switch", dest="switch", action="store_false", help="stay on the current slot")
     return parser
 
@@ -187,11 +194,12 @@ def _create(ctx: Context, args: argparse.Namespace) -> None:
             f"--recent, --keep-system and --summary apply to focused slots; "
             f"drop them or use --mode focused instead of --mode {mode.value}"
         )
-    config = SlotConfig(mode=mode, focused=_focused_config(args), system=args.system)
+    budget = ContextBudget.auto(args.budget) if args.budget else None
+    config = SlotConfig(mode=mode, focused=_focused_config(args), system=args.system, budget=budget)
     # The same line whether the slot is new or was made by an earlier run of this cell: a
     # re-run notebook reproduces its outputs.
     slot = ctx.session.create_slot(args.id, config, exist_ok=True)
-    what = f"created ({describe_mode(slot.config)})"
+    what = f"created ({describe_mode(slot.config)}" + (f", budget {args.budget:,} tokens)" if args.budget else ")")
     print(f"slot {slot.id!r} {what}; {_switch_line(ctx.session, slot.id, args.switch)}")
 
 
