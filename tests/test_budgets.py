@@ -246,3 +246,22 @@ def test_slot_config_reads_the_old_default_budget_as_follow_the_window() -> None
     assert SlotConfig.from_dict(old).budget is None
     mine = SlotConfig().to_dict() | {"budget": SMALL.to_dict()}
     assert SlotConfig.from_dict(mine).budget == SMALL
+
+
+def test_tool_definitions_count_in_the_tools_share_and_lower_the_threshold(session: Session) -> None:
+    def lease_clause(number: int) -> str:
+        """The text of one clause of the lease, looked up in the signed copy.
+
+        Args:
+            number: The clause's number.
+        """
+        return "…"
+
+    session.submit_turn("hello")
+    without = session._engine.view(session.slot(), session.store.history("budget", None))
+    session.tools.add(lease_clause)
+    tools = session._engine.turn_tools(session.slot(), None, without)
+    with_tools = session._engine.view(session.slot(), session.store.history("budget", None), tools=tools)
+    assert without.report is not None and with_tools.report is not None
+    assert without.report.tools.used == 0 and with_tools.report.tools.used > 10
+    assert with_tools.report.history_available == without.report.history_available - with_tools.report.tools.used

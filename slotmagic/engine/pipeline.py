@@ -23,6 +23,7 @@ from ..core.budget import BudgetReport, ContextBudget
 from ..core.compaction import Compaction
 from ..core.messages import Message
 from ..core.slots import SlotConfig, SlotMode
+from ..providers.base import ToolSpec
 from ..store.base import History
 from ..tokens import ESTIMATE, TokenCounter
 
@@ -94,6 +95,7 @@ class ViewBuild:
     compaction: Compaction | None = None  # the one to apply; None: the history's latest
     pending_compaction: bool = False  # ``compaction`` is not stored yet
     new: Message | None = None  # the turn's new message (None for a preview)
+    tools: tuple[ToolSpec, ...] = ()  # the tool definitions the request carries
     system: list[ViewEntry] = field(default_factory=list)
     conversation: list[ViewEntry] = field(default_factory=list)
     omitted: list[Omitted] = field(default_factory=list)
@@ -216,11 +218,13 @@ def _runs(positions: Sequence[int]) -> list[tuple[int, int]]:
 def budgeted(build: ViewBuild) -> None:
     """The request against the slot's budget by category; past the threshold (the history
     budget less everything on the system side, seed T1) it needs compaction."""
+    counting = build.counting
     system = sum(e.tokens for e in build.system)
     tool_results = sum(e.tokens for e in build.conversation if e.message.role == "tool")
-    history = sum(e.tokens for e in build.conversation) - tool_results + build.counting.counter.priming
+    history = sum(e.tokens for e in build.conversation) - tool_results + counting.counter.priming
+    tools = counting.scale(counting.counter.count_tools(build.tools, has_system=bool(build.system)))
     build.report = build.budget.report(
-        system=system, history=history, tools=0, tool_results=tool_results, reserve=build.reserve
+        system=system, history=history, tools=tools, tool_results=tool_results, reserve=build.reserve
     )
 
 
@@ -293,11 +297,14 @@ def assemble(
     reserve: int = 0,
     compaction: Compaction | None = None,
     new: Message | None = None,
+    tools: Sequence[ToolSpec] = (),
     steps: Sequence[Step] = STEPS,
 ) -> View:
     """Run the steps. ``compaction`` is one not stored yet, to apply instead of the history's;
     ``new`` is the turn's new message (a preview has none)."""
-    build = ViewBuild(config, history, prompt, counting, budget, reserve, compaction, compaction is not None, new)
+    build = ViewBuild(
+        config, history, prompt, counting, budget, reserve, compaction, compaction is not None, new, tuple(tools)
+    )
     for step in steps:
         step(build)
     return View(

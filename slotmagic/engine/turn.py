@@ -226,8 +226,10 @@ class TurnEngine:
         reserve: int = 0,
         compaction: Compaction | None = None,
         new: Message | None = None,
+        tools: ToolRegistry | None = None,
     ) -> View:
-        """What the model would be sent for the slot's next turn (``new`` last, if given)."""
+        """What the model would be sent for the slot's next turn (``new`` last, if given;
+        ``tools`` counted in the budget's tools share)."""
         model = model or self.model
         prompt = system if system is not None else slot.config.system or self.system
         return assemble(
@@ -240,6 +242,7 @@ class TurnEngine:
             reserve=reserve,
             compaction=compaction,
             new=new,
+            tools=tools.specs() if tools is not None else (),
         )
 
     def plan_compaction(self, view: View, history: History, model: str, keep: int | None = None) -> Fold | None:
@@ -309,6 +312,8 @@ class TurnEngine:
         reserve = options.max_tokens or 0
         view = self.view(slot, history, options.system, model=model, reserve=reserve, new=user)
         tools = self.turn_tools(slot, options.tools, view)
+        if tools is not None:  # their definitions count too (seed T1: the system side)
+            view = self.view(slot, history, options.system, model=model, reserve=reserve, new=user, tools=tools)
         info = TurnInfo(kind="turn", model=model, system=options.system, cell=cell, extra=options.info)
         note = self.window_note(model)
         turn = PendingTurn(
@@ -377,7 +382,7 @@ class TurnEngine:
         assert slot is not None
         view = self.view(
             slot, turn.history, turn.options.system, model=turn.model,
-            reserve=turn.options.max_tokens or 0, compaction=compaction, new=turn.user,
+            reserve=turn.options.max_tokens or 0, compaction=compaction, new=turn.user, tools=turn.tools,
         )  # fmt: skip
         assert view.report is not None
         if view.report.needs_compaction:
