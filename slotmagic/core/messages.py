@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ConfigError
@@ -148,7 +148,12 @@ class Message:
         return cls("tool", content, tool_call_id=tool_call_id, name=name, is_error=is_error)
 
     def with_tokens(self, tokens: int) -> Message:
-        return replace(self, tokens=tokens)
+        """The same message with its token count: a copy of fields already checked (running
+        ``__init__`` again would check them twice on every message a turn stores)."""
+        copy = object.__new__(Message)
+        copy.__dict__.update(self.__dict__)
+        copy.__dict__["tokens"] = tokens
+        return copy
 
     # -- serialisation (the store's ``extra`` column and JSON exports) -------------------------
 

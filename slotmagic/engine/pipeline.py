@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ..core.budget import BudgetReport, ContextBudget
@@ -200,8 +200,9 @@ def counted(build: ViewBuild) -> None:
             return counts[entry.position]
         return counting.count(entry.message)
 
-    build.system[:] = [replace(e, tokens=tokens(e)) for e in build.system]
-    build.conversation[:] = [replace(e, tokens=tokens(e)) for e in build.conversation]
+    # New entries rather than dataclasses.replace: this runs for every message of a view.
+    build.system[:] = [ViewEntry(e.message, e.kind, e.position, tokens(e)) for e in build.system]
+    build.conversation[:] = [ViewEntry(e.message, e.kind, e.position, tokens(e)) for e in build.conversation]
 
 
 def _runs(positions: Sequence[int]) -> list[tuple[int, int]]:

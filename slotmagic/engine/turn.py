@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 from ..core.budget import ContextBudget
@@ -129,6 +130,11 @@ class PendingTurn:
         return completion
 
 
+@cache
+def _auto_budget(window: int) -> ContextBudget:
+    return ContextBudget.auto(window)
+
+
 class TurnEngine:
     """Runs the turns of one session over a store. ``model``, ``system`` and ``settings`` are
     the session's defaults; ``usage`` adds up what the turns made here used."""
@@ -150,6 +156,7 @@ class TurnEngine:
         self._providers: dict[str, Provider] = {}
         self._calibration: Calibration | None = None
         self._windows_noted: set[str] = set()
+        self._counters: dict[str, TokenCounter] = {}
         self._read_namespace = read_namespace_tool(self.namespace)
 
     # -- providers -------------------------------------------------------------------------
@@ -177,7 +184,9 @@ class TurnEngine:
         return self._calibration
 
     def counting(self, model: str) -> Counting:
-        counter = TokenCounter.for_model(model)
+        counter = self._counters.get(model)
+        if counter is None:
+            counter = self._counters[model] = TokenCounter.for_model(model)
         return Counting(counter, 1.0 if counter.exact else self.calibration.factor(model))
 
     def window(self, model: str) -> tuple[int, bool]:
@@ -186,7 +195,7 @@ class TurnEngine:
 
     def budget(self, slot: Slot, model: str) -> ContextBudget:
         """The slot's own budget, else the model's window split in the default ratios."""
-        return slot.config.budget or ContextBudget.auto(self.window(model)[0])
+        return slot.config.budget or _auto_budget(self.window(model)[0])
 
     def window_note(self, model: str) -> str | None:
         """A one-line note, once per model, when its window is a guess."""

@@ -55,7 +55,7 @@ def complete(text_until_cursor: str, slot_ids: Iterable[str]) -> list[str]:
     if before[-1] in command.slot_args:
         return _starting(current, slot_ids)
     if current.startswith("-"):
-        return _starting(current, _options(command.make_parser()))
+        return _starting(current, _options(command.parser))
     positionals = [
         w for i, w in enumerate(before[1:], 1) if not w.startswith("-") and before[i - 1] not in command.slot_args
     ]

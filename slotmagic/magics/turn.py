@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import cache
 
 from ..engine.reply import Reply
 from ..session import Session
@@ -12,6 +13,7 @@ from .options import SlotMagicOptions
 from .parsing import CommandParser, at_least, parse, split_line
 
 
+@cache  # built once: parsing does not change it, and building one costs ~1 ms a cell
 def turn_parser() -> CommandParser:
     parser = CommandParser(
         "%%turn",
