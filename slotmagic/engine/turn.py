@@ -17,6 +17,7 @@ from typing import Any
 from ..core.budget import ContextBudget
 from ..core.checks import check_json_mapping, check_number, check_optional_text, check_text, check_whole
 from ..core.compaction import Compaction
+from ..core.context import DEFAULT_RECENT_TURNS
 from ..core.messages import Message
 from ..core.records import CellRef, ForkRef, TurnInfo, TurnRecord
 from ..core.slots import DeriveStrategy, Slot, SlotMode, SlotSource, validate_slot_id
@@ -127,6 +128,7 @@ class TurnEngine:
         self.usage = Usage()
         self.context_windows: dict[str, int] = {}  # overrides of the built-in table
         self.compaction_model: str | None = None  # None: the turn's own model
+        self.working_context_turns = DEFAULT_RECENT_TURNS  # turns a working-context change is sent
         self._providers: dict[str, Provider] = {}
         self._calibration: Calibration | None = None
         self._windows_noted: set[str] = set()
@@ -219,6 +221,8 @@ class TurnEngine:
             reserve=reserve,
             compaction=compaction,
             new=new,
+            workflow=self.store.active_workflow(self.session_id),
+            context_turns=self.working_context_turns,
         )
 
     def plan_compaction(self, view: View, history: History, model: str, keep: int | None = None) -> Fold | None:
