@@ -166,6 +166,13 @@ class SlotMagicOptions(Configurable):
         "its model's window (system, history, tools, tool results, reserve).",
     ).tag(config=True)
 
+    working_context_turns = CInt(
+        3,
+        help="For how many turns a change to a slot's goals, decisions or open questions (%ctx) is "
+        "sent with its requests; the current step is sent with every request, and everything once "
+        "after a compaction. 0: only the step (and after a compaction).",
+    ).tag(config=True)
+
     compaction_model = Unicode(
         help="The model that writes compaction summaries when a slot's history passes its budget; "
         "empty uses the turn's own model.",
@@ -248,6 +255,13 @@ class SlotMagicOptions(Configurable):
                 f"context_windows maps model strings to whole numbers of tokens >= 1, e.g. "
                 f"{{'openai:my-model': 32768}}; not {bad[0]!r}: {value[bad[0]]!r}"
             )
+        return value
+
+    @validate("working_context_turns")
+    def _check_working_context_turns(self, proposal: Any) -> Any:
+        value = proposal["value"]
+        if value < 0:
+            raise TraitError(f"working_context_turns must be a whole number >= 0, not {value}")
         return value
 
     @validate("compaction_model")

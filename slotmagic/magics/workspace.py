@@ -73,6 +73,7 @@ class Workspace:
         self._session.system = options.system or None
         self._session.context_windows = options.context_windows
         self._session.compaction_model = options.compaction_model or None
+        self._session.working_context_turns = options.working_context_turns
         settings = options.provider_settings()
         if settings != self._session.settings:  # a change closes connections: only when needed
             self._session.settings = settings
