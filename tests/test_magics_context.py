@@ -136,6 +136,13 @@ def test_ctx_help(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert session(ip).context().empty
 
 
+def test_dollars_and_braces_are_text(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    ip.user_ns["draft"] = "EXPANDED"
+    assert run(ip, "%ctx goal add Get the $1,200 back for {draft} and $draft", capsys) == (
+        "goal g1 (active): Get the $1,200 back for {draft} and $draft\n"
+    )
+
+
 def test_a_question_mark_at_the_end_is_a_question_not_help(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(ip, "%ctx ask Who keeps the keys?", capsys) == "question q1 (open): Who keeps the keys?\n"
     assert run(ip, "  %ctx ask Indented too?", capsys) == "question q2 (open): Indented too?\n"

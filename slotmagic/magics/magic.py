@@ -12,7 +12,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionInfo, InteractiveShell
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import TraitError, validate
 
 from ..engine.reply import Reply
@@ -125,6 +125,7 @@ class SlotMagic(Magics, SlotMagicOptions):
             reply = run_turn(session, self, args, cell, cell_id)
         self._bind(reply)
 
+    @no_var_expand  # natural text: "$1,200" and "{draft}" stay as written
     @line_magic
     def ctx(self, line: str) -> None:
         try:
