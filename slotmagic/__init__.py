@@ -20,8 +20,10 @@ from .core import (
     SlotSource,
     ToolCall,
 )
+from .core.context import WorkingContext
 from .core.records import CellRef, ForkRef, TurnInfo, TurnRecord
 from .core.usage import Usage
+from .core.workflow import Workflow
 from .engine import AsyncTurnStream, Reply, TurnStream, View, ViewEntry
 from .errors import (
     ConfigError,
@@ -106,6 +108,8 @@ __all__ = [
     "Usage",
     "View",
     "ViewEntry",
+    "Workflow",
+    "WorkingContext",
     "__version__",
     "current_session",
     "default_registry",

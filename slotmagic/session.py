@@ -15,17 +15,28 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .core import context as wc
 from .core.checks import check_json_mapping, check_optional_text, check_text, check_whole
 from .core.compaction import Compaction
+from .core.context import (
+    Author,
+    ContextEvent,
+    DecisionItem,
+    GoalItem,
+    QuestionItem,
+    StepInfo,
+    WorkingContext,
+)
 from .core.definition import describe_difference
 from .core.messages import Message
 from .core.records import TurnInfo, TurnRecord
 from .core.slots import DeriveStrategy, FocusedConfig, Slot, SlotConfig, SlotMode, SlotSource, validate_slot_id
 from .core.usage import Usage
+from .core.workflow import Workflow, check_workflow_name, no_workflow
 from .diff import BranchDiff, diff_slots
 from .engine.budgeting import SlotBudget
 from .engine.pipeline import View
@@ -36,7 +47,7 @@ from .export import export_slot
 from .providers import ProviderSettings, parse_model
 from .store import SQLiteStore, Store
 from .store.files import check_path
-from .tools import ToolRegistry
+from .tools import Tool, ToolRegistry
 
 DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
 
@@ -86,6 +97,8 @@ class Session:
         self._engine = TurnEngine(
             store, session_id, _check_model(model), check_optional_text(system, "system"), settings
         )
+        self._engine.slot_tools = self._slot_tools
+        self.context_updates = False  # offer the model the tools that change a working context
         store.ensure_session(session_id)
 
     @classmethod
@@ -468,6 +481,191 @@ class Session:
     def stored_reply(self, slot: str, turn: TurnRecord) -> Reply:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
         return self._engine.stored_reply(validate_slot_id(slot), turn)
+
+    # -- working context (seed T5) ------------------------------------------------------------
+
+    @property
+    def working_context_turns(self) -> int:
+        """For how many turns a change to a slot's goals, decisions or questions is sent with
+        its requests (the current step always is; everything once after a compaction)."""
+        return self._engine.working_context_turns
+
+    @working_context_turns.setter
+    def working_context_turns(self, value: int) -> None:
+        self._engine.working_context_turns = check_whole(value, "working_context_turns")
+
+    def context(self, slot: str | None = None) -> WorkingContext:
+        """The slot's working context: goals, decisions, questions and the current step,
+        each with the turn it last changed in (``print()`` it for the whole of it)."""
+        return self.store.history(self.session_id, _optional_slot(slot)).context()
+
+    def context_history(self, slot: str | None = None) -> list[ContextEvent]:
+        """Every change the slot's working context has seen, oldest first (``.describe()``
+        says what changed, ``.turn`` in which turn, ``.by`` whether the model made it)."""
+        return self.store.history(self.session_id, _optional_slot(slot)).context_events()
+
+    def change_context(
+        self, change: Callable[[WorkingContext], ContextEvent | None], *, slot: str | None = None
+    ) -> tuple[WorkingContext, ContextEvent | None]:
+        """Apply one change made by a function of ``slotmagic.core.context`` (checked against
+        the context and stored in one transaction); the context after it, and the change as
+        stored (None when it was already there)."""
+        return self.store.change_context(self.session_id, _optional_slot(slot), change)
+
+    def add_goal(self, text: str, *, slot: str | None = None, by: Author = "user") -> GoalItem:
+        """A new active goal (``g1``, ``g2`` …); a goal with the same text is returned as it is."""
+        context, event = self.change_context(lambda c: wc.add_goal(c, text, by), slot=slot)
+        found = context.goal(event.data["id"]) if event else context.goal_with_text(text.strip())
+        assert found is not None
+        return found
+
+    def complete_goal(self, goal_id: str, *, slot: str | None = None, by: Author = "user") -> GoalItem:
+        context, _ = self.change_context(lambda c: wc.set_goal_status(c, goal_id, "completed", by), slot=slot)
+        return context.goal(goal_id.strip())
+
+    def cancel_goal(self, goal_id: str, *, slot: str | None = None, by: Author = "user") -> GoalItem:
+        context, _ = self.change_context(lambda c: wc.set_goal_status(c, goal_id, "cancelled", by), slot=slot)
+        return context.goal(goal_id.strip())
+
+    def decide(
+        self, question: str, decision: str, reason: str = "", *, slot: str | None = None, by: Author = "user"
+    ) -> DecisionItem:
+        """Record a decision (``d1`` …) on a question; deciding a question again replaces it."""
+        context, event = self.change_context(lambda c: wc.record_decision(c, question, decision, reason, by), slot=slot)
+        found = context.decision(event.data["id"]) if event else context.decision_on(question.strip())
+        assert found is not None
+        return found
+
+    def ask(self, question: str, *, slot: str | None = None, by: Author = "user") -> QuestionItem:
+        """An open question (``q1`` …); a question with the same text is returned as it is."""
+        context, event = self.change_context(lambda c: wc.ask_question(c, question, by), slot=slot)
+        found = context.question(event.data["id"]) if event else context.question_with_text(question.strip())
+        assert found is not None
+        return found
+
+    def resolve(self, question_id: str, answer: str, *, slot: str | None = None, by: Author = "user") -> QuestionItem:
+        context, _ = self.change_context(lambda c: wc.resolve_question(c, question_id, answer, by), slot=slot)
+        return context.question(question_id.strip())
+
+    def set_step(
+        self,
+        name: str | None = None,
+        *,
+        status: str | None = None,
+        note: str | None = None,
+        slot: str | None = None,
+        by: Author = "user",
+    ) -> StepInfo:
+        """The current step: a new ``name`` starts one (in progress unless ``status`` says
+        pending, done or blocked); no name changes the current step's status or note."""
+        context, _ = self.change_context(lambda c: wc.set_step(c, name, status, note, by), slot=slot)
+        assert context.step is not None
+        return context.step
+
+    def clear_context(self, slot: str | None = None) -> WorkingContext:
+        """Empty the slot's working context (its history of changes stays)."""
+        return self.change_context(lambda c: wc.clear(c), slot=slot)[0]
+
+    def _slot_tools(self, slot: Slot, view: View) -> list[Tool[..., Any]]:
+        """What a turn on ``slot`` offers besides the session's tools: ``read_context`` when its
+        request carries the working-context block (the rest of the context is a call away; a
+        request without the block stays byte for byte as without the feature), and the update
+        tools when ``context_updates`` is on."""
+        if not self.context_updates and not any(e.kind == "context" for e in view.entries):
+            return []
+        return list(self.context_tools(slot.id, updates=self.context_updates))
+
+    def context_tools(self, slot: str | None = None, *, updates: bool = False) -> list[Tool[..., str]]:
+        """Tools that give the model the slot's working context: ``read_context``, and with
+        ``updates`` the tools to change it (marked as made by the model). ``slot`` None: the
+        current slot when a tool runs."""
+        from .tools.context import context_tools
+
+        return context_tools(self, slot, updates=updates)
+
+    # -- workflows (seed T4) -------------------------------------------------------------------
+
+    def workflow(self, name: str | None = None, edges: str | None = None) -> Workflow:
+        """With ``edges`` (an edge list, one ``a -> b [label]`` per line): define the workflow
+        ``name`` or update it (steps that still exist keep their status) and make it the
+        active one; the same edges again change nothing. Without: the workflow ``name``, or
+        the active one."""
+        if edges is None:
+            if name is None:
+                return self._active_workflow()
+            return self._named_workflow(check_workflow_name(name))
+        check_workflow_name(name)
+        assert name is not None
+
+        def define(found: Workflow | None) -> Workflow:
+            if found is None:
+                return Workflow.define(name, edges)
+            return found if found.body == edges else found.redefine(edges)
+
+        made = self.store.update_workflow(self.session_id, name, define, activate=True)
+        assert made is not None
+        return made
+
+    def workflows(self) -> list[Workflow]:
+        """The session's workflows in the order they were defined (``.active`` marks one)."""
+        return self.store.workflows(self.session_id)
+
+    def active_workflow(self) -> Workflow | None:
+        """The workflow whose block requests carry, or None."""
+        return self.store.active_workflow(self.session_id)
+
+    def use_workflow(self, name: str | None) -> Workflow | None:
+        """Make ``name`` the active workflow (None: none is, and requests carry no block)."""
+        return self.store.use_workflow(self.session_id, None if name is None else check_workflow_name(name))
+
+    def set_workflow_status(self, node: str, status: str, *, workflow: str | None = None) -> Workflow:
+        """Set a step's status: pending, in_progress, done or blocked."""
+        return self._change_workflow(workflow, lambda w: w.with_status(node, status))
+
+    def set_workflow_current(self, node: str, *, workflow: str | None = None) -> Workflow:
+        return self._change_workflow(workflow, lambda w: w.with_current(node))
+
+    def attach_workflow_step(self, node: str, slot: str | None, *, workflow: str | None = None) -> Workflow:
+        """Record the slot where a step is explored (None: none)."""
+        if slot is not None:
+            slot = self.slot(slot).id  # an unknown slot is refused, with a suggestion
+        return self._change_workflow(workflow, lambda w: w.with_slot(node, slot))
+
+    def delete_workflow(self, name: str | None = None) -> Workflow:
+        """Delete a workflow (the active one by default); returns it as it was."""
+        found = self.workflow(name)
+        self.store.update_workflow(self.session_id, found.name, lambda _: None)
+        return found
+
+    def _active_workflow(self) -> Workflow:
+        found = self.active_workflow()
+        if found is None:
+            known = [w.name for w in self.workflows()]
+            hint = (
+                f"choose one with %workflow use NAME ({', '.join(known)})"
+                if known
+                else "define one with %%workflow NAME"
+            )
+            raise ConfigError(f"no workflow is active in this session; {hint}")
+        return found
+
+    def _named_workflow(self, name: str) -> Workflow:
+        found = {w.name: w for w in self.workflows()}
+        if name not in found:
+            raise no_workflow(name, list(found))
+        return found[name]
+
+    def _change_workflow(self, name: str | None, change: Callable[[Workflow], Workflow]) -> Workflow:
+        target = self.workflow(name).name
+
+        def apply(found: Workflow | None) -> Workflow:
+            if found is None:  # deleted meanwhile
+                raise no_workflow(target, [w.name for w in self.workflows()])
+            return change(found)
+
+        changed = self.store.update_workflow(self.session_id, target, apply)
+        assert changed is not None
+        return changed
 
     # -- internals -------------------------------------------------------------------------
 

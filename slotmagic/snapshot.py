@@ -103,8 +103,14 @@ def session_snapshot(session: Session, cache: LastUserCache | None = None) -> di
             }
             for slot in slots
         ],
-        # Filled in by later work (the budget consumed by compaction, the workflow DAG); the
-        # panel shows them when they are not None.
+        # Filled in by later work (the budget consumed by compaction); the panel shows it when
+        # it is not None.
         "budget": None,
-        "workflow": None,
+        "workflow": _workflow(session),
     }
+
+
+def _workflow(session: Session) -> dict[str, Any] | None:
+    """The active workflow as the panel shows it (name, current step, done of total, next)."""
+    workflow = session.active_workflow()
+    return None if workflow is None else workflow.summary()

@@ -49,6 +49,7 @@ class ReflectServer:
         self.chunks, self.chunk_delay = chunks, chunk_delay
         self.requests = 0
         self.bodies: list[dict[str, Any]] = []  # every request body received, in order
+        self.raw_bodies: list[bytes] = []  # the same, as the bytes that came over the wire
         self._lock = threading.Lock()
         server = self
 
@@ -59,10 +60,12 @@ class ReflectServer:
                 pass
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                body = json.loads(raw)
                 with server._lock:
                     server.requests += 1
                     server.bodies.append(body)
+                    server.raw_bodies.append(raw)
                 time.sleep(server.delay + random.uniform(0, server.jitter))
                 text = reflection(body["messages"])
                 size = -(-len(text) // max(1, server.chunks))

@@ -104,7 +104,14 @@ def state(db: Path, session_id: str) -> dict[str, Any]:
         }
 
 
-@pytest.mark.parametrize(("name", "deleted"), [("01-getting-started.ipynb", set()), ("02-branching.ipynb", {"court"})])
+@pytest.mark.parametrize(
+    ("name", "deleted"),
+    [
+        ("01-getting-started.ipynb", set()),
+        ("02-branching.ipynb", {"court"}),
+        ("05-working-context-and-workflow.ipynb", set()),
+    ],
+)
 def test_run_all_twice_restart_and_run_all_again(name: str, deleted: set[str], tmp_path: Path) -> None:
     notebook, db = NOTEBOOKS / name, tmp_path / "lab.sqlite3"
     first, second = run_all(notebook, lab_env(notebook, db), times=2)
@@ -143,7 +150,9 @@ def _texts(nb: nbformat.NotebookNode) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", ["01-getting-started.ipynb", "02-branching.ipynb"])
+@pytest.mark.parametrize(
+    "name", ["01-getting-started.ipynb", "02-branching.ipynb", "05-working-context-and-workflow.ipynb"]
+)
 def test_outputs_match_the_committed_ones_twice_against_one_store(name: str, tmp_path: Path) -> None:
     """As under nbval (no notebook path, no cell ids): each run is a new session, so two runs in
     a row on the same store print what the committed notebook shows."""

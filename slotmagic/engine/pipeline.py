@@ -1,12 +1,13 @@
 """The view pipeline: from a slot's stored history to what the model is sent.
 
 An ordered list of small steps, each one concern, works on a ``ViewBuild``: the system prompt,
-the latest compaction (its summary in place of the messages it folded), the slot's mode, then
-token counts and the budget. ``Session.view()``, ``%slot preview``, ``%slot budget`` and the
-real request all go through it, so what is previewed is what is sent. Every entry says where it
-came from (a stored message and its position, or something a step injected), and what the
-steps left out is kept as ranges of positions with the reason, so a preview can show it greyed
-where it was. A later feature that changes what the model sees adds a step.
+the latest compaction (its summary in place of the messages it folded), the slot's mode, the
+workflow and working-context blocks (``blocks.py``), then token counts and the budget.
+``Session.view()``, ``%slot preview``, ``%slot budget`` and the real request all go through it,
+so what is previewed is what is sent. Every entry says where it came from (a stored message and
+its position, or something a step injected), and what the steps left out is kept as ranges of
+positions with the reason, so a preview can show it greyed where it was. A later feature that
+changes what the model sees adds a step.
 
 Steps read the history lazily: a focused or compacted view of a long history reads its tail,
 and token counts come from the store (each message is counted once per encoding).
@@ -21,15 +22,18 @@ from typing import Literal
 
 from ..core.budget import BudgetReport, ContextBudget
 from ..core.compaction import Compaction
+from ..core.context import DEFAULT_RECENT_TURNS
 from ..core.messages import Message
 from ..core.slots import SlotConfig, SlotMode
+from ..core.workflow import Workflow
 from ..providers.base import ToolSpec
 from ..store.base import History
 from ..tokens import ESTIMATE, TokenCounter
+from .blocks import context_block, workflow_block
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 
-EntryKind = Literal["system", "history", "summary", "compaction", "new"]
+EntryKind = Literal["system", "history", "summary", "compaction", "context", "workflow", "new"]
 OmitReason = Literal["compacted", "filtered"]
 
 
@@ -101,6 +105,8 @@ class ViewBuild:
     omitted: list[Omitted] = field(default_factory=list)
     start: int = 0
     report: BudgetReport | None = None
+    workflow: Workflow | None = None  # the session's active workflow
+    context_turns: int = DEFAULT_RECENT_TURNS  # how many turns a working-context change is sent
 
     def inject(self, message: Message, kind: EntryKind) -> ViewEntry:
         """An entry for a message a step made."""
@@ -229,7 +235,16 @@ def budgeted(build: ViewBuild) -> None:
     )
 
 
-STEPS: tuple[Step, ...] = (system_prompt, compacted, mode_filter, new_message, counted, budgeted)
+STEPS: tuple[Step, ...] = (
+    system_prompt,
+    compacted,
+    mode_filter,
+    workflow_block,
+    context_block,
+    new_message,
+    counted,
+    budgeted,
+)
 
 
 @dataclass(frozen=True)
@@ -265,7 +280,13 @@ class View:
         total = f"{self.tokens:,} tokens" if self.exact else f"~{self.tokens:,} tokens"
         lines = [f"{what} would send {_plural(len(self.entries), 'message')}, {total}, then the new user message:"]
         shown: list[tuple[int, str]] = []  # (sort position, text): the system side first
-        labels = {"compaction": " · summary of a compaction", "summary": " · summary", "new": " · new"}
+        labels = {
+            "compaction": " · summary of a compaction",
+            "summary": " · summary",
+            "workflow": " · workflow",
+            "context": " · working context",
+            "new": " · new",
+        }
         for number, entry in enumerate(self.entries, 1):
             head = f"[{number}] {entry.message.role} ({_plural(entry.tokens, 'token')}{labels.get(entry.kind, '')})"
             body = [head, *("    " + line for line in (entry.message.content or "(no text)").splitlines() or [""])]
@@ -300,12 +321,16 @@ def assemble(
     new: Message | None = None,
     tools: Sequence[ToolSpec] = (),
     steps: Sequence[Step] = STEPS,
+    workflow: Workflow | None = None,
+    context_turns: int = DEFAULT_RECENT_TURNS,
 ) -> View:
     """Run the steps. ``compaction`` is one not stored yet, to apply instead of the history's;
-    ``new`` is the turn's new message (a preview has none)."""
+    ``new`` is the turn's new message (a preview has none); ``workflow`` the session's active
+    workflow and ``context_turns`` how long a working-context change is sent (see ``blocks``)."""
     build = ViewBuild(
         config, history, prompt, counting, budget, reserve, compaction, compaction is not None, new, tuple(tools)
     )
+    build.workflow, build.context_turns = workflow, context_turns
     for step in steps:
         step(build)
     return View(

@@ -18,6 +18,7 @@ from typing import Any
 from ..core.budget import ContextBudget
 from ..core.checks import check_json_mapping, check_names, check_number, check_optional_text, check_text, check_whole
 from ..core.compaction import Compaction
+from ..core.context import DEFAULT_RECENT_TURNS
 from ..core.messages import Message
 from ..core.records import CellRef, ForkRef, TurnInfo, TurnRecord
 from ..core.slots import DeriveStrategy, Slot, SlotMode, SlotSource, validate_slot_id
@@ -39,7 +40,7 @@ from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, Tex
 from ..providers.prices import cache_savings_of
 from ..store.base import History, Store, Tip
 from ..tokens import Calibration, TokenCounter, window_for
-from ..tools import ToolRegistry, default_registry
+from ..tools import Tool, ToolRegistry, default_registry
 from .compactor import Fold, Summarizer, plan_fold
 from .loop import ToolRounds, ToolStep, read_namespace_tool, steps_of
 from .pipeline import Counting, View, assemble
@@ -152,7 +153,10 @@ class TurnEngine:
         self.compaction_model: str | None = None  # None: the turn's own model
         self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's
         self.max_tool_rounds = 8
+        # Tools that come with the slot itself (the working context's), given by the session.
+        self.slot_tools: Callable[[Slot, View], list[Tool[..., Any]]] | None = None
         self.namespace = Namespace(store, session_id)
+        self.working_context_turns = DEFAULT_RECENT_TURNS  # turns a working-context change is sent
         self._providers: dict[str, Provider] = {}
         self._calibration: Calibration | None = None
         self._windows_noted: set[str] = set()
@@ -252,6 +256,8 @@ class TurnEngine:
             compaction=compaction,
             new=new,
             tools=tools.specs() if tools is not None else (),
+            workflow=self.store.active_workflow(self.session_id),
+            context_turns=self.working_context_turns,
         )
 
     def plan_compaction(self, view: View, history: History, model: str, keep: int | None = None) -> Fold | None:
@@ -333,14 +339,20 @@ class TurnEngine:
 
     def turn_tools(self, slot: Slot, names: tuple[str, ...] | None, view: View) -> ToolRegistry | None:
         """The tools a turn offers: the turn's names, else the slot's, else every tool of the
-        session; plus ``read_namespace`` whenever a kept-aside result is in the view. None when
-        there are none (the request then carries no tools at all)."""
+        session and the slot's own (its working context's); plus ``read_namespace`` whenever a
+        kept-aside result is in the view (unless the turn asked for no tools). None when there
+        are none (the request then carries no tools at all)."""
         chosen = names if names is not None else slot.config.tools
         selected = self.tools if chosen is None else self.tools.select(chosen)
         tools = list(selected.tools()) if chosen is None else [selected.get(name) for name in dict.fromkeys(chosen)]
-        if has_reference(view.messages) and not any(t.name == self._read_namespace.name for t in tools):
+        if chosen != () and has_reference(view.messages):
             tools.append(self._read_namespace)
-        return ToolRegistry(tools, label=f"turn on slot {slot.id!r}") if tools else None
+        if chosen is None and self.slot_tools is not None:
+            tools.extend(self.slot_tools(slot, view))
+        unique: dict[str, Tool[..., Any]] = {}
+        for tool in tools:
+            unique.setdefault(tool.name, tool)  # a name the user gave a tool of their own wins
+        return ToolRegistry(unique.values(), label=f"turn on slot {slot.id!r}") if unique else None
 
     def _request(self, view: View, model: str, options: TurnOptions, tools: ToolRegistry | None) -> ChatRequest:
         return ChatRequest(

@@ -1,4 +1,5 @@
-"""The IPython extension: ``%load_ext slotmagic`` registers ``%slot`` and ``%%turn``.
+"""The IPython extension: ``%load_ext slotmagic`` registers ``%slot``, ``%%turn``, ``%ctx`` and
+``%%workflow``.
 
 Imported only when the extension loads, so ``import slotmagic`` stays free of IPython.
 """
@@ -13,10 +14,12 @@ from IPython.core.interactiveshell import InteractiveShell
 from ..errors import ConfigError
 from ..session import Session
 from .completion import make_matcher
+from .ctx_commands import ctx_line_as_call
 from .errors import user_errors
 from .magic import SlotMagic, empty_turn_as_line
 from .options import check_environment
 from .sidebar import attach_sidebar, detach_sidebar
+from .workflow_commands import empty_workflow_as_line
 
 __all__ = ["SlotMagic", "current_session", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -54,10 +57,21 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     shell.register_magics(loaded)  # %config SlotMagic finds it in shell.configurables
     shell.events.register("pre_run_cell", loaded.remember_cell)
     shell.input_transformers_cleanup.append(empty_turn_as_line)
+    shell.input_transformers_cleanup.append(empty_workflow_as_line)
+    shell.input_transformers_cleanup.append(ctx_line_as_call)
     attach_sidebar(shell, loaded.session)  # the JupyterLab "Slots" panel, when in a kernel
     completer = getattr(shell, "Completer", None)
     if completer is not None:
-        completer.custom_matchers.append(make_matcher(lambda: [s.id for s in loaded.session().list_slots()]))
+        completer.custom_matchers.append(
+            make_matcher(lambda: [s.id for s in loaded.session().list_slots()], lambda: _workflow_names(loaded))
+        )
+
+
+def _workflow_names(magic: SlotMagic) -> tuple[dict[str, list[str]], str | None]:
+    """For completion: each workflow's steps, and the active workflow's name."""
+    workflows = magic.session().workflows()
+    active = next((w.name for w in workflows if w.active), None)
+    return {w.name: [n.id for n in w.nodes] for w in workflows}, active
 
 
 def current_session() -> Session:
@@ -81,8 +95,16 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
     configurables[:] = [c for c in configurables if c is not magic]
     manager: Any = shell.magics_manager
     transformers: list[Any] = shell.input_transformers_cleanup
-    transformers[:] = [t for t in transformers if getattr(t, "__name__", "") != "empty_turn_as_line"]
-    for kind, name in (("line", "slot"), ("line", "turn"), ("cell", "turn")):
+    ours = ("empty_turn_as_line", "empty_workflow_as_line", "ctx_line_as_call")
+    transformers[:] = [t for t in transformers if getattr(t, "__name__", "") not in ours]
+    for kind, name in (
+        ("line", "slot"),
+        ("line", "turn"),
+        ("cell", "turn"),
+        ("line", "ctx"),
+        ("line", "workflow"),
+        ("cell", "workflow"),
+    ):
         manager.magics[kind].pop(name, None)
     manager.registry.pop(type(magic).__name__, None)
     with suppress(ValueError):  # the hook was already gone

@@ -1,7 +1,9 @@
-"""The ``SlotMagic`` magics class: binds ``%slot`` and ``%%turn`` to the notebook's session.
+"""The ``SlotMagic`` magics class: binds ``%slot``, ``%%turn``, ``%ctx`` and ``%%workflow`` to
+the notebook's session.
 
-It only parses (``slot_commands``, ``turn``), calls the session through the workspace and
-binds results; its settings are the traitlets of ``SlotMagicOptions``.
+It only parses (``slot_commands``, ``turn``, ``ctx_commands``, ``workflow_commands``), calls
+the session through the workspace and binds results; its settings are the traitlets of
+``SlotMagicOptions``.
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionInfo, InteractiveShell
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import TraitError, validate
 
 from ..engine.reply import Reply
 from ..errors import SlotMagicError
 from ..providers import parse_model
 from ..session import Session
+from . import ctx_commands, workflow_commands
 from .errors import user_errors
 from .options import SlotMagicOptions
 from .parsing import HelpShown
@@ -122,11 +125,48 @@ class SlotMagic(Magics, SlotMagicOptions):
             reply = run_turn(session, self, args, cell, cell_id)
         self._bind(reply)
 
+    @no_var_expand  # natural text: "$1,200" and "{draft}" stay as written
+    @line_magic
+    def ctx(self, line: str) -> None:
+        try:
+            parsed = ctx_commands.dispatch(line)
+        except HelpShown:
+            return
+        if parsed is None:
+            return
+        handler, args = parsed
+        session = self.session()
+        with user_errors():
+            handler(Context(session, self, self.workspace.db_path(self)), args)
+
+    @line_cell_magic
+    def workflow(self, line: str, cell: str | None = None) -> None:
+        try:
+            if cell is not None:  # a definition: its name only on the line
+                name = workflow_commands.parse_cell_line(line)
+            else:
+                parsed = workflow_commands.dispatch(line)
+                if parsed is None:
+                    return
+        except HelpShown:
+            return
+        context = Context(self.session(), self, self.workspace.db_path(self))
+        with user_errors():
+            if cell is not None:
+                workflow_commands.define(context, name, cell)
+            else:
+                assert parsed is not None
+                handler, args = parsed
+                handler(context, args)
+
 
 def _document() -> None:
-    """Docstrings from the parsers, so ``%slot?`` and ``%%turn?`` cannot drift from them."""
+    """Docstrings from the parsers, so ``%slot?``, ``%%turn?``, ``%ctx?`` and ``%workflow?``
+    cannot drift from them."""
     SlotMagic.slot.__doc__ = overview()
     SlotMagic.turn.__doc__ = turn_parser().format_help()
+    SlotMagic.ctx.__doc__ = ctx_commands.overview()
+    SlotMagic.workflow.__doc__ = workflow_commands.overview() + "\n\n" + workflow_commands.cell_parser().format_help()
 
 
 _document()

@@ -178,6 +178,20 @@ class SlotMagicOptions(Configurable):
         "model sees a namespace:// reference and a preview, and can page through them with read_namespace.",
     ).tag(config=True)
 
+    working_context_turns = CInt(
+        3,
+        help="For how many turns a change to a slot's goals, decisions or open questions (%ctx) is "
+        "sent with its requests; the current step is sent with every request, and everything once "
+        "after a compaction. 0: only the step (and after a compaction).",
+    ).tag(config=True)
+
+    context_updates = Bool(
+        False,
+        help="Offer the model tools that change a slot's working context (add_goal, record_decision, "
+        "set_step, ...); what it changes is marked as made by the model. read_context is offered "
+        "whenever a slot has a working context.",
+    ).tag(config=True)
+
     compaction_model = Unicode(
         help="The model that writes compaction summaries when a slot's history passes its budget; "
         "empty uses the turn's own model.",
@@ -267,6 +281,13 @@ class SlotMagicOptions(Configurable):
         value = proposal["value"]
         if value < 1:
             raise TraitError(f"{proposal['trait'].name} must be a whole number >= 1, not {value!r}")
+        return value
+
+    @validate("working_context_turns")
+    def _check_working_context_turns(self, proposal: Any) -> Any:
+        value = proposal["value"]
+        if value < 0:
+            raise TraitError(f"working_context_turns must be a whole number >= 0, not {value}")
         return value
 
     @validate("compaction_model")

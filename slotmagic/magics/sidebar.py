@@ -27,8 +27,9 @@ Protocol 1 — the front end's copy of these types is ``labextension/src/protoco
 
 ``last_user`` is the first words (at most 80 characters, one line) of the slot's last user
 message; no other message text is sent. ``slots`` is in creation order, so a parent comes
-before its children. ``budget`` and ``workflow`` are None until later work fills them; the
-panel renders them when present. Their shapes (the panel ignores what it does not know)::
+before its children. ``budget`` is None until later work fills it; ``workflow`` is the
+session's active workflow (None when none is active). The panel renders them when present.
+Their shapes (the panel ignores what it does not know)::
 
     budget:   {"window": int, "used": int,
                "parts": {name: {"used": int, "limit": int}}}  # system, history, tools, ...

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..core.compaction import Compaction
+from ..core.context import ContextEvent, WorkingContext
 from ..core.messages import Message
 from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import Slot, SlotConfig
+from ..core.workflow import Workflow
 
 __all__ = ["CellTurn", "History", "Piece", "SegmentReader", "Store", "Tip", "TurnRecord"]
 
@@ -82,6 +84,10 @@ class SegmentReader(Protocol):
 
     def write_counts(self, key: int, lo: int, counts: Sequence[int], encoding: str) -> None: ...
 
+    def read_context(self, key: int, hi: int, before: float | None) -> list[ContextEvent]:
+        """Working-context events of segment ``key`` made at history length <= ``hi`` (and,
+        when ``before`` is set, made before that time), oldest first: the rule of compactions."""
+
 
 class _ListReader:
     """A reader over messages in memory (one segment, key 0), for histories not stored."""
@@ -107,6 +113,9 @@ class _ListReader:
     def write_counts(self, key: int, lo: int, counts: Sequence[int], encoding: str) -> None:
         pass
 
+    def read_context(self, key: int, hi: int, before: float | None) -> list[ContextEvent]:
+        return []
+
 
 class History:
     """A slot's stored history at one tip, read lazily: a focused view of a long history
@@ -121,12 +130,26 @@ class History:
     def prefix(self, length: int) -> History:
         """The first ``length`` messages of this history (what a fork at ``length`` shares)."""
         pieces = [Piece(p.key, p.lo, min(p.hi, length), p.branched_at) for p in self.pieces if p.lo < length]
-        return History(pieces, self._reader, Tip(self.tip.key, min(length, len(self)), self.tip.turns), self.slot)
+        chain = [Piece(p.key, p.lo, min(p.hi, length), p.branched_at) for p in self.chain if p.lo <= length]
+        tip = Tip(self.tip.key, min(length, len(self)), self.tip.turns)
+        return History(pieces, self._reader, tip, self.slot, chain=chain)
 
-    def __init__(self, pieces: Sequence[Piece], reader: SegmentReader, tip: Tip, slot: Slot | None = None) -> None:
+    def __init__(
+        self,
+        pieces: Sequence[Piece],
+        reader: SegmentReader,
+        tip: Tip,
+        slot: Slot | None = None,
+        *,
+        chain: Sequence[Piece] | None = None,
+    ) -> None:
         self.pieces = tuple(pieces)
         self.tip = tip
         self.slot = slot  # the slot as it was when this history was read (None: not a slot's)
+        # Every slot row from the root to this one, as pieces, those holding no message of
+        # the history included (a slot derived and not yet written to): what the history
+        # sees of state kept per row other than messages (the working context).
+        self.chain = self.pieces if chain is None else tuple(chain)
         self._reader = reader
 
     def __len__(self) -> int:
@@ -177,6 +200,18 @@ class History:
         """The latest compaction this history sees (the one its view applies)."""
         found = self.compactions()
         return found[-1] if found else None
+
+    def context_events(self) -> list[ContextEvent]:
+        """The working-context changes this history sees, oldest first: its ancestors' made
+        before it branched off them (at or before the fork point), then its own slot's."""
+        found: list[ContextEvent] = []
+        for piece in self.chain:
+            found.extend(self._reader.read_context(piece.key, piece.hi, piece.branched_at))
+        return found
+
+    def context(self) -> WorkingContext:
+        """The slot's working context as of this history."""
+        return WorkingContext.from_events(self.context_events())
 
     def token_counts(self, lo: int, hi: int, encoding: str, count: Callable[[Message], int]) -> list[int]:
         """Token counts of positions ``lo`` to ``hi - 1`` in ``encoding``: read where stored,
@@ -331,3 +366,34 @@ class Store(Protocol):
         """Make several calls one transaction: if the block raises, none of them happened."""
 
     def close(self) -> None: ...
+
+    # -- working context and workflows ---------------------------------------------------------
+
+    def change_context(
+        self,
+        session_id: str,
+        slot_id: str | None,
+        change: Callable[[WorkingContext], ContextEvent | None],
+    ) -> tuple[WorkingContext, ContextEvent | None]:
+        """Apply ``change(the slot's context)`` in one transaction: the event it returns is
+        stored on the slot (its turn is the slot's next, its ``at`` the history's length), and
+        the context after it is returned with the event as stored. ``None`` stores nothing."""
+
+    def workflows(self, session_id: str) -> list[Workflow]:
+        """The session's workflows, in the order they were defined (``active`` set on one)."""
+
+    def active_workflow(self, session_id: str) -> Workflow | None: ...
+
+    def update_workflow(
+        self,
+        session_id: str,
+        name: str,
+        change: Callable[[Workflow | None], Workflow | None],
+        *,
+        activate: bool = False,
+    ) -> Workflow | None:
+        """Replace the workflow ``name`` (None if there is none) by ``change(it)`` in one
+        transaction; ``None`` deletes it. With ``activate`` it becomes the active workflow."""
+
+    def use_workflow(self, session_id: str, name: str | None) -> Workflow | None:
+        """Make ``name`` the session's active workflow (None: no workflow is active)."""

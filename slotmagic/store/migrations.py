@@ -149,7 +149,44 @@ def _v5_namespace(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_turns_by_cell, _v3_system_messages, _v4_budgets, _v5_namespace)
+def _v6_working_context_and_workflows(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        -- A slot's working context (goals, decisions, questions, current step) as append-only
+        -- events, kept as compactions are: on the slot row that made them, at history length
+        -- `at`; slots derived later see them, slots derived before do not.
+        CREATE TABLE context_events (
+            slot        INTEGER NOT NULL,
+            number      INTEGER NOT NULL,
+            at          INTEGER NOT NULL,
+            turn        INTEGER NOT NULL,      -- the turn the change counts for
+            event       TEXT NOT NULL,         -- JSON: op, data, by (user or model)
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (slot, number)
+        );
+        -- A session's workflows (DAGs of steps, written as edge lists); at most one is active.
+        CREATE TABLE workflows (
+            session_id  TEXT NOT NULL,
+            name        TEXT NOT NULL,
+            record      TEXT NOT NULL,         -- JSON: body, current step, statuses, slots
+            active      INTEGER NOT NULL DEFAULT 0,
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (session_id, name)
+        );
+        CREATE UNIQUE INDEX workflows_active ON workflows (session_id) WHERE active = 1;
+        """,
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _v1_initial,
+    _v2_turns_by_cell,
+    _v3_system_messages,
+    _v4_budgets,
+    _v5_namespace,
+    _v6_working_context_and_workflows,
+)
 
 
 def newer_schema_message(version: int, known: int | None = None) -> str:

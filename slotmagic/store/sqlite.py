@@ -32,9 +32,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core.compaction import Compaction
+from ..core.context import ContextEvent, WorkingContext
 from ..core.messages import Message, fields_from_extra
 from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
+from ..core.workflow import Workflow, check_workflow_name, no_workflow
 from ..errors import ConfigError, ProtectedSlot, SlotExists, SlotMoved, SlotNotFound, SlotReadonly, StoreError
 from .base import CellTurn, History, Piece, Tip
 from .files import (
@@ -394,7 +396,24 @@ class SQLiteStore:
         return pieces
 
     def _history(self, rows: _SessionRows, row: _Row) -> History:
-        return History(self._pieces(rows, row), self, Tip(row.key, row.length, row.turns), self._to_slot(rows, row))
+        tip, slot = Tip(row.key, row.length, row.turns), self._to_slot(rows, row)
+        return History(self._pieces(rows, row), self, tip, slot, chain=self._chain(rows, row))
+
+    def _chain(self, rows: _SessionRows, row: _Row) -> list[Piece]:
+        """Every row of a slot's history, root first, as ``_pieces`` walks them but keeping
+        the rows that hold no message of it (``lo == hi``): their working context counts."""
+        chain = []
+        hi = row.length
+        current: _Row | None = row
+        branched: float | None = None
+        while current is not None:
+            lo = min(current.fork_at, hi)
+            chain.append(Piece(current.key, lo, hi, branched))
+            hi = lo
+            branched = current.created_at
+            current = None if current.parent is None else rows.rows[current.parent]
+        chain.reverse()
+        return chain
 
     # -- segments (History reads through these) --------------------------------------------
 
@@ -735,7 +754,7 @@ class SQLiteStore:
             while current is not None and not current.live:
                 if any(r.parent == current.key for r in rows.rows.values()):
                     break
-                for table in ("messages", "turns", "compactions", "token_counts"):
+                for table in ("messages", "turns", "compactions", "token_counts", "context_events"):
                     db.execute(f"DELETE FROM {table} WHERE slot = ?", (current.key,))
                 db.execute("DELETE FROM slots WHERE id = ?", (current.key,))
                 del rows.rows[current.key]
@@ -890,6 +909,117 @@ class SQLiteStore:
                 segment.turns.append(record)
                 segment.turns_until = length
         return record
+
+    # -- working context and workflows ---------------------------------------------------------
+
+    def read_context(self, key: int, hi: int, before: float | None) -> list[ContextEvent]:
+        # Not cached: a handful of rows per slot, and another kernel may have added one.
+        with self._lock:
+            return [
+                ContextEvent.from_dict(json.loads(event), turn, at, created_at, (key, number))
+                for number, at, turn, event, created_at in self._db.execute(
+                    "SELECT number, at, turn, event, created_at FROM context_events"
+                    " WHERE slot = ? AND at <= ? ORDER BY number",
+                    (key, hi),
+                )
+                if before is None or created_at < before
+            ]
+
+    def change_context(
+        self,
+        session_id: str,
+        slot_id: str | None,
+        change: Callable[[WorkingContext], ContextEvent | None],
+    ) -> tuple[WorkingContext, ContextEvent | None]:
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            context = self._history(rows, row).context()
+            event = change(context)
+            if event is None:
+                return context, None
+            number = db.execute(
+                "SELECT COALESCE(MAX(number), 0) + 1 FROM context_events WHERE slot = ?", (row.key,)
+            ).fetchone()[0]
+            now = time.time()
+            stamped = event.stamped(row.turns + 1, row.length, now, (row.key, number))
+            db.execute(
+                "INSERT INTO context_events (slot, number, at, turn, event, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (row.key, number, stamped.at, stamped.turn, json.dumps(stamped.to_dict(), ensure_ascii=False), now),
+            )
+            return context.apply(stamped), stamped
+
+    def workflows(self, session_id: str) -> list[Workflow]:
+        with self._read() as db:
+            return [
+                Workflow.from_dict(name, json.loads(record), active=bool(active))
+                for name, record, active in db.execute(
+                    "SELECT name, record, active FROM workflows WHERE session_id = ? ORDER BY created_at, name",
+                    (session_id,),
+                )
+            ]
+
+    def active_workflow(self, session_id: str) -> Workflow | None:
+        with self._read() as db:
+            found = db.execute(
+                "SELECT name, record FROM workflows WHERE session_id = ? AND active = 1", (session_id,)
+            ).fetchone()
+            return None if found is None else Workflow.from_dict(found[0], json.loads(found[1]), active=True)
+
+    def update_workflow(
+        self,
+        session_id: str,
+        name: str,
+        change: Callable[[Workflow | None], Workflow | None],
+        *,
+        activate: bool = False,
+    ) -> Workflow | None:
+        check_workflow_name(name)
+        with self._write() as db:
+            found = db.execute(
+                "SELECT record, active FROM workflows WHERE session_id = ? AND name = ?", (session_id, name)
+            ).fetchone()
+            before = None if found is None else Workflow.from_dict(name, json.loads(found[0]), active=bool(found[1]))
+            after = change(before)
+            if after is None:
+                db.execute("DELETE FROM workflows WHERE session_id = ? AND name = ?", (session_id, name))
+                return None
+            if after.name != name:
+                raise StoreError(f"a change of workflow {name!r} cannot rename it to {after.name!r}")
+            record = json.dumps(after.to_dict(), ensure_ascii=False)
+            if before is None:
+                db.execute(
+                    "INSERT INTO workflows (session_id, name, record, created_at) VALUES (?, ?, ?, ?)",
+                    (session_id, name, record, time.time()),
+                )
+            elif after.to_dict() != before.to_dict():
+                db.execute(
+                    "UPDATE workflows SET record = ? WHERE session_id = ? AND name = ?", (record, session_id, name)
+                )
+            active = before is not None and before.active
+            if activate and not active:
+                self._activate(db, session_id, name)
+                active = True
+            return after.replace(active=active)
+
+    def use_workflow(self, session_id: str, name: str | None) -> Workflow | None:
+        with self._write() as db:
+            if name is None:
+                db.execute("UPDATE workflows SET active = 0 WHERE session_id = ? AND active = 1", (session_id,))
+                return None
+            found = db.execute(
+                "SELECT record, active FROM workflows WHERE session_id = ? AND name = ?", (session_id, name)
+            ).fetchone()
+            if found is None:
+                names = [r[0] for r in db.execute("SELECT name FROM workflows WHERE session_id = ?", (session_id,))]
+                raise no_workflow(name, names)
+            if not found[1]:
+                self._activate(db, session_id, name)
+            return Workflow.from_dict(name, json.loads(found[0]), active=True)
+
+    def _activate(self, db: sqlite3.Connection, session_id: str, name: str) -> None:
+        db.execute("UPDATE workflows SET active = 0 WHERE session_id = ? AND active = 1", (session_id,))
+        db.execute("UPDATE workflows SET active = 1 WHERE session_id = ? AND name = ?", (session_id, name))
 
 
 def _tree_order(rows: _SessionRows) -> list[_Row]:

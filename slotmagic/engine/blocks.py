@@ -1,0 +1,51 @@
+"""Two steps of the view pipeline: the workflow block and the working-context block.
+
+Both go on the system side of the request, after the system prompt, a compaction's summary
+and whatever the slot's mode keeps there, so they count in the budget's system share and
+lower the compaction threshold (seed T1). Each adds one system message, or nothing:
+
+- ``workflow_block``: the session's active workflow (:meth:`Workflow.block`); none active,
+  nothing added.
+- ``context_block``: the slot's working context as of the history the request is made from
+  (:meth:`WorkingContext.injection`): the current step always, the other kinds when they
+  changed within the last ``context_turns`` turns, and everything in the first request after
+  a compaction (the history has not grown since it was made).
+
+When neither adds anything the request is exactly what it was without them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.messages import Message
+from ..store.base import History
+
+if TYPE_CHECKING:
+    from .pipeline import ViewBuild
+
+
+def next_turn(history: History) -> int:
+    """The number of the turn a request on ``history`` is for. A history cut short (a cell
+    edited, forking before a later turn) counts the turns it holds, not its slot's."""
+    slot = history.slot
+    if slot is not None and len(history) < slot.meta.message_count:
+        return max((t.number for t in history.turns()), default=0) + 1
+    return history.tip.turns + 1
+
+
+def workflow_block(build: ViewBuild) -> None:
+    if build.workflow is not None:
+        build.system.append(build.inject(Message.system(build.workflow.block()), "workflow"))
+
+
+def context_block(build: ViewBuild) -> None:
+    history = build.history
+    context = history.context()
+    if context.empty:
+        return
+    compaction = build.compaction
+    first_after_compaction = compaction is not None and compaction.at >= len(history)
+    text = context.injection(next_turn(history), build.context_turns, everything=first_after_compaction)
+    if text is not None:
+        build.system.append(build.inject(Message.system(text), "context"))
