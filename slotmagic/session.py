@@ -337,6 +337,17 @@ class Session:
         messages = self.store.history(self.session_id, _optional_slot(slot)).messages()
         return self._engine.namespace.expand(messages) if expand else messages
 
+    def last_message(self, slot: str | None = None, role: str = "user") -> Message | None:
+        """The slot's last stored message of ``role``, reading only the end of its history."""
+        history = self.store.history(self.session_id, _optional_slot(slot))
+        count = 4
+        while True:
+            start, tail = history.tail(count)
+            found = next((m for m in reversed(tail) if m.role == role), None)
+            if found is not None or start == 0:
+                return found
+            count *= 4
+
     def turns(self, slot: str | None = None) -> list[TurnRecord]:
         return self.store.history(self.session_id, _optional_slot(slot)).turns()
 

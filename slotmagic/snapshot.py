@@ -4,7 +4,9 @@ Plain Python (no IPython): ``session_snapshot(session)`` is the ``state`` messag
 sends the sidebar (see :mod:`slotmagic.magics.sidebar` for the protocol)::
 
     {"type": "state", "protocol": 1, "session": "notes.ipynb", "current": "default",
-     "model": "echo", "budget": None, "workflow": None,
+     "model": "echo", "workflow": None,
+     "budget": {"window": 8192, "used": 35, "threshold": 5120, "compactions": 0,
+                "parts": {"system": {"used": 0, "limit": 512}, "history": {"used": 35, "limit": 5120}, ...}},
      "slots": [{"id": "default", "parent": None, "mode": "full", "source": "new",
                 "messages": 2, "tokens": 31, "turns": 1, "current": True,
                 "last_user": "I need help with a rental deposit dispute."}]}
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any
+
+from .errors import SlotMagicError
 
 if TYPE_CHECKING:
     from .core.slots import Slot
@@ -69,11 +73,8 @@ class LastUserCache:
 def _read_last_user(session: Session, slot: Slot) -> str | None:
     if slot.meta.message_count == 0:
         return None
-    # The public API reads a slot's whole history; the cache makes that once per change.
-    for message in reversed(session.messages(slot.id)):
-        if message.role == "user":
-            return last_user_text(message.content)
-    return None
+    message = session.last_message(slot.id, "user")  # reads the end of the history only
+    return None if message is None else last_user_text(message.content)
 
 
 def session_snapshot(session: Session, cache: LastUserCache | None = None) -> dict[str, Any]:
@@ -103,10 +104,24 @@ def session_snapshot(session: Session, cache: LastUserCache | None = None) -> di
             }
             for slot in slots
         ],
-        # Filled in by later work (the budget consumed by compaction); the panel shows it when
-        # it is not None.
-        "budget": None,
+        "budget": _budget(session, current),
         "workflow": _workflow(session),
+    }
+
+
+def _budget(session: Session, slot: str) -> dict[str, Any] | None:
+    """The current slot's next request against its budget, as the panel draws it."""
+    try:
+        budget = session.budget(slot)
+    except SlotMagicError:  # e.g. a model whose counting cannot be set up: no bar, no error
+        return None
+    parts = {name: {"used": use.used, "limit": use.allowed} for name, use in budget.report.categories.items()}
+    return {
+        "window": budget.window,
+        "used": budget.report.used,
+        "parts": parts,
+        "threshold": budget.threshold,
+        "compactions": len(budget.compactions),
     }
 
 

@@ -495,3 +495,12 @@ def test_an_unwritable_store_path_is_one_clear_error(tmp_path: Path) -> None:
     blocker.write_text("not a folder")
     with pytest.raises(StoreError, match=r"cannot create the state file .*a-file/state.sqlite3 .*writable place"):
         Session.open("x", db_path=blocker / "state.sqlite3")
+
+
+def test_last_message_reads_the_end_of_a_long_history(session: Session) -> None:
+    session.append([Message.user("the first question")])
+    session.append([Message.assistant(f"note {i}") for i in range(500)])
+    found = session.last_message()
+    assert found is not None and found.content == "the first question"
+    assert session.last_message(role="assistant").content == "note 499"  # type: ignore[union-attr]
+    assert session.last_message(role="tool") is None

@@ -34,14 +34,21 @@ def test_snapshot_of_a_tree(session: Session) -> None:
 
     state = session_snapshot(session)
     assert json.loads(json.dumps(state)) == state  # JSON-ready as is
-    assert {k: state[k] for k in ("type", "protocol", "session", "current", "model", "budget", "workflow")} == {
+    assert {k: state[k] for k in ("type", "protocol", "session", "current", "model", "workflow")} == {
         "type": "state",
         "protocol": 1,
         "session": "notes",
         "current": "court",
         "model": "echo",
-        "budget": None,
         "workflow": None,
+    }
+    budget = session.budget("court")  # the current slot's, as %slot budget reports it
+    assert state["budget"] == {
+        "window": 8192,
+        "used": budget.report.used,
+        "threshold": budget.threshold,
+        "compactions": 0,
+        "parts": {name: {"used": u.used, "limit": u.allowed} for name, u in budget.report.categories.items()},
     }
     slots = {s["id"]: s for s in state["slots"]}
     assert [s["id"] for s in state["slots"]] == ["default", "court", "short", "lease"]  # parents first
@@ -93,13 +100,13 @@ def test_messages_are_read_only_for_slots_whose_history_changed(
         session.submit_turn(f"question {i}")
     session.derive_slot("b")
     reads: list[str | None] = []
-    real = Session.messages
+    real = Session.last_message
 
-    def counting(self: Session, slot: str | None = None) -> list[Message]:
+    def counting(self: Session, slot: str | None = None, role: str = "user") -> Message | None:
         reads.append(slot)
-        return real(self, slot)
+        return real(self, slot, role)
 
-    monkeypatch.setattr(Session, "messages", counting)
+    monkeypatch.setattr(Session, "last_message", counting)
     cache = LastUserCache()
     first = session_snapshot(session, cache)
     assert sorted(reads) == ["b", "default"]
