@@ -10,9 +10,9 @@ sends the sidebar (see :mod:`slotmagic.magics.sidebar` for the protocol)::
                 "last_user": "I need help with a rental deposit dispute."}]}
 
 The counts come from the slot list, which the store keeps up to date, so listing costs one
-query whatever the history's length. Only ``last_user`` needs a slot's messages: a
-:class:`LastUserCache` keeps it per slot and history length, so a slot's messages are read
-again only after its history changed (a turn, or a new slot).
+query whatever the history's length. Only ``last_user`` needs a slot's messages, and only the
+last few of them (read from the end); a :class:`LastUserCache` keeps it per slot and history
+length, so they are read again only after the history changed (a turn, or a new slot).
 """
 
 from __future__ import annotations
@@ -69,10 +69,16 @@ class LastUserCache:
 def _read_last_user(session: Session, slot: Slot) -> str | None:
     if slot.meta.message_count == 0:
         return None
-    # The public API reads a slot's whole history; the cache makes that once per change.
-    for message in reversed(session.messages(slot.id)):
-        if message.role == "user":
-            return last_user_text(message.content)
+    # From the end of the history backwards, a few messages at a time (a tool loop puts a
+    # handful between a question and its answer): a long history is not read whole.
+    history = session.store.history(session.session_id, slot.id)
+    hi, chunk = len(history), 8
+    while hi > 0:
+        lo = max(0, hi - chunk)
+        for message in reversed(history.messages(lo, hi)):
+            if message.role == "user":
+                return last_user_text(message.content)
+        hi, chunk = lo, chunk * 4
     return None
 
 
