@@ -34,7 +34,9 @@ from .engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, c
 from .errors import ConfigError, SlotConflict, SlotNotEmpty, SlotReadonly, StoreError
 from .export import export_slot
 from .providers import ProviderSettings, parse_model
+from .snapshot import LastUserCache
 from .store import SQLiteStore, Store
+from .tree import SlotTree, build_tree
 
 DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
 
@@ -188,6 +190,12 @@ class Session:
 
     def list_slots(self) -> list[Slot]:
         return self.store.slots(self.session_id)
+
+    def tree(self, cache: LastUserCache | None = None) -> SlotTree:
+        """The slots as a tree (parents before children), each with its counts, fork point and
+        the first words of its last user message, the current slot marked. A ``cache`` kept
+        between calls rereads only the slots whose history changed."""
+        return build_tree(self, cache)
 
     def has_slot(self, slot: str) -> bool:
         return self.store.has_slot(self.session_id, validate_slot_id(slot))
