@@ -10,6 +10,7 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
+from ..widgets.live import attach_live_widgets, detach_live_widgets
 from .completion import make_matcher
 from .errors import user_errors
 from .magic import SlotMagic, empty_turn_as_line
@@ -52,7 +53,10 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     shell.register_magics(loaded)  # %config SlotMagic finds it in shell.configurables
     shell.events.register("pre_run_cell", loaded.remember_cell)
     shell.input_transformers_cleanup.append(empty_turn_as_line)
-    attach_sidebar(shell, loaded.session)  # the JupyterLab "Slots" panel, when in a kernel
+    live = attach_live_widgets(shell, loaded.session)  # %slot tree/preview/budget follow the session
+    sidebar = attach_sidebar(shell, loaded.session, on_action=live.refresh)  # the "Slots" panel, in a kernel
+    if sidebar is not None:
+        live.listeners.append(sidebar.push)  # a click in a widget updates the panel at once, and back
     completer = getattr(shell, "Completer", None)
     if completer is not None:
         completer.custom_matchers.append(make_matcher(lambda: [s.id for s in loaded.session().list_slots()]))
@@ -61,6 +65,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     """Close the session and take back everything the extension registered."""
     detach_sidebar(shell)
+    detach_live_widgets(shell)
     magic = _loaded(shell)
     if magic is None:
         return

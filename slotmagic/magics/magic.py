@@ -17,6 +17,7 @@ from ..engine.reply import Reply
 from ..errors import SlotMagicError
 from ..providers import parse_model
 from ..session import Session
+from ..widgets.live import live_widgets
 from .errors import user_errors
 from .options import SlotMagicOptions
 from .parsing import HelpShown
@@ -106,7 +107,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         handler, args = parsed
         session = self.session()
         with user_errors():
-            handler(Context(session, self, self.workspace.db_path(self)), args)
+            handler(Context(session, self, self.workspace.db_path(self), live_widgets(self.shell)), args)
 
     @line_cell_magic
     def turn(self, line: str, cell: str | None = None) -> None:
