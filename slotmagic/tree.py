@@ -63,8 +63,8 @@ class TreeNode:
 
 @dataclass(frozen=True)
 class SlotTree:
-    """The slots of a session, parents before children (depth first, siblings in creation
-    order), with the current slot marked."""
+    """The slots of a session, parents before children (depth first, siblings by fork point
+    then id, as the store lists them), with the current slot marked."""
 
     session: str
     current: str
@@ -139,7 +139,7 @@ def build_tree(session: Session, cache: LastUserCache | None = None) -> SlotTree
     ids = {s.id for s in slots}
     current = next((s.id for s in slots if s.current), None) or session.current_slot
     children: dict[str | None, list[str]] = {}
-    for slot in slots:  # creation order within each parent
+    for slot in slots:  # the store's order within each parent
         parent = slot.meta.parent_id if slot.meta.parent_id in ids else None
         children.setdefault(parent, []).append(slot.id)
     by_id = {s.id: s for s in slots}

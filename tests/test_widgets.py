@@ -202,6 +202,7 @@ def test_derive_rename_and_delete_from_the_tree(ip: Any) -> None:
     front_sends(tree, {"type": "delete", "slot": "plan-b"})  # holds a turn no other slot has
     assert tree.status["error"] == "SlotNotEmpty" and tree.status["action"] == "delete"
     assert tree.status["slot"] == "plan-b" and "plan-b" in nodes(tree)
+    assert tree.status["text"] == "Slot plan-b holds 1 turn that no other slot has."
     front_sends(tree, {"type": "delete", "slot": "plan-b", "force": True})
     assert list(nodes(tree)) == ["default"] and tree.current == "default"
     assert tree.status["text"] == "deleted slot plan-b; current slot is now default"

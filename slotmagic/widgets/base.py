@@ -120,7 +120,8 @@ class SessionWidget(anywidget.AnyWidget):
         try:
             text = self._act(self._source(), content)
         except Exception as exc:  # one line in the widget, never a traceback in the log
-            self.status = {**answer, "kind": "error", "text": one_line(exc), "error": type(exc).__name__}
+            text = getattr(exc, "widget_text", None) or one_line(exc)  # a widget may say it better
+            self.status = {**answer, "kind": "error", "text": text, "error": type(exc).__name__}
             return
         self.status = {**answer, "kind": "ok", "text": text}
         if self._live is not None:

@@ -18,6 +18,20 @@ function button(label, className, onClick) {
   return b;
 }
 
+// A branch icon (an SVG, so it needs no font that has a glyph for it).
+function branchIcon() {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("width", "11");
+  svg.setAttribute("height", "11");
+  svg.setAttribute("class", "sm-icon");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", "M5 2.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0zM3.5 4v8M14 5.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0zM12.5 7c0 3-4 3-9 5M5 13.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0z");
+  svg.append(path);
+  return svg;
+}
+
 function render({ model, el }) {
   const root = h("div", "sm-widget sm-tree");
   const head = h("div", "sm-head");
@@ -113,7 +127,8 @@ function render({ model, el }) {
     if (node.mode !== "full") cells.append(h("span", "sm-badge sm-mode", node.mode));
     if (node.source === "static") cells.append(h("span", "sm-badge sm-static", "static"));
     if (node.parent !== null) {
-      const fork = h("span", "sm-fork", `⑂ ${node.fork_at}`);
+      const fork = h("span", "sm-fork", node.fork_at);
+      fork.prepend(branchIcon());
       fork.title = `forked from ${node.parent} after ${node.fork_at} message${node.fork_at === 1 ? "" : "s"}`;
       cells.append(fork);
     }

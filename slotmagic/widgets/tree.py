@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from traitlets import Dict, List, Unicode
 
+from ..errors import SlotNotEmpty
 from ..snapshot import LastUserCache
 from .base import SessionSource, SessionWidget, asset, text_of
 
@@ -76,7 +77,12 @@ class SlotTreeWidget(SessionWidget):
             return f"renamed slot {slot} to {new}"
         if action == "delete":
             was_current = session.current_slot == slot
-            session.delete_slot(slot, force=content.get("force") is True)
+            try:
+                session.delete_slot(slot, force=content.get("force") is True)
+            except SlotNotEmpty as exc:  # the view asks again: say it without the --force advice
+                turns = f"{exc.turns} turn{'' if exc.turns == 1 else 's'}"
+                setattr(exc, "widget_text", f"Slot {slot} holds {turns} that no other slot has.")  # noqa: B010
+                raise
             after = f"; current slot is now {session.current_slot}" if was_current else ""
             return f"deleted slot {slot}{after}"
         raise ValueError(f"the tree widget sent an unknown action {action!r}")

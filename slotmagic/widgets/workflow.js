@@ -3,12 +3,14 @@
 // draws. A node with a slot attached is clickable: the kernel switches to that slot.
 
 const SVG = "http://www.w3.org/2000/svg";
-const W = 176; // node box
+const W = 136; // node box
 const H = 58;
-const GAP_X = 64;
+const GAP_X = 56; // between layers; wider when edges have labels
+const GAP_X_LABELS = 84;
 const GAP_Y = 20;
 const PAD = 14;
-const BACK = 44; // room under the nodes for edges that go back
+const BACK = 40; // room above or below the nodes for edges that go back
+const LABEL = 16; // characters of an edge label shown (all of it on hover)
 
 function h(tag, className, text) {
   const node = document.createElement(tag);
@@ -24,6 +26,20 @@ function s(tag, attributes) {
 }
 
 let instances = 0;
+
+// A branch icon (an SVG, so it needs no font that has a glyph for it).
+function branchIcon() {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("width", "11");
+  svg.setAttribute("height", "11");
+  svg.setAttribute("class", "sm-icon");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", "M5 2.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0zM3.5 4v8M14 5.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0zM12.5 7c0 3-4 3-9 5M5 13.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0z");
+  svg.append(path);
+  return svg;
+}
 
 function render({ model, el }) {
   const id = `sm-arrow-${++instances}-${Math.random().toString(36).slice(2, 8)}`;
@@ -48,12 +64,16 @@ function render({ model, el }) {
 
     const layers = layout.layers;
     const rows = Math.max(1, ...layers.map((l) => l.length));
-    const hasBack = layout.edges.some((e) => e.back);
-    const width = PAD * 2 + Math.max(1, layers.length) * (W + GAP_X) - GAP_X;
-    const height = PAD * 2 + rows * (H + GAP_Y) - GAP_Y + (hasBack ? BACK : 0);
+    const gapX = graph.edges.some((e) => e.label) ? GAP_X_LABELS : GAP_X;
+    // a back edge goes over the top from a node in the upper half of its layer, else under
+    const over = (edge) => edge.points[0][1] <= (layers[edge.points[0][0]].length - 1) / 2;
+    const top = layout.edges.some((e) => e.back && over(e)) ? BACK : 0;
+    const bottom = layout.edges.some((e) => e.back && !over(e)) ? BACK : 0;
+    const width = PAD * 2 + Math.max(1, layers.length) * (W + gapX) - gapX;
+    const height = PAD * 2 + top + rows * (H + GAP_Y) - GAP_Y + bottom;
     const at = ([layer, order]) => ({
-      x: PAD + layer * (W + GAP_X),
-      y: PAD + (order + (rows - layers[layer].length) / 2) * (H + GAP_Y),
+      x: PAD + layer * (W + gapX),
+      y: PAD + top + (order + (rows - layers[layer].length) / 2) * (H + GAP_Y),
     });
 
     const canvas = h("div", "sm-canvas");
@@ -75,9 +95,15 @@ function render({ model, el }) {
       if (edge.back) {
         const a = points[0];
         const b = points[points.length - 1];
-        const low = PAD + rows * (H + GAP_Y) - GAP_Y + BACK - 10;
-        d = `M${a.x + W / 2},${a.y + H} C${a.x + W / 2},${low} ${b.x + W / 2},${low} ${b.x + W / 2},${b.y + H}`;
-        mid = { x: (a.x + b.x + W) / 2, y: low - 8 };
+        if (over(edge)) {
+          const high = PAD;
+          d = `M${a.x + W / 2},${a.y} C${a.x + W / 2},${high} ${b.x + W / 2},${high} ${b.x + W / 2},${b.y}`;
+          mid = { x: (a.x + b.x + W) / 2, y: high + 14 };
+        } else {
+          const low = height - PAD;
+          d = `M${a.x + W / 2},${a.y + H} C${a.x + W / 2},${low} ${b.x + W / 2},${low} ${b.x + W / 2},${b.y + H}`;
+          mid = { x: (a.x + b.x + W) / 2, y: low - 8 };
+        }
       } else {
         const pts = points.map((p, i) => ({
           x: i === 0 ? p.x + W : i === points.length - 1 ? p.x : p.x + W / 2,
@@ -98,6 +124,12 @@ function render({ model, el }) {
       if (data.label) {
         const label = s("text", { x: mid.x, y: mid.y, class: "sm-edge-label", "text-anchor": "middle" });
         label.textContent = data.label;
+        if (data.label.length > LABEL) {
+          label.textContent = data.label.slice(0, LABEL - 1) + "…";
+          const full = s("title"); // all of it on hover
+          full.textContent = data.label;
+          label.append(full);
+        }
         svg.append(label);
       }
     }
@@ -119,7 +151,8 @@ function render({ model, el }) {
       box.append(top, h("div", "sm-status", node.status.replace(/_/g, " ")));
       box.title = `${node.id}: ${node.status}` + (node.slot ? ` · slot ${node.slot} (click to switch to it)` : "");
       if (node.slot) {
-        const slot = h("div", "sm-node-slot" + (node.slot === currentSlot ? " sm-slot-current" : ""), `⑂ ${node.slot}`);
+        const slot = h("div", "sm-node-slot" + (node.slot === currentSlot ? " sm-slot-current" : ""), node.slot);
+        slot.prepend(branchIcon());
         box.append(slot);
         box.classList.add("sm-has-slot");
         box.tabIndex = 0;
