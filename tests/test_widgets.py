@@ -261,7 +261,7 @@ def test_a_widget_for_a_slot_that_goes_away_says_so(ip: Any) -> None:
     ip.run_cell("%slot derive gone --no-switch")
     preview = shown(ip, "%slot preview gone")
     ip.run_cell("%slot delete gone")
-    assert "no slot 'gone'" in preview.error
+    assert preview.error == "slot gone is gone (deleted or renamed): shown as it was last"
     assert preview.view["slot"] == "gone"  # the last state stays shown
 
 

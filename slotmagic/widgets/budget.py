@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from traitlets import Dict
 
+from ..errors import SlotMagicError
 from ..render import budget_data, budget_html
 from .base import SessionSource, SessionWidget, asset
 
@@ -17,9 +18,15 @@ if TYPE_CHECKING:
 __all__ = ["SlotBudgetWidget", "view_key"]
 
 
+class SlotGone(SlotMagicError):
+    """The slot a widget shows was deleted or renamed after it was shown."""
+
+
 def view_key(session: Session, slot: str | None, model: str | None) -> str:
     """What a slot's view depends on, read cheaply (the slot row and its compactions): when it
     is unchanged, the view and its budget are too, and are not computed again."""
+    if slot is not None and not session.has_slot(slot):
+        raise SlotGone(f"slot {slot} is gone (deleted or renamed): shown as it was last")
     found = session.slot(slot)
     meta = found.meta
     return json.dumps(

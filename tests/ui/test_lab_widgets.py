@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .actions import wait_idle
+from .actions import WIDGET_OUTPUTS, wait_idle, wait_widgets
 from .test_lab_sidebar import VISIBLE_NOTEBOOK, run_cell, write_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -82,6 +82,9 @@ def test_widgets_render_follow_the_kernel_and_act_on_it(lab: Any, page: Any, art
     wait_idle(page)
     for i in range(7):
         run_cell(page, i)
+
+    wait_widgets(page)
+    assert page.locator(WIDGET_OUTPUTS).count() == 4  # tree, budget, preview, workflow
 
     # the tree: five slots, parents first, court current, drawn with its edges and fork points
     page.locator(ROW).nth(4).wait_for()
