@@ -439,3 +439,25 @@ def test_tree_preview_budget_widgets_from_plain_python(session: Session) -> None
     tree, preview, budget = widgets
     assert tree.current == "b" and preview.view["slot"] == "b" and budget.budget["slot"] == "b"
     assert preview.view["count"] == 4
+
+
+def test_a_click_in_the_sidebar_refreshes_the_widgets(session: Session) -> None:
+    from slotmagic.magics.sidebar import Sidebar
+
+    class Comm:
+        def __init__(self) -> None:
+            self.sent: list[dict[str, Any]] = []
+            self.on_msg = lambda callback: setattr(self, "callback", callback)
+            self.on_close = lambda callback: None
+
+        def send(self, data: dict[str, Any]) -> None:
+            self.sent.append(data)
+
+    live = LiveWidgets()
+    tree = SlotTreeWidget(session, live=live)
+    session.derive_slot("b")
+    sidebar = Sidebar(lambda: session, manager=None, on_action=live.refresh)
+    comm = Comm()
+    sidebar._watch(comm)
+    comm.callback({"content": {"data": {"type": "switch", "slot": "b"}}})  # type: ignore[attr-defined]
+    assert comm.sent[-1]["current"] == "b" and tree.current == "b"

@@ -280,7 +280,7 @@ def _preview_parser() -> CommandParser:
 
 def _preview(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.id)
-    if not _show_widget(ctx, "SlotPreviewWidget", args.id):
+    if not show_widget(ctx, "SlotPreviewWidget", args.id):
         print(ctx.session.preview(slot.id).to_text(describe_mode(slot.config)))
 
 
@@ -318,7 +318,7 @@ def _budget_parser() -> CommandParser:
 def _budget(ctx: Context, args: argparse.Namespace) -> None:
     if args.id is not None:
         ctx.session.slot(args.id)  # an unknown slot is one line, widget or not
-    if not _show_widget(ctx, "SlotBudgetWidget", args.id, model=args.model):
+    if not show_widget(ctx, "SlotBudgetWidget", args.id, model=args.model):
         print(ctx.session.budget(args.id, model=args.model).to_text())
 
 
@@ -332,14 +332,19 @@ def _tree_parser() -> CommandParser:
 
 
 def _tree(ctx: Context, args: argparse.Namespace) -> None:
-    if not _show_widget(ctx, "SlotTreeWidget"):
+    if not show_widget(ctx, "SlotTreeWidget"):
         print(ctx.session.tree().to_text())
 
 
-def _show_widget(ctx: Context, name: str, *args: Any, **kwargs: Any) -> bool:
+def show_widget(ctx: Context, name: str, *args: Any, **kwargs: Any) -> bool:
     """Display the live widget ``name`` of :mod:`slotmagic.widgets` following the extension's
     session; False when widgets are off (``SlotMagic.widgets``) or not installed, for the
-    caller to print the text form instead. The widget's output carries that text form too."""
+    caller to print the text form instead. The widget's output carries that text form too.
+
+    Other magic families call it the same way, e.g. ``%workflow show``::
+
+        show_widget(ctx, "WorkflowWidget", wf.to_graph) or print(workflow_text(wf.to_graph()))
+    """
     if not ctx.options.widgets or ctx.widgets is None:
         return False
     try:
