@@ -461,3 +461,14 @@ def test_a_click_in_the_sidebar_refreshes_the_widgets(session: Session) -> None:
     sidebar._watch(comm)
     comm.callback({"content": {"data": {"type": "switch", "slot": "b"}}})  # type: ignore[attr-defined]
     assert comm.sent[-1]["current"] == "b" and tree.current == "b"
+
+
+def test_widgets_off_from_the_environment(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import slotmagic
+
+    monkeypatch.setenv("SLOTMAGIC_WIDGETS", "0")
+    slotmagic.load_ipython_extension(ip)  # settings are read when the extension loads
+    assert _printed(ip, "%slot tree").startswith("session ")
+    monkeypatch.setenv("SLOTMAGIC_WIDGETS", "1")
+    slotmagic.load_ipython_extension(ip)
+    assert _printed(ip, "%slot tree") == ""  # a widget (displayed, not printed)

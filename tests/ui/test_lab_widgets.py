@@ -57,6 +57,14 @@ CELLS = (
     "%slot",
     f"%%turn\nRepeat after me: {XSS}",
     "%%turn --slot appeal-2\nA question only appeal-2 asks.",
+    # a hundred more slots, through the Python API, and a tree of them all
+    "session = live_widgets().session()\n"
+    "for i in range(10):\n"
+    "    session.derive_slot(f'topic-{i}', parent='letter')\n"
+    "    for j in range(9):\n"
+    "        session.derive_slot(f'topic-{i}.{j}', parent=f'topic-{i}')\n"
+    "session.switch_slot('topic-3.4')",
+    "%slot tree",
 )
 
 
@@ -150,7 +158,7 @@ def test_widgets_render_follow_the_kernel_and_act_on_it(lab: Any, page: Any, art
     )
     page.wait_for_function(
         "before => document.querySelector(\".sm-budget .sm-legend-item[data-category='history'] "
-        ".sm-legend-value\").textContent !== before",
+        '.sm-legend-value").textContent !== before',
         arg=used_before,
     )
     assert "Repeat after me: <img src=x" in page.locator(f"{ROW}[data-slot-id='default'] .sm-last").inner_text()
@@ -214,6 +222,23 @@ def test_widgets_render_follow_the_kernel_and_act_on_it(lab: Any, page: Any, art
     ):
         ratio = page.evaluate(CONTRAST, text)
         assert ratio >= least, (text, ratio)
+
+    # 105 slots: the first tree follows (and scrolls); a new one starts folded off the current path
+    run_cell(page, 10)
+    page.locator(f"{ROW}[data-slot-id='topic-9.8']").first.wait_for()
+    run_cell(page, 11)
+    big = page.locator(TREE).nth(1)
+    big.locator(".sm-tree-row").first.wait_for()
+    shown = big.locator(".sm-tree-row").evaluate_all("rows => rows.map(r => r.dataset.slotId)")
+    assert "topic-3.4" in shown and "topic-2.0" not in shown and len(shown) < 40
+    assert big.locator(".sm-tree-row[data-slot-id='topic-2'] .sm-hidden-count").inner_text() == "+9 below"
+    assert big.locator(".sm-tree-row.sm-current").get_attribute("data-slot-id") == "topic-3.4"
+    big.scroll_into_view_if_needed()
+    big.screenshot(path=str(artifacts / "8-dark-big-tree.png"))
+    big.locator(".sm-tree-row[data-slot-id='topic-2'] .sm-toggle").click()  # unfold one subtree
+    big.locator(".sm-tree-row[data-slot-id='topic-2.0']").wait_for()
+    rows_box = big.locator(".sm-tree-rows").bounding_box()
+    assert rows_box is not None and rows_box["height"] <= 421  # it scrolls instead of growing
 
 
 # The WCAG contrast ratio of an element's text against what is behind it: its own and its
