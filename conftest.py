@@ -68,3 +68,8 @@ def ip(_testing_shell: object, _private_store: None) -> Iterator[object]:
     shell.config.pop("SlotMagic", None)  # type: ignore[attr-defined]  # %config outlives a reload
     if hasattr(shell, "_slotmagic_session_id"):
         delattr(shell, "_slotmagic_session_id")  # the next test is a new kernel
+    live = getattr(shell, "_slotmagic_live_widgets", None)
+    if live is not None:  # widgets a test showed do not follow the next test's session
+        for widget in live.widgets():
+            widget.close()
+        delattr(shell, "_slotmagic_live_widgets")

@@ -45,9 +45,11 @@ from .engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, c
 from .errors import ConfigError, SlotConflict, SlotNotEmpty, SlotReadonly, StoreError
 from .export import export_slot
 from .providers import ProviderSettings, parse_model
+from .snapshot import LastUserCache
 from .store import SQLiteStore, Store
 from .store.files import check_path
 from .tools import Tool, ToolRegistry
+from .tree import SlotTree, build_tree
 
 DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
 
@@ -224,6 +226,12 @@ class Session:
     def list_slots(self) -> list[Slot]:
         return self.store.slots(self.session_id)
 
+    def tree(self, cache: LastUserCache | None = None) -> SlotTree:
+        """The slots as a tree (parents before children), each with its counts, fork point and
+        the first words of its last user message, the current slot marked. A ``cache`` kept
+        between calls rereads only the slots whose history changed."""
+        return build_tree(self, cache)
+
     def has_slot(self, slot: str) -> bool:
         return self.store.has_slot(self.session_id, validate_slot_id(slot))
 
@@ -340,13 +348,14 @@ class Session:
     def last_message(self, slot: str | None = None, role: str = "user") -> Message | None:
         """The slot's last stored message of ``role``, reading only the end of its history."""
         history = self.store.history(self.session_id, _optional_slot(slot))
-        count = 4
-        while True:
-            start, tail = history.tail(count)
-            found = next((m for m in reversed(tail) if m.role == role), None)
-            if found is not None or start == 0:
+        hi, chunk = len(history), 8
+        while hi > 0:  # backwards a chunk at a time, each message read once
+            lo = max(0, hi - chunk)
+            found = next((m for m in reversed(history.messages(lo, hi)) if m.role == role), None)
+            if found is not None:
                 return found
-            count *= 4
+            hi, chunk = lo, chunk * 4
+        return None
 
     def turns(self, slot: str | None = None) -> list[TurnRecord]:
         return self.store.history(self.session_id, _optional_slot(slot)).turns()

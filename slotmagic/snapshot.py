@@ -12,9 +12,9 @@ sends the sidebar (see :mod:`slotmagic.magics.sidebar` for the protocol)::
                 "last_user": "I need help with a rental deposit dispute."}]}
 
 The counts come from the slot list, which the store keeps up to date, so listing costs one
-query whatever the history's length. Only ``last_user`` needs a slot's messages: a
-:class:`LastUserCache` keeps it per slot and history length, so a slot's messages are read
-again only after its history changed (a turn, or a new slot).
+query whatever the history's length. Only ``last_user`` needs a slot's messages, and only the
+last few of them (read from the end); a :class:`LastUserCache` keeps it per slot and history
+length, so they are read again only after the history changed (a turn, or a new slot).
 """
 
 from __future__ import annotations
@@ -104,6 +104,8 @@ def session_snapshot(session: Session, cache: LastUserCache | None = None) -> di
             }
             for slot in slots
         ],
+        # A view's cost is bounded by the budget it is measured against (past it, history is
+        # compacted), so this stays cheap however long the history is.
         "budget": _budget(session, current),
         "workflow": _workflow(session),
     }

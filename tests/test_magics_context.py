@@ -185,6 +185,7 @@ def test_define_advance_and_show_a_workflow(ip: Any, capsys: pytest.CaptureFixtu
     )
     assert run(ip, "%workflow attach evidence", capsys) == "workflow claim: step evidence is explored in slot default\n"
     assert run(ip, "%workflow attach evidence --detach", capsys) == "workflow claim: step evidence has no slot\n"
+    ip.run_cell("%config SlotMagic.widgets = False")  # the text form (the widget: tests/test_widgets.py)
     shown = run(ip, "%workflow show", capsys)
     assert shown.startswith("workflow claim (active) · 1 of 5 done · current: evidence\n")
     assert "\nsent to the model:\n  Workflow claim: 1 of 5 steps done.\n" in shown

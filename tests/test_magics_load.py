@@ -138,6 +138,7 @@ def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
             "%slot ",
             [
                 "list",
+                "tree",
                 "create",
                 "switch",
                 "derive",

@@ -182,7 +182,22 @@ def test_export(ip: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 
 @pytest.mark.parametrize(
     "sub",
-    ["", "list", "create", "switch", "derive", "delete", "show", "preview", "session", "rename", "diff", "export"],
+    [
+        "",
+        "list",
+        "tree",
+        "create",
+        "switch",
+        "derive",
+        "delete",
+        "show",
+        "preview",
+        "budget",
+        "session",
+        "rename",
+        "diff",
+        "export",
+    ],
 )
 def test_every_subcommand_has_help(ip: Any, capsys: pytest.CaptureFixture[str], sub: str) -> None:
     out = run(ip, f"%slot {sub} --help", capsys)

@@ -14,6 +14,7 @@ import slotmagic
 from slotmagic import FocusedConfig, Message, Session, SlotConfig
 from slotmagic.magics.sidebar import TARGET, Sidebar, attach_sidebar
 from slotmagic.snapshot import LastUserCache, last_user_text, session_snapshot
+from slotmagic.store.base import History
 
 # -- the snapshot ---------------------------------------------------------------------------------
 
@@ -120,6 +121,30 @@ def test_messages_are_read_only_for_slots_whose_history_changed(
     session.switch_slot("default")
     session_snapshot(session, cache)
     assert reads == []  # a switch changes no history
+
+
+def test_a_long_history_is_read_from_its_end(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    session.append([Message.user("the first question")])
+    for i in range(100):
+        session.append([Message.assistant(f"answer {i}"), Message.assistant(f"more {i}")])
+    read: list[int] = []
+    real = History.messages
+
+    def counting(self: History, lo: int = 0, hi: int | None = None) -> list[Message]:
+        found = real(self, lo, hi)
+        read.append(len(found))
+        return found
+
+    monkeypatch.setattr(History, "messages", counting)
+    cache = LastUserCache()
+    [slot] = session.list_slots()
+    assert cache.get(session, slot) == "the first question"  # 201 messages back
+    assert sum(read) == 201  # each message once, in growing chunks from the end
+    session.append([Message.user("a later question"), Message.assistant("a")])
+    read.clear()
+    [slot] = session.list_slots()
+    assert cache.get(session, slot) == "a later question"
+    assert sum(read) == 8  # one chunk
 
 
 # -- the comm protocol ---------------------------------------------------------------------------

@@ -55,6 +55,10 @@ def test_the_wheel_installs_the_extension_without_node(tmp_path: Path) -> None:
     assert f"{SHARE}/schemas/slotmagic/plugin.json" in data
     assert any(re.fullmatch(rf"{SHARE}/static/remoteEntry\.\w+\.js", n) for n in data)
     assert not [n for n in names if "node_modules" in n or n.endswith(".ts")]
+    # the widgets' views, sent inline by anywidget: no build, nothing fetched
+    for widget in ("tree", "budget", "preview", "workflow"):
+        assert {f"slotmagic/widgets/{widget}.js", f"slotmagic/widgets/{widget}.css"} <= set(names), widget
+    assert "slotmagic/widgets/common.css" in names
 
     # A fresh environment of its own (pip install --prefix would uninstall the running one's).
     venv = tmp_path / "venv"

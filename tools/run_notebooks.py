@@ -23,7 +23,13 @@ def main(paths: list[str]) -> None:
     for path in paths:
         notebook = nbformat.read(path, as_version=4)
         NotebookClient(
-            notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(Path(path).parent)}}
+            notebook,
+            timeout=120,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(Path(path).parent)}},
+            # Widget outputs keep their text and HTML forms (what GitHub shows); the models'
+            # state (their ES modules included) would only bloat the file.
+            store_widget_state=False,
         ).execute()
         nbformat.write(notebook, path)
         print("executed", path)

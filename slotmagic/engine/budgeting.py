@@ -61,3 +61,8 @@ class SlotBudget:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    def _repr_html_(self) -> str:
+        from ..render import budget_html
+
+        return budget_html(self)

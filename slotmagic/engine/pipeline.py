@@ -303,6 +303,11 @@ class View:
     def __str__(self) -> str:
         return self.to_text()
 
+    def _repr_html_(self) -> str:
+        from ..render import view_html
+
+        return view_html(self)
+
 
 def _plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"

@@ -13,6 +13,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from ..errors import ConfigError
 from ..session import Session
+from ..widgets.live import attach_live_widgets, detach_live_widgets
 from .completion import make_matcher
 from .ctx_commands import ctx_line_as_call
 from .errors import user_errors
@@ -59,7 +60,10 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     shell.input_transformers_cleanup.append(empty_turn_as_line)
     shell.input_transformers_cleanup.append(empty_workflow_as_line)
     shell.input_transformers_cleanup.append(ctx_line_as_call)
-    attach_sidebar(shell, loaded.session)  # the JupyterLab "Slots" panel, when in a kernel
+    live = attach_live_widgets(shell, loaded.session)  # %slot tree/preview/budget follow the session
+    sidebar = attach_sidebar(shell, loaded.session, on_action=live.refresh)  # the "Slots" panel, in a kernel
+    if sidebar is not None:
+        live.listeners.append(sidebar.push)  # a click in a widget updates the panel at once, and back
     completer = getattr(shell, "Completer", None)
     if completer is not None:
         completer.custom_matchers.append(
@@ -88,6 +92,7 @@ def current_session() -> Session:
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     """Close the session and take back everything the extension registered."""
     detach_sidebar(shell)
+    detach_live_widgets(shell)
     magic = _loaded(shell)
     if magic is None:
         return

@@ -19,6 +19,7 @@ from ..engine.reply import Reply
 from ..errors import SlotMagicError
 from ..providers import parse_model
 from ..session import Session
+from ..widgets.live import live_widgets
 from . import ctx_commands, workflow_commands
 from .errors import user_errors
 from .options import SlotMagicOptions
@@ -109,7 +110,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         handler, args = parsed
         session = self.session()
         with user_errors():
-            handler(Context(session, self, self.workspace.db_path(self)), args)
+            handler(Context(session, self, self.workspace.db_path(self), live_widgets(self.shell)), args)
 
     @line_cell_magic
     def turn(self, line: str, cell: str | None = None) -> None:
@@ -150,7 +151,7 @@ class SlotMagic(Magics, SlotMagicOptions):
                     return
         except HelpShown:
             return
-        context = Context(self.session(), self, self.workspace.db_path(self))
+        context = Context(self.session(), self, self.workspace.db_path(self), live_widgets(self.shell))
         with user_errors():
             if cell is not None:
                 workflow_commands.define(context, name, cell)

@@ -58,6 +58,7 @@ ENVIRONMENT = {
     "session_id": "SLOTMAGIC_SESSION",
     "system": "SLOTMAGIC_SYSTEM",
     "stream": "SLOTMAGIC_STREAM",
+    "widgets": "SLOTMAGIC_WIDGETS",
     **{name: spec.env for name, spec in NUMBERS.items() if spec.env},
 }
 _FALSE = {"0", "false", "no", "off"}
@@ -160,6 +161,11 @@ class SlotMagicOptions(Configurable):
 
     stream_throttle = _number_trait(STREAM_THROTTLE)
 
+    widgets = Bool(
+        help="Show %slot tree, preview and budget as live widgets (they follow the session after "
+        "every cell); False prints their text forms. Env: SLOTMAGIC_WIDGETS=0 to turn them off.",
+    ).tag(config=True)
+
     context_windows = Dict(
         help="Context windows, in tokens, to add to or override the built-in table: "
         "{'openai:my-model': 32768, 'ollama:*': 8192}. A slot without a budget of its own splits "
@@ -243,6 +249,10 @@ class SlotMagicOptions(Configurable):
     @default("stream")
     def _default_stream(self) -> bool:
         return (_env("stream") or "1").strip().lower() not in _FALSE
+
+    @default("widgets")
+    def _default_widgets(self) -> bool:
+        return (_env("widgets") or "1").strip().lower() not in _FALSE
 
     # -- checks --------------------------------------------------------------------------------
 

@@ -84,9 +84,14 @@ class Sidebar:
     """The comms of one kernel's sidebar, and the last state they were sent."""
 
     def __init__(
-        self, session: Callable[[], Session], manager: Any, create_comm: Callable[..., Any] | None = None
+        self,
+        session: Callable[[], Session],
+        manager: Any,
+        create_comm: Callable[..., Any] | None = None,
+        on_action: Callable[[], None] | None = None,
     ) -> None:
         self._session = session
+        self._on_action = on_action  # told after each action carried out (the live widgets)
         self._manager = manager
         self._create_comm = create_comm
         self._comms: list[Any] = []
@@ -173,6 +178,9 @@ class Sidebar:
             comm.send(error)
             return
         self.push(force=True, request=request)
+        if self._on_action is not None:
+            with suppress(Exception):  # the panel's answer is sent; the rest is best effort
+                self._on_action()
 
     def _act(self, data: object) -> None:
         """Carry out one front-end action through the public Session API."""
@@ -211,15 +219,18 @@ def _attached(shell: Any) -> list[Sidebar]:
     return [cb.__self__ for cb in callbacks if type(getattr(cb, "__self__", None)).__name__ == "Sidebar"]
 
 
-def attach_sidebar(shell: Any, session: Callable[[], Session]) -> Sidebar | None:
-    """On ``%load_ext``: serve the sidebar when the shell runs in a kernel with comms."""
+def attach_sidebar(
+    shell: Any, session: Callable[[], Session], on_action: Callable[[], None] | None = None
+) -> Sidebar | None:
+    """On ``%load_ext``: serve the sidebar when the shell runs in a kernel with comms;
+    ``on_action`` is called after each action the panel asked for."""
     if getattr(shell, "kernel", None) is None:
         return None  # a terminal IPython: no front end to talk to
     try:
         import comm
     except ImportError:
         return None
-    sidebar = Sidebar(session, comm.get_comm_manager(), comm.create_comm)
+    sidebar = Sidebar(session, comm.get_comm_manager(), comm.create_comm, on_action)
     try:
         sidebar.start()
     except Exception as exc:  # the panel is a convenience: it never stops %load_ext

@@ -9,15 +9,20 @@ import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
 from ..core.budget import ContextBudget
 from ..core.messages import Message
 from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
+from ..render import describe_mode
 from ..session import Session
 from .options import SlotMagicOptions
 from .parsing import CommandParser, at_least, did_you_mean, parse, split_line
+
+if TYPE_CHECKING:
+    from ..widgets.live import LiveWidgets
 
 
 @dataclass
@@ -27,6 +32,7 @@ class Context:
     session: Session
     options: SlotMagicOptions
     db_path: str
+    widgets: LiveWidgets | None = None  # the kernel's live widgets; None: text only
 
 
 Handler = Callable[[Context, argparse.Namespace], None]
@@ -51,17 +57,6 @@ class Command:
 
 def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def describe_mode(config: SlotConfig) -> str:
-    if config.mode is SlotMode.FOCUSED:
-        focus = config.focused
-        parts = [f"last {_plural(focus.recent_messages, 'message')}"]
-        parts.append("system prompt kept" if focus.keep_system else "system prompt dropped")
-        if focus.summary_override:
-            parts.append("with a summary")
-        return "focused: " + ", ".join(parts)
-    return str(config.mode)
 
 
 def describe_slot(slot: Slot) -> str:
@@ -302,7 +297,8 @@ def _preview_parser() -> CommandParser:
 
 def _preview(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.id)
-    print(ctx.session.preview(slot.id).to_text(describe_mode(slot.config)))
+    if not show_widget(ctx, "SlotPreviewWidget", args.id):
+        print(ctx.session.preview(slot.id).to_text(describe_mode(slot.config)))
 
 
 def _compact_parser() -> CommandParser:
@@ -370,7 +366,48 @@ def _budget_parser() -> CommandParser:
 
 
 def _budget(ctx: Context, args: argparse.Namespace) -> None:
-    print(ctx.session.budget(args.id, model=args.model).to_text())
+    if args.id is not None:
+        ctx.session.slot(args.id)  # an unknown slot is one line, widget or not
+    if not show_widget(ctx, "SlotBudgetWidget", args.id, model=args.model):
+        print(ctx.session.budget(args.id, model=args.model).to_text())
+
+
+def _tree_parser() -> CommandParser:
+    return CommandParser(
+        "%slot tree",
+        "Show the slots as a tree: each with its mode, counts, fork point and last question.\n"
+        "As a widget it stays live: click a slot to make it current, right-click (or ⋯) to\n"
+        "derive, rename or delete it. %config SlotMagic.widgets = False prints the text form.",
+    )
+
+
+def _tree(ctx: Context, args: argparse.Namespace) -> None:
+    if not show_widget(ctx, "SlotTreeWidget"):
+        print(ctx.session.tree().to_text())
+
+
+def show_widget(ctx: Context, name: str, *args: Any, **kwargs: Any) -> bool:
+    """Display the live widget ``name`` of :mod:`slotmagic.widgets` following the extension's
+    session; False when widgets are off (``SlotMagic.widgets``) or not installed, for the
+    caller to print the text form instead. The widget's output carries that text form too.
+
+    Other magic families call it the same way, e.g. ``%workflow show``::
+
+        show_widget(ctx, "WorkflowWidget", wf.to_graph) or print(workflow_text(wf.to_graph()))
+    """
+    if not ctx.options.widgets or ctx.widgets is None:
+        return False
+    try:
+        from .. import widgets
+
+        kind = getattr(widgets, name)
+    except ImportError:  # ipywidgets or anywidget missing: the text form
+        return False
+    from IPython.display import display
+
+    live = ctx.widgets
+    display(kind(live.session, *args, live=live, **kwargs))
+    return True
 
 
 def _session_parser() -> CommandParser:
@@ -439,6 +476,7 @@ COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
         Command("list", _list_parser, _list),
+        Command("tree", _tree_parser, _tree),
         Command("create", _create_parser, _create),
         Command("switch", _switch_parser, _switch, slot_positionals=1),
         Command("derive", _derive_parser, _derive, slot_args=("--from",)),

@@ -19,7 +19,7 @@ from IPython.core.error import UsageError
 from ..core.context import STEP_STATUSES
 from ..core.workflow import Workflow
 from .parsing import CommandParser, did_you_mean, parse, split_line
-from .slot_commands import Command, Context, Handler
+from .slot_commands import Command, Context, Handler, show_widget
 
 EMPTY_CELL = "--empty-cell"  # how an empty %%workflow cell reaches the line magic (see below)
 
@@ -105,8 +105,11 @@ def _show_parser() -> CommandParser:
 
 def _show(ctx: Context, args: argparse.Namespace) -> None:
     workflow = ctx.session.workflow(args.name)
-    print(workflow.to_text())
-    print()
+    name, session = workflow.name, ctx.session
+    # The drawing follows the workflow (its text form is in its output too); without widgets, text.
+    if not show_widget(ctx, "WorkflowWidget", lambda: session.workflow(name).to_graph()):
+        print(workflow.to_text())
+        print()
     print("sent to the model:" if workflow.active else "sent to the model when active:")
     print("\n".join("  " + line for line in workflow.block().splitlines()))
 

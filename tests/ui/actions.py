@@ -48,3 +48,17 @@ def wait_all_run(page: Any) -> None:
                  .every(p => /\\[\\d+\\]/.test(p.textContent))"""
     )
     wait_idle(page)
+    wait_widgets(page)
+
+
+# ipywidgets' renderer is a Panel; the renderers of other outputs are not.
+WIDGET_OUTPUTS = ".jp-OutputArea-output.lm-Panel"
+
+
+def wait_widgets(page: Any) -> None:
+    """Until every widget output shows its view: views render after the kernel is idle, and
+    after a restart an output shows "model not found" until its cell runs again."""
+    page.wait_for_function(
+        f"""() => [...document.querySelectorAll('{WIDGET_OUTPUTS}')]
+                 .every(o => o.querySelector('.sm-widget') && o.textContent.trim())"""
+    )

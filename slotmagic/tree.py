@@ -1,0 +1,184 @@
+"""A session's branch tree as plain data: what ``session.tree()`` returns and ``%slot tree`` draws.
+
+    tree = session.tree()
+    print(tree)                      # the text form
+    tree.node("court").children      # ("short",)
+
+Built from the slot list (one store query, counts kept by the store) and, for each slot, the
+first words of its last user message, read from the end of its history and cached per slot
+and history length (:class:`~slotmagic.snapshot.LastUserCache`), so a tree rebuilt after every
+cell reads only what changed.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from .snapshot import LastUserCache
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["SlotTree", "TreeNode", "build_tree"]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeNode:
+    """One slot in the tree. ``fork_at`` is how many of its parent's messages it shares.
+    For drawing connector lines: ``last`` says whether it is its parent's last child, and
+    ``guides`` (one per ancestor below the root) whether that ancestor's line goes on past
+    this row, i.e. the ancestor has siblings still to come."""
+
+    id: str
+    parent: str | None
+    mode: str  # full, focused, readonly
+    source: str  # new, derived, static
+    messages: int
+    tokens: int
+    turns: int
+    fork_at: int
+    current: bool
+    last_user: str | None
+    depth: int
+    children: tuple[str, ...]
+    last: bool
+    guides: tuple[bool, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["children"], out["guides"] = list(self.children), list(self.guides)
+        return out
+
+    def describe(self) -> str:
+        """One line: mode, counts, fork point and last question."""
+        parts = [self.mode if self.source != "static" else f"{self.mode}, static"]
+        parts.append(f"{_plural(self.turns, 'turn')}, {_plural(self.messages, 'message')}, {self.tokens:,} tokens")
+        if self.parent is not None:
+            parts.append(f"forked at {_plural(self.fork_at, 'message')}")
+        text = " · ".join(parts)
+        return f"{text} · “{self.last_user}”" if self.last_user else text
+
+
+@dataclass(frozen=True)
+class SlotTree:
+    """The slots of a session, parents before children (depth first, siblings by fork point
+    then id, as the store lists them), with the current slot marked."""
+
+    session: str
+    current: str
+    model: str
+    nodes: tuple[TreeNode, ...]
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def node(self, slot: str) -> TreeNode:
+        for node in self.nodes:
+            if node.id == slot:
+                return node
+        raise KeyError(slot)
+
+    @property
+    def roots(self) -> tuple[TreeNode, ...]:
+        return tuple(n for n in self.nodes if n.parent is None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "current": self.current,
+            "model": self.model,
+            "nodes": [n.to_dict() for n in self.nodes],
+        }
+
+    def to_text(self) -> str:
+        """The tree drawn with box characters; ``*`` marks the current slot."""
+        lines = [f"session {self.session} · {_plural(len(self.nodes), 'slot')} · current slot {self.current}"]
+        for node in self.nodes:
+            lead = "".join("│  " if on else "   " for on in node.guides)
+            if node.depth:
+                lead += "└─ " if node.last else "├─ "
+            mark = "* " if node.current else "  "
+            lines.append(f"{mark}{lead}{node.id}  ({node.describe()})")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return tree_html(self)
+
+
+def tree_html(tree: SlotTree) -> str:
+    """The tree as nested lists, every text escaped: what a notebook shows where widgets are
+    not available (GitHub, nbconvert)."""
+    e = html.escape
+    by_parent: dict[str | None, list[TreeNode]] = {}
+    for node in tree.nodes:
+        by_parent.setdefault(node.parent, []).append(node)
+
+    def items(parent: str | None) -> str:
+        out = []
+        for node in by_parent.get(parent, []):
+            name = f"<b>{e(node.id)}</b>" + (" <i>(current)</i>" if node.current else "")
+            below = f"<ul>{items(node.id)}</ul>" if node.id in by_parent else ""
+            out.append(f"<li>{name} <small>{e(node.describe())}</small>{below}</li>")
+        return "".join(out)
+
+    head = f"session {e(tree.session)} · {_plural(len(tree.nodes), 'slot')} · current slot <b>{e(tree.current)}</b>"
+    return f'<div class="slotmagic-tree"><div>{head}</div><ul>{items(None)}</ul></div>'
+
+
+def build_tree(session: Session, cache: LastUserCache | None = None) -> SlotTree:
+    """The session's tree now. Pass the same ``cache`` to later calls so that only slots whose
+    history changed are read again."""
+    cache = cache if cache is not None else LastUserCache()
+    slots = session.list_slots()
+    cache.keep_only(session, slots)
+    ids = {s.id for s in slots}
+    current = next((s.id for s in slots if s.current), None) or session.current_slot
+    children: dict[str | None, list[str]] = {}
+    for slot in slots:  # the store's order within each parent
+        parent = slot.meta.parent_id if slot.meta.parent_id in ids else None
+        children.setdefault(parent, []).append(slot.id)
+    by_id = {s.id: s for s in slots}
+    nodes: list[TreeNode] = []
+
+    def visit(slot_id: str, parent: str | None, depth: int, guides: tuple[bool, ...], last: bool) -> None:
+        slot = by_id.pop(slot_id, None)
+        if slot is None:  # seen already (never for a store's tree; a guard against cycles)
+            return
+        kids = children.get(slot_id, [])
+        nodes.append(
+            TreeNode(
+                id=slot.id,
+                parent=parent,
+                mode=slot.mode.value,
+                source=slot.source.kind,
+                messages=slot.meta.message_count,
+                tokens=slot.meta.total_tokens,
+                turns=slot.meta.turns,
+                fork_at=slot.meta.fork_at,
+                current=slot.id == current,
+                last_user=cache.get(session, slot),
+                depth=depth,
+                children=tuple(kids),
+                last=last,
+                guides=guides,
+            )
+        )
+        below = (*guides, not last) if depth else ()
+        for i, kid in enumerate(kids):
+            visit(kid, slot_id, depth + 1, below, i == len(kids) - 1)
+
+    roots = children.get(None, [])
+    for i, root in enumerate(roots):
+        visit(root, None, 0, (), i == len(roots) - 1)
+    for slot_id in list(by_id):  # unreachable (a cycle): shown at the top level all the same
+        visit(slot_id, None, 0, (), True)
+    return SlotTree(session.session_id, current, session.model, tuple(nodes))
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

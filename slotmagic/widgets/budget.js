@@ -1,0 +1,102 @@
+// The budget widget's view: one bar for the model's window, a region per category (its
+// allowance) filled by what the next request uses, the compaction threshold marked; hover
+// a region for its numbers. All numbers and texts come from the model (render.budget_data).
+
+function h(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+const pct = (part, whole) => `${Math.max(0, Math.min(100, (100 * part) / (whole || 1)))}%`;
+const num = (n) => Number(n).toLocaleString("en-US");
+
+function render({ model, el }) {
+  const root = h("div", "sm-widget sm-budget");
+  el.append(root);
+  const tip = h("div", "sm-tip");
+  tip.hidden = true;
+
+  function showTip(text, event) {
+    tip.textContent = text;
+    tip.hidden = false;
+    const box = root.getBoundingClientRect();
+    const x = Math.min(event.clientX - box.left + 12, box.width - tip.offsetWidth - 4);
+    tip.style.left = `${Math.max(4, x)}px`;
+    tip.style.top = `${event.clientY - box.top + 16}px`;
+  }
+
+  function draw() {
+    const b = model.get("budget");
+    const error = model.get("error");
+    root.replaceChildren();
+    if (!b || !b.categories) return;
+    const about = b.exact ? "" : "~";
+    const head = h("div", "sm-head");
+    head.append(
+      h("span", "sm-title", `Budget of ${b.slot}`),
+      h("span", "sm-sub", `${b.model} · ${about}${num(b.used)} of ${num(b.window)} tokens${b.window_known ? "" : " (window assumed)"}${b.exact ? "" : " · estimated"}`),
+    );
+    root.append(head);
+
+    const track = h("div", "sm-track");
+    track.setAttribute("role", "img");
+    track.setAttribute(
+      "aria-label",
+      b.categories.map((c) => `${c.label} ${num(c.used)} of ${num(c.allowed)}`).join(", "),
+    );
+    for (const c of b.categories) {
+      if (!c.allowed) continue;
+      const region = h("div", "sm-region" + (c.over ? " sm-over" : ""));
+      region.dataset.category = c.name;
+      region.style.left = pct(c.start, b.scale);
+      region.style.width = pct(c.allowed, b.scale);
+      const fill = h("div", "sm-fill");
+      fill.style.width = pct(c.used, c.allowed);
+      if (c.used > 0) fill.style.minWidth = "2px";
+      region.append(fill);
+      region.addEventListener("mousemove", (event) => showTip(c.tip, event));
+      region.addEventListener("mouseleave", () => (tip.hidden = true));
+      track.append(region);
+    }
+    const marker = h("div", "sm-threshold" + (b.needs_compaction ? " sm-past" : ""));
+    marker.style.left = pct(b.threshold_at, b.scale);
+    const markerTip = `compaction threshold: history past ${num(b.threshold)} tokens is compacted (${about}${num(b.history_used)} now)`;
+    marker.addEventListener("mousemove", (event) => showTip(markerTip, event));
+    marker.addEventListener("mouseleave", () => (tip.hidden = true));
+    track.append(marker);
+    const scale = h("div", "sm-scale");
+    const label = h("span", "sm-threshold-label", `compaction at ${num(b.threshold)}`);
+    label.style.left = pct(b.threshold_at, b.scale);
+    scale.append(h("span", "sm-zero", "0"), label, h("span", "sm-end", num(b.window)));
+    root.append(track, scale);
+
+    const legend = h("div", "sm-legend");
+    for (const c of b.categories) {
+      const item = h("span", "sm-legend-item" + (c.over ? " sm-over" : ""));
+      item.dataset.category = c.name;
+      item.append(
+        h("span", "sm-swatch"),
+        h("span", "sm-legend-name", c.label),
+        h("span", "sm-legend-value", `${about}${num(c.used)} / ${num(c.allowed)}`),
+      );
+      item.title = c.tip;
+      legend.append(item);
+    }
+    root.append(legend);
+    const notes = [];
+    if (b.needs_compaction) notes.push("history is past the threshold: the next turn compacts it");
+    notes.push(b.compactions ? `${b.compactions} compaction${b.compactions === 1 ? "" : "s"}, ${b.folded} messages folded` : "no compactions yet");
+    root.append(h("div", "sm-sub sm-notes", notes.join(" · ")));
+    const message = h("div", "sm-message sm-error");
+    if (error) message.append(h("span", "sm-text", error));
+    root.append(message, tip);
+  }
+
+  model.on("change:budget", draw);
+  model.on("change:error", draw);
+  draw();
+}
+
+export default { render };

@@ -1,0 +1,297 @@
+// The slot tree widget's view. State is the model's (nodes, current, collapsed, status, error);
+// actions go to the kernel with model.send. Every text is inserted with textContent.
+
+function h(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function button(label, className, onClick) {
+  const b = h("button", "sm-button " + (className || ""), label);
+  b.type = "button";
+  b.addEventListener("click", (event) => {
+    event.stopPropagation();
+    onClick();
+  });
+  return b;
+}
+
+// A branch icon (an SVG, so it needs no font that has a glyph for it).
+function branchIcon() {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("width", "11");
+  svg.setAttribute("height", "11");
+  svg.setAttribute("class", "sm-icon");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", "M5 2.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0zM3.5 4v8M14 5.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0zM12.5 7c0 3-4 3-9 5M5 13.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0z");
+  svg.append(path);
+  return svg;
+}
+
+function render({ model, el }) {
+  const root = h("div", "sm-widget sm-tree");
+  const head = h("div", "sm-head");
+  const rows = h("div", "sm-tree-rows");
+  rows.setAttribute("role", "tree");
+  const message = h("div", "sm-message");
+  const menu = h("div", "sm-menu");
+  menu.setAttribute("role", "menu");
+  menu.hidden = true;
+  root.append(head, rows, message, menu);
+  el.append(root);
+
+  let form = null; // {kind: "derive" | "rename" | "delete" | "force", slot, text?}
+  let shownStatus = 0;
+
+  const send = (content) => model.send(content);
+
+  function setCollapsed(ids) {
+    model.set("collapsed", ids);
+    model.save_changes();
+  }
+
+  function drawHead() {
+    const nodes = model.get("nodes");
+    head.replaceChildren(
+      h("span", "sm-title", "Slots"),
+      h("span", "sm-sub", `session ${model.get("session_id")} · ${nodes.length} slot${nodes.length === 1 ? "" : "s"} · current ${model.get("current")}`),
+    );
+    if (nodes.some((n) => n.children.length)) {
+      const tools = h("span", "sm-tools");
+      tools.append(
+        button("Expand all", "sm-expand", () => setCollapsed([])),
+        " ",
+        button("Collapse all", "sm-collapse", () =>
+          setCollapsed(nodes.filter((n) => n.children.length && n.depth >= 0).map((n) => n.id)),
+        ),
+      );
+      head.append(tools);
+    }
+  }
+
+  function drawRows() {
+    const nodes = model.get("nodes");
+    const collapsed = new Set(model.get("collapsed"));
+    const hiddenBelow = new Map(); // a collapsed slot -> how many slots its subtree hides
+    const folded = new Set();
+    for (const node of nodes) {
+      if (node.parent !== null && (folded.has(node.parent) || collapsed.has(node.parent))) {
+        folded.add(node.id);
+        let top = node.parent;
+        while (folded.has(top)) top = nodes.find((n) => n.id === top).parent;
+        hiddenBelow.set(top, (hiddenBelow.get(top) || 0) + 1);
+      }
+    }
+    const keep = rows.scrollTop;
+    rows.replaceChildren();
+    for (const node of nodes) {
+      if (folded.has(node.id)) continue;
+      rows.append(drawRow(node, collapsed.has(node.id), hiddenBelow.get(node.id) || 0));
+    }
+    rows.scrollTop = keep;
+  }
+
+  function drawRow(node, isCollapsed, hidden) {
+    const row = h("div", "sm-tree-row" + (node.current ? " sm-current" : ""));
+    row.setAttribute("role", "treeitem");
+    row.setAttribute("aria-level", String(node.depth + 1));
+    row.setAttribute("aria-selected", node.current ? "true" : "false");
+    row.dataset.slotId = node.id;
+    row.tabIndex = 0;
+    if (node.children.length) row.setAttribute("aria-expanded", isCollapsed ? "false" : "true");
+    for (const on of node.guides) row.append(h("span", "sm-guide" + (on ? " sm-on" : "")));
+    if (node.depth > 0) row.append(h("span", "sm-elbow" + (node.last ? " sm-last" : "")));
+
+    const cells = h("span", "sm-cells");
+    if (node.children.length) {
+      const toggle = h("button", "sm-toggle", isCollapsed ? "▸" : "▾");
+      toggle.type = "button";
+      toggle.setAttribute("aria-label", isCollapsed ? `Expand ${node.id}` : `Collapse ${node.id}`);
+      toggle.addEventListener("click", (event) => {
+        event.stopPropagation();
+        const now = new Set(model.get("collapsed"));
+        if (now.has(node.id)) now.delete(node.id);
+        else now.add(node.id);
+        setCollapsed([...now]);
+      });
+      cells.append(toggle);
+    } else {
+      cells.append(h("span", "sm-toggle"));
+    }
+    cells.append(h("span", "sm-dot"), h("span", "sm-id", node.id));
+    if (node.current) cells.append(h("span", "sm-current-label", "current"));
+    if (node.mode !== "full") cells.append(h("span", "sm-badge sm-mode", node.mode));
+    if (node.source === "static") cells.append(h("span", "sm-badge sm-static", "static"));
+    if (node.parent !== null) {
+      const fork = h("span", "sm-fork", node.fork_at);
+      fork.prepend(branchIcon());
+      fork.title = `forked from ${node.parent} after ${node.fork_at} message${node.fork_at === 1 ? "" : "s"}`;
+      cells.append(fork);
+    }
+    cells.append(h("span", "sm-counts", `${node.messages} msg · ${node.tokens.toLocaleString("en-US")} tok`));
+    if (hidden) cells.append(h("span", "sm-hidden-count", `+${hidden} below`));
+    if (node.last_user) {
+      const last = h("span", "sm-last", node.last_user);
+      last.title = node.last_user;
+      cells.append(last);
+    }
+    const more = h("button", "sm-more", "⋯");
+    more.type = "button";
+    more.setAttribute("aria-label", `Actions for ${node.id}`);
+    more.addEventListener("click", (event) => {
+      event.stopPropagation();
+      const box = more.getBoundingClientRect();
+      openMenu(node, box.left, box.bottom);
+    });
+    cells.append(more);
+    row.append(cells);
+
+    row.addEventListener("click", () => {
+      closeMenu();
+      if (!node.current) send({ type: "switch", slot: node.id });
+    });
+    row.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !node.current) send({ type: "switch", slot: node.id });
+    });
+    row.addEventListener("contextmenu", (event) => {
+      event.preventDefault();
+      event.stopPropagation();
+      openMenu(node, event.clientX, event.clientY);
+    });
+    return row;
+  }
+
+  function openMenu(node, x, y) {
+    const items = [
+      ["Switch to", () => send({ type: "switch", slot: node.id })],
+      ["Derive…", () => openForm({ kind: "derive", slot: node.id })],
+    ];
+    if (node.id !== "default") {
+      items.push(["Rename…", () => openForm({ kind: "rename", slot: node.id })]);
+      items.push(["Delete…", () => openForm({ kind: "delete", slot: node.id })]);
+    }
+    menu.replaceChildren();
+    for (const [label, act] of items) {
+      const item = h("button", "sm-menu-item", label);
+      item.type = "button";
+      item.setAttribute("role", "menuitem");
+      item.addEventListener("click", (event) => {
+        event.stopPropagation();
+        closeMenu();
+        act();
+      });
+      menu.append(item);
+    }
+    const box = root.getBoundingClientRect();
+    menu.style.left = `${Math.max(0, x - box.left)}px`;
+    menu.style.top = `${Math.max(0, y - box.top)}px`;
+    menu.hidden = false;
+    menu.querySelector("button").focus();
+  }
+
+  function closeMenu() {
+    menu.hidden = true;
+  }
+
+  function openForm(next) {
+    form = next;
+    drawMessage();
+  }
+
+  function drawMessage() {
+    message.className = "sm-message";
+    message.replaceChildren();
+    if (form) {
+      if (form.kind === "derive" || form.kind === "rename") {
+        const label = form.kind === "derive" ? `Derive a slot from ${form.slot}:` : `Rename ${form.slot} to:`;
+        const input = h("input", "sm-input");
+        input.placeholder = "slot id";
+        input.setAttribute("aria-label", "new slot id");
+        const submit = () => {
+          const value = input.value.trim();
+          if (!value) return;
+          send({ type: form.kind, slot: form.slot, new: value });
+          form = null;
+          drawMessage();
+        };
+        input.addEventListener("keydown", (event) => {
+          if (event.key === "Enter") submit();
+          if (event.key === "Escape") openForm(null);
+        });
+        message.append(
+          h("span", "sm-text", label),
+          input,
+          button(form.kind === "derive" ? "Derive" : "Rename", "sm-primary", submit),
+          button("Cancel", "", () => openForm(null)),
+        );
+        setTimeout(() => input.focus(), 0);
+      } else {
+        const force = form.kind === "force";
+        const text = force
+          ? `${form.text} Delete it and those turns anyway?`
+          : `Delete slot ${form.slot}? Slots derived from it keep their whole history.`;
+        message.append(
+          h("span", "sm-text", text),
+          button(force ? "Delete anyway" : "Delete", "sm-danger", () => {
+            send({ type: "delete", slot: form.slot, force });
+            form = null;
+            drawMessage();
+          }),
+          button("Cancel", "", () => openForm(null)),
+        );
+      }
+      return;
+    }
+    const error = model.get("error");
+    const status = model.get("status") || {};
+    const text = error || (status.seq === shownStatus ? status.text : "");
+    if (!text) return;
+    if (error || status.kind === "error") message.classList.add("sm-error");
+    message.append(h("span", "sm-text", text));
+    if (!error) message.append(button("×", "sm-dismiss", () => {
+      shownStatus = -1;
+      drawMessage();
+    }));
+  }
+
+  function onStatus() {
+    const status = model.get("status") || {};
+    shownStatus = status.seq;
+    if (status.kind === "error" && status.error === "SlotNotEmpty" && status.action === "delete") {
+      openForm({ kind: "force", slot: status.slot, text: status.text });
+      return;
+    }
+    drawMessage();
+  }
+
+  const all = () => {
+    drawHead();
+    drawRows();
+    drawMessage();
+  };
+  const onDocument = (event) => {
+    if (!menu.contains(event.target)) closeMenu();
+  };
+  const onKey = (event) => {
+    if (event.key === "Escape") closeMenu();
+  };
+  document.addEventListener("click", onDocument, true);
+  document.addEventListener("keydown", onKey);
+  model.on("change:nodes", all);
+  model.on("change:current", all);
+  model.on("change:session_id", drawHead);
+  model.on("change:collapsed", drawRows);
+  model.on("change:error", drawMessage);
+  model.on("change:status", onStatus);
+  all();
+  return () => {
+    document.removeEventListener("click", onDocument, true);
+    document.removeEventListener("keydown", onKey);
+  };
+}
+
+export default { render };

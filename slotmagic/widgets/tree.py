@@ -1,0 +1,98 @@
+"""``%slot tree``: the session's branch tree, live. Click a slot to make it current; its menu
+(right click, or the ⋯ button) derives, renames or deletes it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from traitlets import Dict, List, Unicode
+
+from ..errors import SlotNotEmpty
+from ..snapshot import LastUserCache
+from .base import SessionSource, SessionWidget, asset, text_of
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..tree import SlotTree
+    from .live import LiveWidgets
+
+__all__ = ["COLLAPSE_OVER", "SlotTreeWidget"]
+
+COLLAPSE_OVER = 40  # a tree larger than this starts with the subtrees off the current path collapsed
+
+
+class SlotTreeWidget(SessionWidget):
+    """The slot tree (:meth:`Session.tree`) as a widget: ``nodes`` in tree order, the current
+    slot, and which subtrees the user collapsed."""
+
+    _esm = asset("tree.js")
+    _css = asset("common.css", "tree.css")
+
+    session_id = Unicode().tag(sync=True)
+    current = Unicode().tag(sync=True)
+    nodes = List(Dict(), help="TreeNode.to_dict() of each slot, parents first").tag(sync=True)
+    collapsed = List(Unicode(), help="slots whose subtree is folded away (set by the front end)").tag(sync=True)
+
+    def __init__(self, session: Session | SessionSource, *, live: LiveWidgets | None = None, **kwargs: Any) -> None:
+        self._cache = LastUserCache()
+        self._tree: SlotTree | None = None
+        super().__init__(session, live=live, **kwargs)
+        assert self._tree is not None
+        if len(self._tree) > COLLAPSE_OVER:
+            on_path = _ancestors(self._tree, self._tree.current)
+            self.collapsed = [n.id for n in self._tree.nodes if n.children and n.depth >= 1 and n.id not in on_path]
+
+    @property
+    def tree(self) -> SlotTree:
+        assert self._tree is not None
+        return self._tree
+
+    def _update(self, session: Session) -> None:
+        tree = session.tree(self._cache)
+        self._tree = tree
+        self.session_id = tree.session
+        self.current = tree.current
+        self.nodes = [n.to_dict() for n in tree.nodes]
+        ids = {n.id for n in tree.nodes}
+        if any(c not in ids for c in self.collapsed):
+            self.collapsed = [c for c in self.collapsed if c in ids]
+        self._text = tree.to_text()
+        self._html = tree._repr_html_()
+
+    def _act(self, session: Session, content: Mapping[str, Any]) -> str:
+        action = content.get("type")
+        slot = text_of(content, "slot")
+        if action == "switch":
+            session.switch_slot(slot)
+            return f"switched to slot {slot}"
+        if action == "derive":
+            new = text_of(content, "new")
+            made = session.derive_slot(new, parent=slot)
+            session.switch_slot(made.id)  # as %slot derive does
+            return f"slot {made.id} derived from {slot}; switched to it"
+        if action == "rename":
+            new = text_of(content, "new")
+            session.rename_slot(slot, new)
+            return f"renamed slot {slot} to {new}"
+        if action == "delete":
+            was_current = session.current_slot == slot
+            try:
+                session.delete_slot(slot, force=content.get("force") is True)
+            except SlotNotEmpty as exc:  # the view asks again: say it without the --force advice
+                turns = f"{exc.turns} turn{'' if exc.turns == 1 else 's'}"
+                setattr(exc, "widget_text", f"Slot {slot} holds {turns} that no other slot has.")  # noqa: B010
+                raise
+            after = f"; current slot is now {session.current_slot}" if was_current else ""
+            return f"deleted slot {slot}{after}"
+        raise ValueError(f"the tree widget sent an unknown action {action!r}")
+
+
+def _ancestors(tree: SlotTree, slot: str) -> set[str]:
+    parents = {n.id: n.parent for n in tree.nodes}
+    found: set[str] = set()
+    node: str | None = slot
+    while node is not None and node not in found:
+        found.add(node)
+        node = parents.get(node)
+    return found

@@ -1,0 +1,190 @@
+// The workflow widget's view: the DAG left to right. The layering and the order within each
+// layer come from the model (layout.layered_layout); this only turns them into pixels and
+// draws. A node with a slot attached is clickable: the kernel switches to that slot.
+
+const SVG = "http://www.w3.org/2000/svg";
+const W = 136; // node box
+const H = 58;
+const GAP_X = 56; // between layers; wider when edges have labels
+const GAP_X_LABELS = 84;
+const GAP_Y = 20;
+const PAD = 14;
+const BACK = 40; // room above or below the nodes for edges that go back
+const LABEL = 16; // characters of an edge label shown (all of it on hover)
+
+function h(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function s(tag, attributes) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attributes || {})) node.setAttribute(k, String(v));
+  return node;
+}
+
+let instances = 0;
+
+// A branch icon (an SVG, so it needs no font that has a glyph for it).
+function branchIcon() {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("width", "11");
+  svg.setAttribute("height", "11");
+  svg.setAttribute("class", "sm-icon");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", "M5 2.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0zM3.5 4v8M14 5.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0zM12.5 7c0 3-4 3-9 5M5 13.5a1.5 1.5 0 1 1-3 0 1.5 1.5 0 0 1 3 0z");
+  svg.append(path);
+  return svg;
+}
+
+function render({ model, el }) {
+  const id = `sm-arrow-${++instances}-${Math.random().toString(36).slice(2, 8)}`;
+  const root = h("div", "sm-widget sm-workflow");
+  el.append(root);
+
+  function draw() {
+    const graph = model.get("graph");
+    const layout = model.get("layout");
+    const currentSlot = model.get("current_slot");
+    const error = model.get("error");
+    const status = model.get("status") || {};
+    root.replaceChildren();
+    if (!graph || !graph.nodes || !layout || !layout.layers) return;
+    const done = graph.nodes.filter((n) => n.status === "done").length;
+    const head = h("div", "sm-head");
+    head.append(
+      h("span", "sm-title", `Workflow ${graph.name || "(unnamed)"}`),
+      h("span", "sm-sub", `${done} of ${graph.nodes.length} done · ${graph.current ? `current node ${graph.current}` : "no current node"}`),
+    );
+    root.append(head);
+
+    const layers = layout.layers;
+    const rows = Math.max(1, ...layers.map((l) => l.length));
+    const gapX = graph.edges.some((e) => e.label) ? GAP_X_LABELS : GAP_X;
+    // a back edge goes over the top from a node in the upper half of its layer, else under
+    const over = (edge) => edge.points[0][1] <= (layers[edge.points[0][0]].length - 1) / 2;
+    const top = layout.edges.some((e) => e.back && over(e)) ? BACK : 0;
+    const bottom = layout.edges.some((e) => e.back && !over(e)) ? BACK : 0;
+    const width = PAD * 2 + Math.max(1, layers.length) * (W + gapX) - gapX;
+    const height = PAD * 2 + top + rows * (H + GAP_Y) - GAP_Y + bottom;
+    const at = ([layer, order]) => ({
+      x: PAD + layer * (W + gapX),
+      y: PAD + top + (order + (rows - layers[layer].length) / 2) * (H + GAP_Y),
+    });
+
+    const canvas = h("div", "sm-canvas");
+    const stage = h("div", "sm-stage");
+    stage.style.width = `${width}px`;
+    stage.style.height = `${height}px`;
+    const svg = s("svg", { width, height, class: "sm-edges" });
+    const defs = s("defs");
+    const marker = s("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+    marker.append(s("path", { d: "M0,0 L10,5 L0,10 z", class: "sm-arrowhead" }));
+    defs.append(marker);
+    svg.append(defs);
+
+    for (const edge of layout.edges) {
+      const data = graph.edges[edge.index];
+      const points = edge.points.map(at);
+      let d;
+      let mid;
+      if (edge.back) {
+        const a = points[0];
+        const b = points[points.length - 1];
+        if (over(edge)) {
+          const high = PAD;
+          d = `M${a.x + W / 2},${a.y} C${a.x + W / 2},${high} ${b.x + W / 2},${high} ${b.x + W / 2},${b.y}`;
+          mid = { x: (a.x + b.x + W) / 2, y: high + 14 };
+        } else {
+          const low = height - PAD;
+          d = `M${a.x + W / 2},${a.y + H} C${a.x + W / 2},${low} ${b.x + W / 2},${low} ${b.x + W / 2},${b.y + H}`;
+          mid = { x: (a.x + b.x + W) / 2, y: low - 8 };
+        }
+      } else {
+        const pts = points.map((p, i) => ({
+          x: i === 0 ? p.x + W : i === points.length - 1 ? p.x : p.x + W / 2,
+          y: p.y + H / 2,
+        }));
+        d = `M${pts[0].x},${pts[0].y}`;
+        for (let i = 1; i < pts.length; i++) {
+          const dx = (pts[i].x - pts[i - 1].x) / 2;
+          d += ` C${pts[i - 1].x + dx},${pts[i - 1].y} ${pts[i].x - dx},${pts[i].y} ${pts[i].x},${pts[i].y}`;
+        }
+        const k = Math.floor((pts.length - 1) / 2);
+        mid = { x: (pts[k].x + pts[k + 1].x) / 2, y: (pts[k].y + pts[k + 1].y) / 2 - 5 };
+      }
+      const path = s("path", { d, class: "sm-edge" + (edge.back ? " sm-back" : ""), "marker-end": `url(#${id})` });
+      path.dataset.from = data.from;
+      path.dataset.to = data.to;
+      svg.append(path);
+      if (data.label) {
+        const label = s("text", { x: mid.x, y: mid.y, class: "sm-edge-label", "text-anchor": "middle" });
+        label.textContent = data.label;
+        if (data.label.length > LABEL) {
+          label.textContent = data.label.slice(0, LABEL - 1) + "…";
+          const full = s("title"); // all of it on hover
+          full.textContent = data.label;
+          label.append(full);
+        }
+        svg.append(label);
+      }
+    }
+    stage.append(svg);
+
+    for (const node of graph.nodes) {
+      const p = at(layout.nodes[node.id]);
+      const box = h("div", "sm-node");
+      box.dataset.nodeId = node.id;
+      box.dataset.status = node.status;
+      box.style.left = `${p.x}px`;
+      box.style.top = `${p.y}px`;
+      box.style.width = `${W}px`;
+      box.style.height = `${H}px`;
+      if (node.id === graph.current) box.classList.add("sm-current");
+      const top = h("div", "sm-node-top");
+      top.append(h("span", "sm-node-id", node.id));
+      if (node.id === graph.current) top.append(h("span", "sm-current-label", "current"));
+      box.append(top, h("div", "sm-status", node.status.replace(/_/g, " ")));
+      box.title = `${node.id}: ${node.status}` + (node.slot ? ` · slot ${node.slot} (click to switch to it)` : "");
+      if (node.slot) {
+        const slot = h("div", "sm-node-slot" + (node.slot === currentSlot ? " sm-slot-current" : ""), node.slot);
+        slot.prepend(branchIcon());
+        box.append(slot);
+        box.classList.add("sm-has-slot");
+        box.tabIndex = 0;
+        box.setAttribute("role", "button");
+        const go = () => {
+          if (node.slot !== currentSlot) model.send({ type: "switch", node: node.id });
+        };
+        box.addEventListener("click", go);
+        box.addEventListener("keydown", (event) => {
+          if (event.key === "Enter") go();
+        });
+      }
+      stage.append(box);
+    }
+    canvas.append(stage);
+    root.append(canvas);
+
+    const message = h("div", "sm-message");
+    const text = error || (status.kind === "error" ? status.text : "");
+    if (text) {
+      message.classList.add("sm-error");
+      message.append(h("span", "sm-text", text));
+    }
+    root.append(message);
+  }
+
+  model.on("change:graph", draw);
+  model.on("change:layout", draw);
+  model.on("change:current_slot", draw);
+  model.on("change:error", draw);
+  model.on("change:status", draw);
+  draw();
+}
+
+export default { render };

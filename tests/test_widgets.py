@@ -1,0 +1,485 @@
+"""The widgets' models, without a browser: their state after what other cells (magics, the
+Python API) do, front-end messages as the comm delivers them, and the text fallbacks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slotmagic import FocusedConfig, Message, Session
+from slotmagic.core.messages import ToolCall
+from slotmagic.engine.pipeline import Omitted, View, ViewEntry
+from slotmagic.render import view_data
+from slotmagic.tree import SlotTree
+from slotmagic.widgets import (
+    SlotBudgetWidget,
+    SlotPreviewWidget,
+    SlotTreeWidget,
+    WorkflowWidget,
+    live_widgets,
+    workflow_widget,
+)
+from slotmagic.widgets.live import LiveWidgets
+from slotmagic.widgets.tree import COLLAPSE_OVER
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+def front_sends(widget: Any, content: dict[str, Any]) -> None:
+    """A custom message from the widget's front end, as ipywidgets' comm hands it over."""
+    widget._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+
+
+def shown(ip: Any, line: str) -> Any:
+    """Run a ``%slot`` line that displays a widget; return the widget (the newest live one)."""
+    ip.run_cell(line)
+    return live_widgets(ip).widgets()[-1]  # type: ignore[union-attr]
+
+
+def nodes(widget: SlotTreeWidget) -> dict[str, dict[str, Any]]:
+    return {n["id"]: n for n in widget.nodes}
+
+
+@pytest.fixture
+def session(db_path: Path) -> Iterator[Session]:
+    with Session.open("notes", db_path=db_path, model="echo") as s:
+        yield s
+
+
+# -- the plain objects ----------------------------------------------------------------------------
+
+
+def test_the_tree_of_a_session(session: Session) -> None:
+    session.submit_turn("I need help with a rental deposit dispute.")
+    session.derive_slot("court")
+    session.derive_slot("short", parent="court", strategy=FocusedConfig(recent_messages=2))
+    session.derive_slot("letter", parent="default")
+    session.derive_slot("firm", parent="letter")
+    session.switch_slot("court")
+    session.submit_turn(f"And {XSS}?")
+
+    tree = session.tree()
+    assert isinstance(tree, SlotTree) and tree.current == "court" and len(tree) == 5
+    assert [n.id for n in tree.nodes] == ["default", "court", "short", "letter", "firm"]
+    court = tree.node("court")
+    assert (court.parent, court.children, court.depth, court.fork_at, court.messages) == (
+        "default",
+        ("short",),
+        1,
+        2,
+        4,
+    )
+    assert court.current and court.last_user == f"And {XSS}?"
+    assert tree.node("short").mode == "focused" and tree.node("short").guides == (True,)  # letter comes after court
+    assert tree.node("firm").guides == (False,) and tree.node("firm").last
+    assert tree.to_text().splitlines() == [
+        "session notes · 5 slots · current slot court",
+        "  default  (full · 1 turn, 2 messages, 54 tokens · “I need help with a rental deposit dispute.”)",
+        f"* ├─ court  (full · 2 turns, 4 messages, {court.tokens} tokens · forked at 2 messages · “And {XSS}?”)",
+        "  │  └─ short  (focused · 1 turn, 2 messages, 54 tokens · forked at 2 messages · "
+        "“I need help with a rental deposit dispute.”)",
+        "  └─ letter  (full · 1 turn, 2 messages, 54 tokens · forked at 2 messages · "
+        "“I need help with a rental deposit dispute.”)",
+        "     └─ firm  (full · 1 turn, 2 messages, 54 tokens · forked at 2 messages · "
+        "“I need help with a rental deposit dispute.”)",
+    ]
+    page = tree._repr_html_()
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert json.loads(json.dumps(tree.to_dict()))["nodes"][1]["children"] == ["short"]
+
+
+def test_html_of_a_view_and_a_budget_escapes_every_text(session: Session) -> None:
+    session.submit_turn(XSS)
+    for page in (session.preview()._repr_html_(), session.budget()._repr_html_()):
+        assert "<img" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in session.preview()._repr_html_()
+    assert "<details>" in session.preview()._repr_html_()  # bodies collapsed
+    assert "<td>history</td>" in session.budget()._repr_html_()
+
+
+def test_view_data_marks_injected_blocks_of_any_kind_and_places_what_was_left_out() -> None:
+    entries = (
+        ViewEntry(Message.system("Be brief."), "system", None, 4),
+        ViewEntry(Message.system("GOALS: win"), "context", None, 5),  # type: ignore[arg-type]
+        ViewEntry(Message.system("STEP 2 of 3"), "workflow", None, 6),  # type: ignore[arg-type]
+        ViewEntry(Message.system("Summary …"), "compaction", None, 7),
+        ViewEntry(Message.user("see namespace://results/7 for the rest"), "history", 6, 8),
+        ViewEntry(Message.assistant("", tool_calls=(ToolCall("c1", "search", "{}"),)), "history", 7, 3),
+    )
+    view = View("s", entries, (Omitted(0, 4, "compacted"), Omitted(4, 6, "filtered")), 8)
+    data = view_data(view, "focused: last 2 messages")
+    rows = data["rows"]
+    assert [r["type"] for r in rows] == ["entry"] * 4 + ["omitted", "omitted", "entry", "entry"]
+    assert [r["label"] for r in rows[:4]] == ["system prompt", "context", "workflow", "compaction summary"]
+    assert all(r["injected"] for r in rows[:4]) and not rows[6]["injected"]
+    assert rows[4]["text"] == "4 stored messages folded into the compaction summary (positions 0-3)"
+    assert rows[5]["text"] == "2 stored messages left out by the focused filter (positions 4-5)"
+    assert rows[6]["refs"] == ["namespace://results/7"] and rows[7]["calls"] == ["search({})"]
+    assert data["omitted"] == 6 and data["tokens"] == 33
+
+
+def test_a_long_view_shows_its_latest_entries(session: Session) -> None:
+    for i in range(30):
+        session.append([Message.user(f"q{i}"), Message.assistant(f"a{i}")])
+    data = view_data(session.preview(), row_limit=10)
+    assert data["hidden"] == 50 and data["rows"][0]["type"] == "hidden"
+    assert [r["text"] for r in data["rows"][1:3]] == ["q25", "a25"] and len(data["rows"]) == 11
+
+
+# -- the tree widget in a shell, following other cells ------------------------------------------
+
+
+def test_the_tree_follows_every_cell(ip: Any, db_path: Path) -> None:
+    ip.run_cell("%%turn\nMy landlord kept my deposit.")
+    tree = shown(ip, "%slot tree")
+    assert isinstance(tree, SlotTreeWidget)
+    assert tree.current == "default" and list(nodes(tree)) == ["default"]
+    assert nodes(tree)["default"]["messages"] == 2
+
+    ip.run_cell("%slot derive court")  # derive (and switch)
+    assert list(nodes(tree)) == ["default", "court"] and tree.current == "court"
+    ip.run_cell("%%turn\nHow do I file?")  # a turn
+    assert nodes(tree)["court"]["messages"] == 4 and nodes(tree)["court"]["last_user"] == "How do I file?"
+    ip.run_cell("%slot switch default")  # a switch
+    assert tree.current == "default" and nodes(tree)["default"]["current"]
+    ip.run_cell("%slot rename court small-claims")  # a rename
+    assert list(nodes(tree)) == ["default", "small-claims"]
+    ip.run_cell("%slot delete small-claims --force")  # a delete
+    assert list(nodes(tree)) == ["default"]
+
+    # the Python API, on the same store (another connection)
+    mine = _magic_session(ip)
+    with Session.open(mine.session_id, db_path=mine.store.path) as other:
+        other.derive_slot("letter")
+        other.switch_slot("letter")
+    ip.run_cell("pass")  # any cell
+    assert list(nodes(tree)) == ["default", "letter"] and tree.current == "letter"
+    assert tree.error == ""
+
+
+def _magic_session(ip: Any) -> Session:
+    magic = next(c for c in ip.configurables if type(c).__name__ == "SlotMagic")
+    return magic.session()  # type: ignore[no-any-return]
+
+
+def test_a_click_switches_the_kernels_slot_and_every_widget_follows(ip: Any) -> None:
+    ip.run_cell("%%turn\nFirst question.")
+    ip.run_cell("%slot derive court")
+    tree = shown(ip, "%slot tree")
+    budget = shown(ip, "%slot budget")
+    assert budget.budget["slot"] == "court"
+    front_sends(tree, {"type": "switch", "slot": "default"})
+    assert tree.current == "default" and budget.budget["slot"] == "default"  # no cell ran
+    assert tree.status["kind"] == "ok" and tree.status["text"] == "switched to slot default"
+    out = _printed(ip, "%slot")
+    assert out.startswith("current slot: default")
+
+
+def _printed(ip: Any, line: str) -> str:
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as captured:
+        ip.run_cell(line)
+    return captured.stdout
+
+
+def test_derive_rename_and_delete_from_the_tree(ip: Any) -> None:
+    ip.run_cell("%%turn\nFirst question.")
+    tree = shown(ip, "%slot tree")
+    front_sends(tree, {"type": "derive", "slot": "default", "new": "branch"})
+    assert list(nodes(tree)) == ["default", "branch"] and tree.current == "branch"
+    front_sends(tree, {"type": "rename", "slot": "branch", "new": "plan-b"})
+    assert list(nodes(tree)) == ["default", "plan-b"]
+    front_sends(tree, {"type": "rename", "slot": "plan-b", "new": "not valid!"})
+    assert tree.status["kind"] == "error" and "invalid slot id 'not valid!'" in tree.status["text"]
+    assert list(nodes(tree)) == ["default", "plan-b"]
+
+    ip.run_cell("%%turn\nOnly on plan-b.")
+    front_sends(tree, {"type": "delete", "slot": "plan-b"})  # holds a turn no other slot has
+    assert tree.status["error"] == "SlotNotEmpty" and tree.status["action"] == "delete"
+    assert tree.status["slot"] == "plan-b" and "plan-b" in nodes(tree)
+    assert tree.status["text"] == "Slot plan-b holds 1 turn that no other slot has."
+    front_sends(tree, {"type": "delete", "slot": "plan-b", "force": True})
+    assert list(nodes(tree)) == ["default"] and tree.current == "default"
+    assert tree.status["text"] == "deleted slot plan-b; current slot is now default"
+
+    front_sends(tree, {"type": "jump"})  # nonsense from a front end: one line, no traceback
+    assert tree.status["kind"] == "error"
+    front_sends(tree, {"type": "switch"})
+    assert "has no 'slot'" in tree.status["text"]
+
+
+def test_model_and_user_text_is_state_as_text(ip: Any) -> None:
+    ip.run_cell(f"%%turn\nPlease repeat {XSS}")
+    tree = shown(ip, "%slot tree")
+    preview = shown(ip, "%slot preview")
+    assert nodes(tree)["default"]["last_user"] == f"Please repeat {XSS}"
+    reply = next(r for r in preview.view["rows"] if r.get("role") == "assistant")
+    assert XSS in reply["text"]  # the echo model's reply holds it: a plain string in the state
+    for widget in (tree, preview):
+        bundle, _ = widget._repr_mimebundle_()
+        assert "<img" not in bundle["text/html"] and "&lt;img" in bundle["text/html"]
+        assert XSS in bundle["text/plain"]
+
+
+def test_budget_follows_turns_and_is_computed_only_when_something_changed(
+    ip: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    budget = shown(ip, "%slot budget")
+    assert [c["name"] for c in budget.budget["categories"]] == [
+        "system",
+        "history",
+        "tools",
+        "tool_results",
+        "reserve",
+    ]
+    assert budget.budget["used"] == 3 and budget.budget["threshold_at"] == 512 + budget.budget["threshold"]
+    ip.run_cell("%%turn\nA question.")
+    used = budget.budget["used"]
+    assert used > 3
+    calls: list[str | None] = []
+    real = Session.budget
+
+    def counting(self: Session, slot: str | None = None, **kw: Any) -> Any:
+        calls.append(slot)
+        return real(self, slot, **kw)
+
+    monkeypatch.setattr(Session, "budget", counting)
+    ip.run_cell("x = 1")
+    assert calls == []  # nothing changed: not computed again
+    ip.run_cell("%%turn\nAnother one.")
+    assert len(calls) == 1 and budget.budget["used"] > used
+    bundle, _ = budget._repr_mimebundle_()
+    assert bundle["text/plain"].startswith("slot default · echo · window 8,192 tokens")
+
+
+def test_a_widget_for_a_slot_that_goes_away_says_so(ip: Any) -> None:
+    ip.run_cell("%slot derive gone --no-switch")
+    preview = shown(ip, "%slot preview gone")
+    ip.run_cell("%slot delete gone")
+    assert preview.error == "slot gone is gone (deleted or renamed): shown as it was last"
+    assert preview.view["slot"] == "gone"  # the last state stays shown
+
+
+def test_widgets_off_prints_the_text_forms(ip: Any) -> None:
+    ip.run_cell("%%turn\nA question.")
+    ip.run_cell("%config SlotMagic.widgets = False")
+    before = len(live_widgets(ip).widgets())  # type: ignore[union-attr]
+    tree = _printed(ip, "%slot tree")
+    assert tree.startswith("session ") and "* default  (full · 1 turn, 2 messages" in tree
+    assert _printed(ip, "%slot budget").startswith("slot default · echo · window 8,192 tokens")
+    assert _printed(ip, "%slot preview").startswith("slot default (full) would send 2 messages")
+    assert len(live_widgets(ip).widgets()) == before  # type: ignore[union-attr]
+
+
+def test_a_big_tree_starts_with_subtrees_off_the_current_path_collapsed(session: Session) -> None:
+    for i in range(10):
+        session.derive_slot(f"b{i}", parent="default")
+        for j in range(9):
+            session.derive_slot(f"b{i}.{j}", parent=f"b{i}")
+            session.derive_slot(f"b{i}.{j}.x", parent=f"b{i}.{j}")
+    session.switch_slot("b3.4.x")
+    tree = SlotTreeWidget(session, live=LiveWidgets())
+    assert len(tree.nodes) == 191 > COLLAPSE_OVER
+    assert "b3" not in tree.collapsed and "b3.4" not in tree.collapsed  # the way to the current slot
+    assert "b2" in tree.collapsed and "b3.5" in tree.collapsed and "default" not in tree.collapsed
+    tree.collapsed = ["b2"]  # what the front end sets
+    session.delete_slot("b2.0.x")
+    tree.refresh()
+    assert tree.collapsed == ["b2"] and "b2.0.x" not in nodes(tree)
+
+
+def test_a_cell_run_again_replaces_its_widget(ip: Any) -> None:
+    live = live_widgets(ip)
+    assert live is not None
+    info = type("Info", (), {"cell_id": "cell-1", "raw_cell": "%slot tree"})()
+    live.pre_run_cell(info)
+    first = SlotTreeWidget(live.session, live=live)
+    live.pre_run_cell(info)  # the same cell again
+    second = SlotTreeWidget(live.session, live=live)
+    assert first.closed and not second.closed and live.widgets() == [second]
+
+
+def test_after_unload_widgets_keep_their_state(ip: Any) -> None:
+    import slotmagic
+
+    tree = shown(ip, "%slot tree")
+    slotmagic.unload_ipython_extension(ip)
+    tree.refresh()
+    assert "slotmagic is not loaded" in tree.error and list(nodes(tree)) == ["default"]
+    slotmagic.load_ipython_extension(ip)
+    ip.run_cell("%slot derive again")
+    assert list(nodes(tree)) == ["default", "again"] and tree.error == ""
+
+
+def test_a_widget_action_tells_the_listeners(session: Session) -> None:
+    live, told = LiveWidgets(), []
+    live.listeners.append(lambda: told.append(1))
+    tree = SlotTreeWidget(session, live=live)
+    session.derive_slot("b")
+    front_sends(tree, {"type": "switch", "slot": "b"})
+    assert told == [1] and tree.current == "b"
+
+
+# -- the workflow widget -------------------------------------------------------------------------
+
+
+GRAPH = {
+    "name": "demand letter",
+    "current": "draft",
+    "nodes": [
+        {"id": "research", "status": "done", "slot": "default"},
+        {"id": "draft", "status": "in_progress", "slot": "letter"},
+        {"id": "review", "status": "pending", "slot": None},
+        {"id": "legal", "status": "blocked", "slot": None},
+        {"id": "send", "status": "pending", "slot": None},
+    ],
+    "edges": [
+        {"from": "research", "to": "draft", "label": None},
+        {"from": "draft", "to": "review", "label": "first version"},
+        {"from": "draft", "to": "legal", "label": None},
+        {"from": "review", "to": "send", "label": "approved"},
+        {"from": "legal", "to": "send", "label": None},
+        {"from": "research", "to": "send", "label": None},
+    ],
+}
+
+
+def test_workflow_widget_lays_out_and_switches(session: Session) -> None:
+    session.derive_slot("letter", parent="default")
+    widget = workflow_widget(session, GRAPH, live=LiveWidgets())
+    assert isinstance(widget, WorkflowWidget)
+    layout = widget.layout
+    assert {k: v[0] for k, v in layout["nodes"].items()} == {
+        "research": 0,
+        "draft": 1,
+        "review": 2,
+        "legal": 2,
+        "send": 3,
+    }
+    long_edge = next(e for e in layout["edges"] if e["index"] == 5)
+    assert [p[0] for p in long_edge["points"]] == [0, 1, 2, 3]  # through a waypoint in each layer
+    assert widget.current_slot == "default"
+    front_sends(widget, {"type": "switch", "node": "draft"})
+    assert session.current_slot == "letter" and widget.current_slot == "letter"
+    front_sends(widget, {"type": "switch", "node": "review"})
+    assert widget.status["kind"] == "error" and "no slot attached" in widget.status["text"]
+    text = widget._repr_mimebundle_()[0]["text/plain"]
+    assert text.splitlines()[:3] == [
+        "workflow demand letter · 1 of 5 done · current node draft",
+        "  research [done] · slot default -> draft, send",
+        "* draft [in_progress] · slot letter (current) -> review (first version), legal",
+    ]
+
+
+def test_workflow_widget_follows_a_graph_source(session: Session) -> None:
+    graph = json.loads(json.dumps(GRAPH))
+    widget = WorkflowWidget(session, lambda: graph, live=LiveWidgets())
+    graph["nodes"][1]["status"] = "done"
+    graph["current"] = "review"
+    widget.refresh()
+    assert widget.graph["current"] == "review" and widget.graph["nodes"][1]["status"] == "done"
+
+
+@pytest.mark.parametrize(
+    ("graph", "message"),
+    [
+        ([], "a workflow graph is a dict"),
+        ({"nodes": [{"id": "a"}, {"id": "a"}]}, "names node 'a' twice"),
+        ({"nodes": [{"id": "a"}], "edges": [{"from": "a", "to": "b"}]}, "no node 'b'"),
+        ({"nodes": [{"id": "a"}], "current": "z"}, "current node 'z'"),
+        ({"nodes": [{"id": 3}]}, "node id must be a string"),
+    ],
+)
+def test_a_malformed_graph_is_one_line(session: Session, graph: Any, message: str) -> None:
+    from slotmagic.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        WorkflowWidget(session, graph, live=LiveWidgets())
+
+
+def test_layout_of_cycles_self_loops_and_disconnected_parts() -> None:
+    from slotmagic.widgets.layout import layered_layout
+
+    out = layered_layout(["a", "b", "c", "x", "y"], [("a", "b"), ("b", "c"), ("c", "a"), ("x", "x"), ("y", "x")])
+    assert {k: v[0] for k, v in out["nodes"].items()} == {"a": 0, "b": 1, "c": 2, "x": 1, "y": 0}
+    back = [e for e in out["edges"] if e["back"]]
+    assert [e["index"] for e in back] == [2]  # c -> a closes the cycle: drawn back, from c to a
+    assert back[0]["points"][0] == out["nodes"]["c"] and back[0]["points"][-1] == out["nodes"]["a"]
+    assert all(e["index"] != 3 for e in out["edges"])  # a self loop is not drawn
+    for row in out["layers"]:  # every place in a layer is distinct
+        assert len({tuple(out["nodes"].get(n, [0, i])) for i, n in enumerate(row)}) == len(row)
+    assert layered_layout([], []) == {"layers": [], "nodes": {}, "edges": []}
+
+
+def test_barycentre_ordering_removes_a_crossing() -> None:
+    from slotmagic.widgets.layout import layered_layout
+
+    out = layered_layout(["a", "b", "c", "d"], [("a", "d"), ("b", "c")])
+    # a above b, so d (a's) goes above c (b's): no crossing
+    assert out["nodes"]["d"][1] < out["nodes"]["c"][1]
+
+
+def test_tree_preview_budget_widgets_from_plain_python(session: Session) -> None:
+    session.submit_turn("Hello")
+    live = LiveWidgets()
+    widgets = [
+        SlotTreeWidget(session, live=live),
+        SlotPreviewWidget(session, live=live),
+        SlotBudgetWidget(session, live=live),
+    ]
+    session.derive_slot("b")
+    session.switch_slot("b")
+    session.submit_turn("On b")
+    live.refresh()  # what post_execute does in a kernel
+    tree, preview, budget = widgets
+    assert tree.current == "b" and preview.view["slot"] == "b" and budget.budget["slot"] == "b"
+    assert preview.view["count"] == 4
+
+
+def test_a_click_in_the_sidebar_refreshes_the_widgets(session: Session) -> None:
+    from slotmagic.magics.sidebar import Sidebar
+
+    class Comm:
+        def __init__(self) -> None:
+            self.sent: list[dict[str, Any]] = []
+            self.on_msg = lambda callback: setattr(self, "callback", callback)
+            self.on_close = lambda callback: None
+
+        def send(self, data: dict[str, Any]) -> None:
+            self.sent.append(data)
+
+    live = LiveWidgets()
+    tree = SlotTreeWidget(session, live=live)
+    session.derive_slot("b")
+    sidebar = Sidebar(lambda: session, manager=None, on_action=live.refresh)
+    comm = Comm()
+    sidebar._watch(comm)
+    comm.callback({"content": {"data": {"type": "switch", "slot": "b"}}})  # type: ignore[attr-defined]
+    assert comm.sent[-1]["current"] == "b" and tree.current == "b"
+
+
+def test_widgets_off_from_the_environment(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import slotmagic
+
+    monkeypatch.setenv("SLOTMAGIC_WIDGETS", "0")
+    slotmagic.load_ipython_extension(ip)  # settings are read when the extension loads
+    assert _printed(ip, "%slot tree").startswith("session ")
+    monkeypatch.setenv("SLOTMAGIC_WIDGETS", "1")
+    slotmagic.load_ipython_extension(ip)
+    assert _printed(ip, "%slot tree") == ""  # a widget (displayed, not printed)
+
+
+def test_workflow_show_draws_the_active_workflow_and_follows_it(ip: Any) -> None:
+    from slotmagic.widgets import WorkflowWidget
+
+    ip.run_cell("%%workflow claim\nintake -> letter\nletter -> file [if no answer]")
+    widget = shown(ip, "%workflow show")
+    assert isinstance(widget, WorkflowWidget)
+    assert "* intake [pending] -> letter" in widget.to_text() and "(if no answer)" in widget.to_text()
+    ip.run_cell("%workflow status intake done")  # another cell: the drawing follows
+    assert "* intake [done] -> letter" in widget.to_text() and "1 of 3 done" in widget.to_text()
