@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from slotmagic import FocusedConfig, Message, Session, SQLiteStore, TurnInfo
+from slotmagic import ContextBudget, FocusedConfig, Message, Session, SQLiteStore, TurnInfo
 from slotmagic.core.records import CellRef
 from slotmagic.core.tokens import estimate_message_tokens
 
@@ -124,6 +124,21 @@ def bench_view(n: int, samples: int, workdir: Path) -> dict[str, float]:
     plain.close()
     med = statistics.median
     return {"cold": med(cold), "warm": med(warm), "base": med(base)}
+
+
+def bench_exact_view(n: int, samples: int, workdir: Path) -> float:
+    """Assembling a turn's view counted exactly (o200k_base) on a compacted full slot: the
+    counts come from the store, not from counting again, so it stays flat."""
+    rng = random.Random(n + 1)
+    path = workdir / f"exact-{n}.sqlite3"
+    with Session.open("bench", db_path=path, model="openai:gpt-4o") as session:
+        grow(session, n, rng)
+        session.configure_slot(budget=ContextBudget.auto(8_000))
+        session.compact(keep=20)
+        session.preview()  # counts the kept messages once, and stores the counts
+    with Session.open("bench", db_path=path, model="openai:gpt-4o") as session:
+        session.preview()  # a new kernel: read back, not counted again
+        return statistics.median(timed_us(session.preview) for _ in range(samples))
 
 
 def bench_slots(slots: int, samples: int, workdir: Path) -> float:
@@ -217,6 +232,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="slotmagic-bench-") as tmp:
         work = Path(tmp)
         histories = {n: bench_history(n, samples, work) for n in sizes}
+        exact = {n: bench_exact_view(n, samples, work) for n in sizes[:3]}
         view = bench_view(sizes[-1], samples, work)
         two, many = bench_slots(2, samples, work), bench_slots(200, samples, work)
         append = bench_append(samples * 5, work)
@@ -235,6 +251,9 @@ def main() -> int:
             f"{r['replay_full'] / small['replay_full']:>5.2f}x | {r['replay_focused']:>15.0f} "
             f"{r['replay_focused'] / small['replay_focused']:>5.2f}x"
         )
+    print("\nassembling a view counted exactly (o200k_base) on a compacted full slot:")
+    for n, us in exact.items():
+        print(f"{n:>9,} messages | {us:>7.0f} µs | {us / exact[sizes[0]]:.2f}x")
     big = histories[sizes[-1]]
     print(f"\nfocused view() at {sizes[-1]:,} messages: cold {view['cold']:.0f} µs, warm {view['warm']:.0f} µs; "
           f"plain query for its 10 rows {view['base']:.0f} µs")  # fmt: skip
@@ -246,6 +265,7 @@ def main() -> int:
     )
     checks = [
         ("turn, focused: largest / 100 <= 1.5", big["turn"] / small["turn"], 1.5),
+        ("exact view, 10k / 100 <= 1.5", exact[sizes[2]] / exact[sizes[0]], 1.5),
         ("replay, full: largest / 100 <= 1.5", big["replay_full"] / small["replay_full"], 1.5),
         ("replay, focused: largest / 100 <= 1.5", big["replay_focused"] / small["replay_focused"], 1.5),
         ("focused view cold / plain query <= 2", view["cold"] / view["base"], 2.0),
