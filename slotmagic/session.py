@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import context as wc
-from .core.checks import check_json_mapping, check_optional_text, check_text, check_whole
+from .core.checks import check_flag, check_json_mapping, check_optional_text, check_text, check_whole
 from .core.compaction import Compaction
 from .core.context import (
     Author,
@@ -250,6 +250,7 @@ class Session:
         definition raises ``SlotConflict`` naming the difference.
         """
         validate_slot_id(slot)
+        check_flag(exist_ok, "exist_ok")
         config = _check_config(config)
         preset = [counted(m) for m in _check_messages(messages, "messages")] if messages is not None else []
         if messages is not None:
@@ -280,6 +281,7 @@ class Session:
         works as in :meth:`create_slot` (the fork point is not part of the definition).
         """
         validate_slot_id(slot)
+        check_flag(exist_ok, "exist_ok")
         if at is not None:
             check_whole(at, "at (the fork point, a message position)")
         if exist_ok and parent is None and self.has_slot(slot):
@@ -324,6 +326,8 @@ class Session:
         was deleted.
         """
         validate_slot_id(slot)
+        check_flag(force, "force")
+        check_flag(missing_ok, "missing_ok")
         if missing_ok and not self.has_slot(slot):
             return False
         if not force:

@@ -285,3 +285,18 @@ def test_any_turn_line_and_body_is_a_usage_error_or_a_reply(
     except UsageError as exc:
         assert str(exc) and "\n" not in str(exc).strip(), str(exc)
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("call", "what"),
+    [
+        (lambda s: s.delete_slot("a", force="yes"), "force"),
+        (lambda s: s.delete_slot("a", missing_ok=1), "missing_ok"),
+        (lambda s: s.create_slot("b", exist_ok=5), "exist_ok"),
+        (lambda s: s.derive_slot("c", exist_ok="no"), "exist_ok"),
+    ],
+)
+def test_flags_must_be_true_or_false(session: Session, call: Any, what: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{what} must be True or False"):
+        call(session)
+    assert {s.id for s in session.list_slots()} == {"default", "a"}

@@ -82,3 +82,10 @@ def check_names(value: object, what: str) -> tuple[str, ...]:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"{what} must hold non-empty strings, not {name!r:.60}")
     return names
+
+
+def check_flag(value: object, what: str) -> bool:
+    """True or False, not something that merely looks true ("yes", 5)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{what} must be True or False, not {value!r:.60}")
+    return value
