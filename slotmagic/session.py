@@ -39,6 +39,7 @@ from .core.usage import Usage
 from .core.workflow import Workflow, check_workflow_name, no_workflow
 from .diff import BranchDiff, diff_slots
 from .engine.budgeting import SlotBudget
+from .engine.fanout import MAX_CONCURRENCY, FanOut, FanOutResult, plan_fan_out
 from .engine.pipeline import View
 from .engine.reply import Reply
 from .engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
@@ -101,6 +102,7 @@ class Session:
         )
         self._engine.slot_tools = self._slot_tools
         self.context_updates = False  # offer the model the tools that change a working context
+        self._max_concurrency = MAX_CONCURRENCY  # a fan-out's requests in flight at once
         store.ensure_session(session_id)
 
     @classmethod
@@ -505,6 +507,44 @@ class Session:
     def stored_reply(self, slot: str, turn: TurnRecord) -> Reply:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
         return self._engine.stored_reply(validate_slot_id(slot), turn)
+
+    # -- fan-out (see slotmagic.engine.fanout) ----------------------------------------------
+
+    @property
+    def max_concurrency(self) -> int:
+        """How many requests of a fan-out are in flight at once (4)."""
+        return self._max_concurrency
+
+    @max_concurrency.setter
+    def max_concurrency(self, value: int) -> None:
+        self._max_concurrency = check_whole(value, "max_concurrency", minimum=1)
+
+    def fan_out(
+        self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
+        **options: Any,
+    ) -> FanOutResult:  # fmt: skip
+        """Send ``text`` to several slots (names, ``"all"``, globs like ``"draft-*"``) and/or
+        models at once; each model's reply goes to a new branch named after it
+        (``default.gpt-4o-mini``). Returns the columns keyed by slot (or branch), each with
+        its reply or its error: one failure raises nothing. Other options as for
+        :meth:`submit_turn` (``cell_id`` replays and forks every column as it does one turn).
+        """
+        return self.plan_fan_out(text, slots=slots, models=models, **options).run_sync()
+
+    async def afan_out(
+        self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
+        **options: Any,
+    ) -> FanOutResult:  # fmt: skip
+        """:meth:`fan_out` on the running event loop."""
+        return await self.plan_fan_out(text, slots=slots, models=models, **options).run()
+
+    def plan_fan_out(
+        self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
+        **options: Any,
+    ) -> FanOut:  # fmt: skip
+        """A fan-out with its columns planned (replayed ones complete), to ``run()`` or
+        ``run_sync(on_event)``: what the magic uses to show columns as they stream."""
+        return plan_fan_out(self._engine, text, slots, models, _turn_options(options), self.max_concurrency)
 
     # -- working context (seed T5) ------------------------------------------------------------
 

@@ -55,6 +55,7 @@ from ..errors import (
     ReplyTooLarge,
     StreamInterrupted,
 )
+from . import pacing
 from .base import ChatRequest, Completion, StreamEvent
 from .endpoint import Endpoint
 from .registry import REGISTRY, Registry
@@ -342,6 +343,7 @@ class SSETransport:
             while True:
                 started = [False]
                 with self._failures(call, started, deadline):
+                    await pacing.ready(call.label)  # a fan-out: this provider may be backing off
                     request = self._request(client, call, deadline, started)
                     response = await self._within(deadline, call, started, client.send(request, stream=True))
                     try:
@@ -365,7 +367,7 @@ class SSETransport:
                     failure, wait = self._after_error(call, response, text, attempt, deadline)
                 if wait is None:
                     raise failure
-                await asyncio.sleep(wait)
+                await pacing.backoff(call.label, wait)
                 attempt += 1
 
     def close(self) -> None:
