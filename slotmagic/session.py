@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .compare import Comparison, compare_slots
 from .core import context as wc
 from .core.checks import check_flag, check_json_mapping, check_optional_text, check_text, check_whole
 from .core.compaction import Compaction
@@ -462,6 +463,11 @@ class Session:
     def diff(self, a: str, b: str) -> BranchDiff:
         """Where two slots' histories part and what each has had since."""
         return diff_slots(self.store, self.session_id, self._slot_id(a), self._slot_id(b))
+
+    def compare(self, *slots: str, since_fork: bool = False) -> Comparison:
+        """Several slots side by side: each one's last reply, or with ``since_fork`` every
+        turn since the point where they part (``print()`` it, or show it in a notebook)."""
+        return compare_slots(self.store, self.session_id, [self._slot_id(s) for s in slots], since_fork=since_fork)
 
     def export(self, path: str | os.PathLike[str], slot: str | None = None) -> Path:
         """Write a slot's whole history to a ``.md`` or ``.json`` file."""
