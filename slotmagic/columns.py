@@ -129,7 +129,9 @@ def columns_html(columns: Sequence[Mapping[str, Any]], summary: str) -> str:
         for c in columns
     )
     bodies = "".join(
-        "<td style='vertical-align:top'><pre style='white-space:pre-wrap'>" + esc(_body(c)) + "</pre></td>"
+        "<td style='text-align:left;vertical-align:top'><pre style='white-space:pre-wrap;text-align:left'>"
+        + esc(_body(c))
+        + "</pre></td>"
         for c in columns
     )
     return f"<table class='slotmagic-columns'><tr>{heads}</tr><tr>{bodies}</tr></table><p><em>{esc(summary)}</em></p>"

@@ -39,7 +39,7 @@ class ColumnsView:
         for column, planned in zip(self._columns, fanout.columns, strict=True):
             if planned.error is not None:
                 column["error"] = " ".join(str(planned.error).split())
-        self._summary = f"{len(self._columns)} columns: asking…"
+        self._summary = f"{len(self._columns)} columns: waiting for the replies…"
         self._widget = _widget() if widgets else None
         self._handle: DisplayHandle | None = None
         self._last = monotonic()
