@@ -33,15 +33,16 @@ def _cost(usd: float | None) -> str | None:
 def stored_line(reply: Reply, branch: bool) -> str:
     """Where a column's reply is: replayed, a new branch, an edit's fork, or its slot's turn."""
     forked = reply.forked_from
-    if reply.replayed:
-        return f"replayed from {reply.slot}, turn {reply.turn}"
     if forked is not None and forked.reason == "edit":
-        return f"edited: new branch {reply.slot} from {forked.slot}"
-    if forked is not None:
-        return f"{forked.slot} moved on: stored on new branch {reply.slot}"
-    if branch:
-        return f"new branch {reply.slot}, turn {reply.turn}"
-    return f"slot {reply.slot}, turn {reply.turn}"
+        line = f"edited: new branch {reply.slot} from {forked.slot}"
+    elif forked is not None:
+        line = f"{forked.slot} moved on: stored on new branch {reply.slot}"
+    elif branch:
+        line = f"new branch {reply.slot}, turn {reply.turn}"
+    else:
+        line = f"slot {reply.slot}, turn {reply.turn}"
+    # A replay reads as the first run did, marked as a single turn's footer is.
+    return f"replayed from the store, no model call · {line}" if reply.replayed else line
 
 
 def column_data(

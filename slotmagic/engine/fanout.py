@@ -57,7 +57,7 @@ class ColumnResult:
     model: str
     reply: Reply | None = None
     error: BaseException | None = None
-    latency: float | None = None  # seconds from sending the request to the complete reply
+    latency: float | None = None  # seconds from sending the request to the complete reply (a replay: then)
     branch: bool = False  # a model column: the reply went to a new branch
 
     @property
@@ -119,7 +119,9 @@ def summary_line(columns: tuple[ColumnResult, ...] | list[ColumnResult]) -> str:
     failed = [c for c in columns if c.error is not None]
     parts = [f"{len(replies)} of {len(columns)} repl{'y' if len(columns) == 1 else 'ies'}"]
     replayed = sum(1 for c in replies if c.reply is not None and c.reply.replayed)
-    if replayed:
+    if replayed and replayed == len(columns):  # as a single turn's footer says it
+        parts.insert(0, "replayed from the store, no model call")
+    elif replayed:
         parts.append(f"{replayed} replayed from the store")
     if failed:
         parts.append(f"{len(failed)} failed")
@@ -153,13 +155,17 @@ class Column:
 
     @property
     def latency(self) -> float | None:
+        """Milliseconds are enough, and what is stored is what was shown."""
         if self.started is None or self.finished is None:
             return None
-        return self.finished - self.started
+        return round(self.finished - self.started, 3)
 
     def result(self) -> ColumnResult:
         t = self.target
-        latency = self.latency if self.reply is None or not self.reply.replayed else None
+        latency = self.latency
+        if self.reply is not None and self.reply.replayed:  # the time it took when it was asked
+            stored = self.reply.info.extra.get("latency")
+            latency = float(stored) if isinstance(stored, (int, float)) else None
         model = self.reply.model if self.reply is not None else self.model
         return ColumnResult(t.key, t.slot, model, self.reply, self.error, latency, t.branch is not None)
 
@@ -330,8 +336,9 @@ class FanOut:
         """Store every complete reply, each in its own transaction (no await in between)."""
         for column in self.columns:
             if column.stream is not None and column.stream.held is not None:
-                try:
-                    column.reply = column.stream.commit()
+                latency = column.latency
+                try:  # its time is kept: a replay reads as the first run did
+                    column.reply = column.stream.commit(latency=latency)
                 except SlotMagicError as exc:  # its slot was renamed or deleted meanwhile
                     column.error, column.status = exc, "failed"
 

@@ -523,10 +523,14 @@ class _Stream:
         self.hold = False
         self.held: ToolRounds | None = None
 
-    def commit(self) -> Reply:
-        """Store a reply kept back by ``hold``, in one transaction; returns it."""
+    def commit(self, **extra: Any) -> Reply:
+        """Store a reply kept back by ``hold``, in one transaction, ``extra`` recorded with it
+        (known only once it streamed, such as how long it took); returns it."""
         assert self._turn is not None and self.held is not None, "nothing held to store"
-        self.reply = self._engine.commit(self._turn, self.held)
+        turn = self._turn
+        if extra:
+            turn = replace(turn, info=turn.info.replace(extra={**turn.info.extra, **extra}))
+        self.reply = self._engine.commit(turn, self.held)
         self.held = None
         return self.reply
 

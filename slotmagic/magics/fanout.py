@@ -60,11 +60,11 @@ class ColumnsView:
 
     def finish(self, result: FanOutResult) -> None:
         for index, found in enumerate(result.columns):
-            status = "replayed" if found.reply is not None and found.reply.replayed else "done"
-            data = column_data(found.key, found.slot, found.model, status, result=found)
+            data = column_data(found.key, found.slot, found.model, "done", result=found)  # a replay says so below
             if found.error is not None:
                 data["status"], data["error"] = "failed", " ".join(str(found.error).split())
             self._columns[index] = data
+        self.metadata = {"slotmagic": {**self.metadata["slotmagic"], **result_metadata(result)}}
         self._chunks = [[] for _ in self._columns]  # the stored replies replace what streamed
         self._summary = result.summary()
         self._show(final=True)
@@ -100,6 +100,28 @@ class ColumnsView:
             self._handle = display(data, raw=True, metadata=self.metadata, display_id=True)
         else:
             self._handle.update(data, raw=True, metadata=self.metadata)
+
+
+def result_metadata(result: FanOutResult) -> dict[str, Any]:
+    """Provenance for front-end code: each column's stored turn (or its error), and whether
+    every column was replayed."""
+    columns: list[dict[str, Any]] = []
+    for found in result.columns:
+        reply = found.reply
+        if reply is None:
+            columns.append({"key": found.key, "slot": found.slot, "model": found.model, "error": True})
+        else:
+            columns.append(
+                {
+                    "key": found.key,
+                    "slot": reply.slot,
+                    "turn": reply.turn,
+                    "model": reply.model,
+                    "replayed": reply.replayed,
+                }
+            )
+    replayed = bool(columns) and all(c.get("replayed") for c in columns)
+    return {"fan_out": columns, "replayed": replayed}
 
 
 def _widget() -> Any:
@@ -138,7 +160,12 @@ def run_fan_out(
         live=live,
         throttle=options.stream_throttle,
         widgets=options.widgets,
-        metadata={"slotmagic": {"session": session.session_id, "fan_out": [c.target.key for c in fanout.columns]}},
+        metadata={
+            "slotmagic": {
+                "session": session.session_id,
+                "fan_out": [{"key": c.target.key, "slot": c.target.slot} for c in fanout.columns],
+            }
+        },
     )
     try:
         result = fanout.run_sync(view.event)
