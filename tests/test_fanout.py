@@ -179,6 +179,21 @@ def test_a_readonly_slot_named_is_refused(session: Session) -> None:
     assert session.messages("draft-a") == []
 
 
+def test_a_readonly_current_slot_is_refused_for_models(session: Session) -> None:
+    session.create_slot("lease", SlotConfig.readonly())
+    session.switch_slot("lease")
+    with pytest.raises(SlotReadonly):
+        session.fan_out("Hi", models="echo")
+    assert not session.has_slot("lease.echo")
+
+
+def test_a_mistake_every_column_shares_is_said_once(session: Session) -> None:
+    with pytest.raises(ConfigError) as raised:
+        session.fan_out("Hi", slots="draft-a,draft-b", tools=["no_such_tool"])
+    assert "no_such_tool" in str(raised.value) and "\n" not in str(raised.value)
+    assert session.messages("draft-a") == session.messages("draft-b") == []
+
+
 def test_the_async_form(session: Session) -> None:
     async def main() -> FanOutResult:
         return await session.afan_out("Async", slots=["draft-a", "notes"])

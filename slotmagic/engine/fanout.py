@@ -193,6 +193,10 @@ class FanOut:
         self.text = text
         self.limit = check_whole(limit, "max_concurrency", minimum=1)
         self.columns = [self._plan(t, options) for t in targets]
+        self.result: FanOutResult | None = None  # set once every reply is stored
+        refused = [c.error for c in self.columns if c.error is not None]
+        if len(refused) == len(self.columns) and len({str(e) for e in refused}) == 1:
+            raise refused[0]  # one mistake (an unknown tool, a bad option), said once, not per column
 
     # -- planning --------------------------------------------------------------------------
 
@@ -314,7 +318,8 @@ class FanOut:
         finally:
             PACER.reset(token)
         self._store_all()
-        return FanOutResult([c.result() for c in self.columns])
+        self.result = FanOutResult([c.result() for c in self.columns])
+        return self.result
 
     async def _run_column(self, index: int, column: Column, pacer: Pacer, say: Callable[[FanOutEvent], None]) -> None:
         stream = column.stream

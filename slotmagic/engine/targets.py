@@ -62,9 +62,11 @@ def resolve_slots(
     each once. Named slots must exist and take turns; ``all`` and globs skip readonly slots
     and the slots in ``skip`` (the branches an earlier run of the same cell made, so running
     it again asks the same slots). None: the current slot."""
-    if spec is None:
-        return [current]
     by_id = {s.id: s for s in slots}
+    if spec is None:
+        if current in by_id and by_id[current].mode is SlotMode.READONLY:
+            raise SlotReadonly(current)
+        return [current]
     chosen: dict[str, None] = {}
     for name in _names(spec, "slots"):
         if name == "all" or any(c in name for c in "*?["):

@@ -170,6 +170,10 @@ def run_fan_out(
     try:
         result = fanout.run_sync(view.event)
     except KeyboardInterrupt:
+        if fanout.result is not None:  # it came after the last reply was stored
+            view.finish(fanout.result)
+            print("interrupted after every reply was stored", file=sys.stderr)
+            raise
         message = "interrupted: every column stopped, nothing was stored, every slot is as it was before the cell"
         view.interrupted(message)
         print(message, file=sys.stderr)

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -178,3 +179,42 @@ def test_from_inside_a_running_event_loop(wire: WireServer, session: Session) ->
         return [c.text for c in result.values()]
 
     assert asyncio.run(cell()) == ["alpha ok", "beta ok", "gamma ok"]
+
+
+def test_ctrl_c_in_a_fan_out_cell(
+    ip: Any, wire: WireServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same through %%turn in a real IPython shell: the cell stops with one line, the
+    columns say they were interrupted, and no slot changes."""
+    from slotmagic.magics import SlotMagic
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    ip.run_cell(f'%config SlotMagic.openai_base_url = "{wire.url}/v1"')
+    ip.run_cell('%config SlotMagic.model = "openai:gpt-4o-mini"\n%config SlotMagic.widgets = False')
+    ip.run_cell("%slot create a --no-switch\n%slot create b --no-switch")
+    session = next(c for c in ip.configurables if isinstance(c, SlotMagic)).session()
+    wire.script(*[sse_response(oa_text_stream("first", "second")[:2], finish=False, then=[HOLD])] * 2)
+    before = snapshot(session)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    main = threading.main_thread().ident
+    assert main is not None
+    stop = threading.Event()
+
+    def interrupt() -> None:
+        deadline = time.monotonic() + 10
+        while len(wire.requests) < 2 and time.monotonic() < deadline and not stop.is_set():
+            time.sleep(0.01)
+        if not stop.wait(0.3):
+            signal.pthread_kill(main, signal.SIGINT)
+
+    sender = threading.Thread(target=interrupt, daemon=True)
+    try:
+        sender.start()
+        with pytest.raises(KeyboardInterrupt):
+            ip.run_cell("%%turn --slots a,b\nGo")
+    finally:
+        stop.set()
+        sender.join()
+        signal.signal(signal.SIGINT, previous)
+    assert "interrupted: every column stopped, nothing was stored" in capsys.readouterr().err
+    assert snapshot(session) == before
