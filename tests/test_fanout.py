@@ -202,6 +202,14 @@ def test_the_async_form(session: Session) -> None:
     assert list(result.replies) == ["draft-a", "notes"] and result.errors == {}
 
 
+def test_a_fan_out_runs_once(session: Session) -> None:
+    fanout = session.plan_fan_out("Once", slots="draft-a")
+    fanout.run_sync()
+    with pytest.raises(ConfigError, match="has run already"):
+        fanout.run_sync()
+    assert users(session, "draft-a") == ["Once"]
+
+
 def test_max_concurrency_is_checked(session: Session) -> None:
     assert session.max_concurrency == 4
     with pytest.raises(ConfigError):

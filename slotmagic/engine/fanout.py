@@ -194,6 +194,7 @@ class FanOut:
         self.limit = check_whole(limit, "max_concurrency", minimum=1)
         self.columns = [self._plan(t, options) for t in targets]
         self.result: FanOutResult | None = None  # set once every reply is stored
+        self._ran = False
         refused = [c.error for c in self.columns if c.error is not None]
         if len(refused) == len(self.columns) and len({str(e) for e in refused}) == 1:
             raise refused[0]  # one mistake (an unknown tool, a bad option), said once, not per column
@@ -296,6 +297,9 @@ class FanOut:
     async def run(self, emit: Callable[[FanOutEvent], None] | None = None) -> FanOutResult:
         """Stream every column concurrently, then store the replies; ``emit`` hears each
         column start, stream, finish or fail. Cancelled, it stores nothing and re-raises."""
+        if self._ran:
+            raise ConfigError("this fan-out has run already; plan another (session.plan_fan_out) to ask again")
+        self._ran = True
         say = emit or (lambda event: None)
         pacer = Pacer(self.limit)
         token = PACER.set(pacer)  # the tasks made below inherit it: their requests are paced
