@@ -15,22 +15,25 @@ cancellation before that point stores nothing at all.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from time import monotonic
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..core.checks import check_text, check_whole
 from ..core.records import CellRef
 from ..errors import ConfigError, SlotMagicError
-from ..providers.pacing import PACER, Pacer
 from ..store.base import CellTurn, Store
-from .background import run_beside
 from .plan import plan_cell_turn
 from .reply import Reply
 from .targets import Target, resolve_models, resolve_slots, targets
 from .turn import AsyncTurnStream, TurnEngine, TurnOptions
+
+if TYPE_CHECKING:
+    from ..providers.pacing import Pacer
+
+# asyncio, the pacer and the worker thread are imported when a fan-out runs: importing the
+# package stays light (tests/test_tools_schema.py)
 
 __all__ = ["MAX_CONCURRENCY", "Column", "ColumnResult", "FanOut", "FanOutEvent", "FanOutResult", "plan_fan_out"]
 
@@ -300,6 +303,10 @@ class FanOut:
         if self._ran:
             raise ConfigError("this fan-out has run already; plan another (session.plan_fan_out) to ask again")
         self._ran = True
+        import asyncio
+
+        from ..providers.pacing import PACER, Pacer
+
         say = emit or (lambda event: None)
         pacer = Pacer(self.limit)
         token = PACER.set(pacer)  # the tasks made below inherit it: their requests are paced
@@ -355,6 +362,8 @@ class FanOut:
         """:meth:`run` from synchronous code, on a loop of its own in a worker thread (a notebook
         cell's thread already runs the kernel's loop); ``on_event`` is called in this thread.
         Ctrl-C stops every column, stores nothing and propagates."""
+        from .background import run_beside
+
         return run_beside(self.run, on_event or (lambda event: None))
 
 
