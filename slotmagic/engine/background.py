@@ -56,10 +56,15 @@ class _Worker(Generic[T]):
                 loop.call_soon_threadsafe(task.cancel)
 
 
-def run_beside(make: Callable[[Callable[[E], None]], Coroutine[Any, Any, T]], on_event: Callable[[E], None]) -> T:
+def run_beside(
+    make: Callable[[Callable[[E], None]], Coroutine[Any, Any, T]],
+    on_event: Callable[[E], None],
+    on_idle: Callable[[], None] | None = None,
+) -> T:
     """Run ``make(emit)`` on a new event loop in a worker thread and return its result; every
-    ``emit(event)`` reaches ``on_event`` in this thread. An exception here (Ctrl-C) cancels
-    the coroutine, waits for it to end, and is raised again."""
+    ``emit(event)`` reaches ``on_event`` in this thread, and ``on_idle`` is called whenever no
+    event came for a moment (a display can show that it is waiting). An exception here
+    (Ctrl-C) cancels the coroutine, waits for it to end, and is raised again."""
     events: queue.SimpleQueue[E] = queue.SimpleQueue()
     worker: _Worker[T] = _Worker(lambda: make(events.put))
     worker.thread.start()
@@ -68,6 +73,8 @@ def run_beside(make: Callable[[Callable[[E], None]], Coroutine[Any, Any, T]], on
             try:
                 event = events.get(timeout=_POLL)
             except queue.Empty:
+                if on_idle is not None:
+                    on_idle()
                 continue
             on_event(event)
     except BaseException:

@@ -358,13 +358,15 @@ class FanOut:
                 except SlotMagicError as exc:  # its slot was renamed or deleted meanwhile
                     column.error, column.status = exc, "failed"
 
-    def run_sync(self, on_event: Callable[[FanOutEvent], None] | None = None) -> FanOutResult:
+    def run_sync(
+        self, on_event: Callable[[FanOutEvent], None] | None = None, on_idle: Callable[[], None] | None = None
+    ) -> FanOutResult:
         """:meth:`run` from synchronous code, on a loop of its own in a worker thread (a notebook
-        cell's thread already runs the kernel's loop); ``on_event`` is called in this thread.
-        Ctrl-C stops every column, stores nothing and propagates."""
+        cell's thread already runs the kernel's loop); ``on_event`` is called in this thread, and
+        ``on_idle`` while no event comes. Ctrl-C stops every column, stores nothing and propagates."""
         from .background import run_beside
 
-        return run_beside(self.run, on_event or (lambda event: None))
+        return run_beside(self.run, on_event or (lambda event: None), on_idle)
 
 
 def plan_fan_out(

@@ -54,6 +54,10 @@ class ColumnsView:
             column["status"] = "done"
         else:
             column["status"], column["error"] = "failed", event.text
+        self.tick()
+
+    def tick(self) -> None:
+        """Show the columns if it is time (also while no reply has said anything yet)."""
         if self.live and monotonic() - self._last >= self.throttle:
             self._last = monotonic()
             self._show()
@@ -168,7 +172,7 @@ def run_fan_out(
         },
     )
     try:
-        result = fanout.run_sync(view.event)
+        result = fanout.run_sync(view.event, view.tick)
     except KeyboardInterrupt:
         if fanout.result is not None:  # it came after the last reply was stored
             view.finish(fanout.result)

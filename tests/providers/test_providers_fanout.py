@@ -218,3 +218,39 @@ def test_ctrl_c_in_a_fan_out_cell(
         signal.signal(signal.SIGINT, previous)
     assert "interrupted: every column stopped, nothing was stored" in capsys.readouterr().err
     assert snapshot(session) == before
+
+
+def test_the_columns_show_while_the_replies_are_awaited_and_stream(
+    ip: Any, wire: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through %%turn: the columns appear before any reply has begun, fill in as the replies
+    stream, and end with what was stored; updates come at the throttled rate, not per piece."""
+    from IPython.core.displaypub import DisplayPublisher
+
+    shown: list[tuple[float, dict[str, Any]]] = []
+
+    class Recording(DisplayPublisher):
+        def publish(self, data: Any, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+            shown.append((time.monotonic(), data))
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    ip.run_cell(f'%config SlotMagic.openai_base_url = "{wire.url}/v1"')
+    ip.run_cell('%config SlotMagic.model = "openai:gpt-4o-mini"\n%config SlotMagic.widgets = False')
+    ip.run_cell("%config SlotMagic.stream_throttle = 0.2")
+    ip.run_cell("%slot create a --no-switch\n%slot create b --no-switch")
+    pieces = ["one", " two", " three", " four"]
+    for _ in range(2):
+        steps = sse_response(oa_text_stream(*pieces))
+        slow = steps[:2] + [x for p in steps[2:6] for x in (Pause(0.3), p)] + steps[6:]
+        wire.script([Pause(0.8), *slow])  # 0.8 s before the reply begins, then 0.3 s a piece
+    original, ip.display_pub = ip.display_pub, Recording(shell=ip)
+    started = time.monotonic()
+    try:
+        ip.run_cell("%%turn --slots a,b\nCount")
+    finally:
+        ip.display_pub = original
+    first_at, first = shown[0]
+    assert first_at - started < 0.7 and "…" in first["text/plain"]  # before either reply began
+    assert any("one two" in d["text/plain"] and "four" not in d["text/plain"] for _, d in shown)  # mid-stream
+    assert "one two three four" in shown[-1][1]["text/plain"] and "2 of 2 replies" in shown[-1][1]["text/plain"]
+    assert len(shown) < 20  # ~2 s at one update per 0.2 s, not one per piece and column
