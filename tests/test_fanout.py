@@ -123,6 +123,16 @@ def test_an_edited_cell_forks_each_column(session: Session) -> None:
     assert session.current_slot == "default"
 
 
+def test_rerun_asks_every_column_again_on_forks(session: Session) -> None:
+    session.fan_out("Q", slots="draft-a", models=None, cell_id="c")
+    session.fan_out("M", models="echo", cell_id="m")
+    again = session.fan_out("Q", slots="draft-a", cell_id="c", rerun=True)
+    models = session.fan_out("M", models="echo", cell_id="m", rerun=True)
+    assert again["draft-a"].reply.slot == "draft-a.2" and not again["draft-a"].reply.replayed  # type: ignore[union-attr]
+    assert models["default.echo"].reply.slot == "default.echo.2"  # type: ignore[union-attr]
+    assert users(session, "draft-a") == users(session, "draft-a.2") == ["Q"]
+
+
 def test_all_does_not_grow_with_the_branches_its_own_cell_made(session: Session) -> None:
     """Slots with the same history (empty here) must not answer for each other, and `all`
     run again asks the same slots, not also the forks and branches an earlier run made."""
