@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .compare import Comparison, compare_slots
 from .core import context as wc
 from .core.checks import check_flag, check_json_mapping, check_optional_text, check_text, check_whole
 from .core.compaction import Compaction
@@ -39,6 +40,7 @@ from .core.usage import Usage
 from .core.workflow import Workflow, check_workflow_name, no_workflow
 from .diff import BranchDiff, diff_slots
 from .engine.budgeting import SlotBudget
+from .engine.fanout import MAX_CONCURRENCY, FanOut, FanOutResult, plan_fan_out
 from .engine.pipeline import View
 from .engine.reply import Reply
 from .engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
@@ -101,6 +103,7 @@ class Session:
         )
         self._engine.slot_tools = self._slot_tools
         self.context_updates = False  # offer the model the tools that change a working context
+        self._max_concurrency = MAX_CONCURRENCY  # a fan-out's requests in flight at once
         store.ensure_session(session_id)
 
     @classmethod
@@ -461,6 +464,11 @@ class Session:
         """Where two slots' histories part and what each has had since."""
         return diff_slots(self.store, self.session_id, self._slot_id(a), self._slot_id(b))
 
+    def compare(self, *slots: str, since_fork: bool = False) -> Comparison:
+        """Several slots side by side: each one's last reply, or with ``since_fork`` every
+        turn since the point where they part (``print()`` it, or show it in a notebook)."""
+        return compare_slots(self.store, self.session_id, [self._slot_id(s) for s in slots], since_fork=since_fork)
+
     def export(self, path: str | os.PathLike[str], slot: str | None = None) -> Path:
         """Write a slot's whole history to a ``.md`` or ``.json`` file."""
         return export_slot(self.store, self.session_id, path, self._slot_id(slot))
@@ -505,6 +513,44 @@ class Session:
     def stored_reply(self, slot: str, turn: TurnRecord) -> Reply:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
         return self._engine.stored_reply(validate_slot_id(slot), turn)
+
+    # -- fan-out (see slotmagic.engine.fanout) ----------------------------------------------
+
+    @property
+    def max_concurrency(self) -> int:
+        """How many requests of a fan-out are in flight at once (4)."""
+        return self._max_concurrency
+
+    @max_concurrency.setter
+    def max_concurrency(self, value: int) -> None:
+        self._max_concurrency = check_whole(value, "max_concurrency", minimum=1)
+
+    def fan_out(
+        self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
+        **options: Any,
+    ) -> FanOutResult:  # fmt: skip
+        """Send ``text`` to several slots (names, ``"all"``, globs like ``"draft-*"``) and/or
+        models at once; each model's reply goes to a new branch named after it
+        (``default.gpt-4o-mini``). Returns the columns keyed by slot (or branch), each with
+        its reply or its error: one failure raises nothing. Other options as for
+        :meth:`submit_turn` (``cell_id`` replays and forks every column as it does one turn).
+        """
+        return self.plan_fan_out(text, slots=slots, models=models, **options).run_sync()
+
+    async def afan_out(
+        self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
+        **options: Any,
+    ) -> FanOutResult:  # fmt: skip
+        """:meth:`fan_out` on the running event loop."""
+        return await self.plan_fan_out(text, slots=slots, models=models, **options).run()
+
+    def plan_fan_out(
+        self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
+        **options: Any,
+    ) -> FanOut:  # fmt: skip
+        """A fan-out with its columns planned (replayed ones complete), to ``run()`` or
+        ``run_sync(on_event)``: what the magic uses to show columns as they stream."""
+        return plan_fan_out(self._engine, text, slots, models, _turn_options(options), self.max_concurrency)
 
     # -- working context (seed T5) ------------------------------------------------------------
 

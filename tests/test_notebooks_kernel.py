@@ -93,7 +93,12 @@ def turn_outputs(nb: nbformat.NotebookNode) -> Iterator[dict[str, Any]]:
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith("%%turn"):
             (output,) = [o for o in cell.outputs if o.output_type == "display_data"]
-            yield {"text": output.data["text/plain"], **output.metadata["slotmagic"]}
+            meta = output.metadata["slotmagic"]
+            if "fan_out" in meta:  # one output, a turn per column
+                for column in meta["fan_out"]:
+                    yield {"text": f"{column['slot']} turn {column['turn']}", **column}
+            else:
+                yield {"text": output.data["text/plain"], **meta}
 
 
 def state(db: Path, session_id: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ Everything here reads the store and plain values; nothing calls back into the se
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -50,15 +51,25 @@ def _same_text(found: CellTurn, cell: CellRef) -> bool:
 
 
 def plan_cell_turn(
-    store: Store, session_id: str, slot: str, cell: CellRef, *, rerun: bool = False, anywhere: bool = False
+    store: Store,
+    session_id: str,
+    slot: str,
+    cell: CellRef,
+    *,
+    rerun: bool = False,
+    anywhere: bool = False,
+    keep: Callable[[CellTurn], bool] | None = None,
 ) -> CellPlan:
     """Decide between append, replay and fork for a turn from ``cell`` on ``slot``.
 
     With ``anywhere`` (the turn goes to whatever slot is current), the cell's turn is replayed
     where it ran even when another slot is current, so Run All after a restart reproduces the
-    notebook whatever slot it was left on.
+    notebook whatever slot it was left on. ``keep`` narrows the cell's turns considered (a
+    fan-out column looks only at its own slot's line).
     """
     turns = store.cell_turns(session_id, cell.id, slot)
+    if keep is not None:
+        turns = [t for t in turns if keep(t)]
     if not turns:
         return CellPlan("append", slot)  # a cell's first run: the common case, one indexed lookup
     history = store.history(session_id, slot)

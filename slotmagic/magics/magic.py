@@ -15,6 +15,7 @@ from IPython.core.interactiveshell import ExecutionInfo, InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import TraitError, validate
 
+from ..engine.fanout import FanOutResult
 from ..engine.reply import Reply
 from ..errors import SlotMagicError
 from ..providers import parse_model
@@ -78,7 +79,7 @@ class SlotMagic(Magics, SlotMagicOptions):
             return f"position:{position}"
         return None
 
-    def _bind(self, reply: Reply) -> None:
+    def _bind(self, reply: Reply | FanOutResult) -> None:
         """Make the reply the cell's value (``_``, ``Out[n]``) without displaying it twice."""
         assert self.shell is not None
         hook = self.shell.displayhook

@@ -198,6 +198,12 @@ class SlotMagicOptions(Configurable):
         "whenever a slot has a working context.",
     ).tag(config=True)
 
+    max_concurrency = CInt(
+        4,
+        help="How many requests of a fan-out (%%turn --slots / --models) are in flight at once; the other "
+        "columns wait for a place. A 429 slows down only the provider that sent it.",
+    ).tag(config=True)
+
     compaction_model = Unicode(
         help="The model that writes compaction summaries when a slot's history passes its budget; "
         "empty uses the turn's own model.",
@@ -286,7 +292,7 @@ class SlotMagicOptions(Configurable):
             )
         return value
 
-    @validate("max_tool_rounds", "namespace_threshold")
+    @validate("max_tool_rounds", "namespace_threshold", "max_concurrency")
     def _check_positive(self, proposal: Any) -> Any:
         value = proposal["value"]
         if value < 1:

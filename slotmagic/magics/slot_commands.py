@@ -18,6 +18,7 @@ from ..core.messages import Message
 from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
 from ..render import describe_mode
 from ..session import Session
+from .compare_command import compare, compare_parser
 from .options import SlotMagicOptions
 from .parsing import CommandParser, at_least, did_you_mean, parse, split_line
 
@@ -490,6 +491,7 @@ COMMANDS: dict[str, Command] = {
         Command("rename", _rename_parser, _rename, slot_positionals=1),
         Command("diff", _diff_parser, _diff, slot_positionals=2),
         Command("export", _export_parser, _export, slot_positionals=1),
+        Command("compare", compare_parser, compare, slot_positionals=6),
     )
 }
 
