@@ -299,7 +299,7 @@ class TurnEngine:
             assert plan.turn is not None
             if follow and plan.slot != self.store.current_slot(self.session_id):
                 self.store.set_current_slot(self.session_id, plan.slot)  # where the cell left it
-            return None, plan, self.stored_reply(plan.slot, plan.turn)
+            return None, plan, self.stored_reply(plan.slot, plan.turn, plan.source)
         fork_before = plan.turn if plan.action == "fork" else None
         return self.prepare(text, plan.slot, options, cell, fork_before, follow), plan, None
 
@@ -485,9 +485,11 @@ class TurnEngine:
         self.store.derive_slot(self.session_id, name, parent.id, config, at)
         return name
 
-    def stored_reply(self, slot: str, record: TurnRecord) -> Reply:
-        """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
-        produced = self.store.history(self.session_id, slot).messages(record.start, record.end)
+    def stored_reply(self, slot: str, record: TurnRecord, source: History | None = None) -> Reply:
+        """The reply a stored turn ended with, as a ``Reply`` marked ``replayed`` (read from
+        ``source`` when the slot no longer holds it: a turn undone)."""
+        history = source if source is not None else self.store.history(self.session_id, slot)
+        produced = history.messages(record.start, record.end)
         message = next((m for m in reversed(produced) if m.role == "assistant"), None)
         steps = steps_of(produced)
         if message is None:
@@ -496,6 +498,7 @@ class TurnEngine:
         return Reply(
             message.content, message, info.usage or Usage(), info.model or self.model, slot, record.number,
             info.finish_reason, info.cost, info, replayed=True, steps=steps,
+            notes=() if source is None else (f"this turn was undone on slot {slot}: %slot redo brings it back",),
         )  # fmt: skip
 
 

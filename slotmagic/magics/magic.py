@@ -109,8 +109,11 @@ class SlotMagic(Magics, SlotMagicOptions):
             return
         handler, args = parsed
         session = self.session()
+        info = self._cell  # which cell runs the line, so %slot undo run again does not undo twice
+        cell_id = getattr(info, "cell_id", None) if info is not None and line in (info.raw_cell or "") else None
         with user_errors():
-            handler(Context(session, self, self.workspace.db_path(self), live_widgets(self.shell)), args)
+            context = Context(session, self, self.workspace.db_path(self), live_widgets(self.shell), cell_id)
+            handler(context, args)
 
     @line_cell_magic
     def turn(self, line: str, cell: str | None = None) -> None:
