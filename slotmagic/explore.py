@@ -69,8 +69,9 @@ class Explorer:
         length = len(history)
         at = position + length if position < 0 else position
         if not 0 <= at < length:
+            number = position + 1 if position >= 0 else position  # as %slot show numbers them
             raise ConfigError(
-                f"slot {history.slot.id if history.slot else slot!r} has no message {position}: "
+                f"slot {history.slot.id if history.slot else slot!r} has no message {number}: "
                 f"it holds {length} (%slot show numbers them from 1)"
             )
         message = history.messages(at, at + 1)[0]

@@ -236,6 +236,8 @@ def budget_data(budget: SlotBudget) -> dict[str, Any]:
         "needs_compaction": report.needs_compaction,
         "compactions": len(budget.compactions),
         "folded": sum(c.replaced for c in budget.compactions),
+        "cached_tokens": budget.cached_tokens,
+        "cache_saved": budget.cache_saved,
     }
 
 
@@ -246,6 +248,9 @@ def budget_line(data: dict[str, Any]) -> str:
         f"slot {data['slot']} · {data['model']} · {about}{data['used']:,} of {window} tokens · "
         f"compaction past {data['threshold']:,} tokens of history ({about}{data['history_used']:,} now)"
     )
+    if data.get("cached_tokens"):
+        saved = "" if data.get("cache_saved") is None else f", saved ${data['cache_saved']:.4f}"
+        line += f" · {data['cached_tokens']:,} tokens from the prompt cache{saved}"
     return line + (" · the next turn compacts" if data["needs_compaction"] else "")
 
 

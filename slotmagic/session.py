@@ -38,7 +38,7 @@ from .core.slots import DeriveStrategy, FocusedConfig, Slot, SlotConfig, SlotMod
 from .core.usage import Usage
 from .core.workflow import Workflow, check_workflow_name, no_workflow
 from .diff import BranchDiff, diff_slots
-from .engine.budgeting import SlotBudget
+from .engine.budgeting import SlotBudget, cache_totals
 from .engine.pipeline import View
 from .engine.reply import Reply
 from .engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
@@ -188,6 +188,16 @@ class Session:
     @max_tool_rounds.setter
     def max_tool_rounds(self, value: int) -> None:
         self._engine.max_tool_rounds = check_whole(value, "max_tool_rounds", minimum=1)
+
+    @property
+    def prompt_cache(self) -> bool:
+        """Mark each request's stable prefix for the provider's prompt cache (Anthropic's
+        ``cache_control``; OpenAI caches a repeated prefix by itself). On by default."""
+        return bool(self._engine.prompt_cache)
+
+    @prompt_cache.setter
+    def prompt_cache(self, value: bool) -> None:
+        self._engine.prompt_cache = check_flag(value, "prompt_cache")
 
     @property
     def namespace_threshold(self) -> int:
@@ -389,7 +399,10 @@ class Session:
         window, known = self._engine.window(model)
         assert view.report is not None and view.budget is not None
         compactions = tuple(history.compactions())
-        return SlotBudget(history.slot.id, model, window, known, view.budget, view.report, view.exact, compactions)
+        cached, saved = cache_totals(history.turns(), self.settings.prices)
+        return SlotBudget(
+            history.slot.id, model, window, known, view.budget, view.report, view.exact, compactions, cached, saved
+        )
 
     def compactions(self, slot: str | None = None) -> list[Compaction]:
         """The compactions the slot's view has seen, oldest first (the latest applies)."""

@@ -153,6 +153,7 @@ class TurnEngine:
         self.compaction_model: str | None = None  # None: the turn's own model
         self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's
         self.max_tool_rounds = 8
+        self.prompt_cache = True  # providers that need it (Anthropic) are told where the stable prefix ends
         # Tools that come with the slot itself (the working context's), given by the session.
         self.slot_tools: Callable[[Slot, View], list[Tool[..., Any]]] | None = None
         self.namespace = Namespace(store, session_id)
@@ -362,6 +363,7 @@ class TurnEngine:
             temperature=options.temperature,
             max_tokens=options.max_tokens,
             params=dict(options.params),
+            prompt_cache=self.prompt_cache,
         )
 
     def _check_budget(self, turn: PendingTurn, view: View) -> PendingTurn:
