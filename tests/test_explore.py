@@ -344,6 +344,11 @@ def test_gc_after_deleting_branches_frees_space_and_keeps_what_is_reachable(s: S
 
 
 def test_gc_keeps_the_undo_history_until_told_to_drop_it(s: Session) -> None:
+    s.derive_slot("side")
+    s.submit_turn("side turn", slot="side")
+    s.undo("side")
+    s.delete_slot("side")  # its undo history goes with it, at once
+    assert s.search("side") == [] and s.gc().messages == 0
     for text in ("one", "two", "three"):
         s.submit_turn(text)
     s.undo()
@@ -355,6 +360,22 @@ def test_gc_keeps_the_undo_history_until_told_to_drop_it(s: Session) -> None:
     with pytest.raises(ConfigError, match="nothing to redo"):
         s.redo()
     assert users(s) == ["one", "two"]
+
+
+def test_gc_removes_large_tool_results_only_deleted_branches_referred_to(s: Session) -> None:
+    def exchange(slot: str, text: str) -> None:
+        call = ToolCall(f"call_{slot}", "fetch", "{}")
+        result = s._engine.namespace.shelve(Message.tool(call.id, text * 3000, name="fetch"))
+        assert result.content.startswith("namespace://fetch/")
+        s.append([Message.user("fetch it"), Message.assistant("", [call]), result], slot=slot)
+
+    s.derive_slot("kept")
+    s.derive_slot("gone")
+    exchange("kept", "lease ")
+    exchange("gone", "invoice ")
+    s.delete_slot("gone", force=True)
+    assert s.gc().namespace == 1
+    assert s.messages("kept", expand=True)[-1].content == "lease " * 3000  # an export still reads it
 
 
 def test_gc_through_the_magic(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:

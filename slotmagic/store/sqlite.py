@@ -1213,9 +1213,10 @@ class SQLiteStore:
         before = self._file_size()
         with self._write() as db:
             rows = self._rows(db, session_id)
-            if drop_undo:
-                db.execute("UPDATE slots SET undo = NULL WHERE session_id = ? AND undo IS NOT NULL", (session_id,))
-                for row in rows.rows.values():
+            for row in rows.rows.values():
+                if row.undo is not None and (drop_undo or _replacement(rows, row) is None):
+                    # Forgotten on request, or its slot was deleted: a plain tombstone now.
+                    db.execute("UPDATE slots SET undo = NULL WHERE id = ?", (row.key,))
                     row.undo = None
             # How far into each segment a live slot or a kept undo step reaches.
             reach: dict[int, int] = {}
