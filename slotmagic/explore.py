@@ -15,6 +15,7 @@ from .core.checks import check_optional_text, check_text, check_whole
 from .core.compaction import Compaction
 from .core.messages import Message
 from .core.records import TurnInfo, TurnRecord
+from .core.slots import validate_slot_id
 from .diff import diff_slots
 from .engine.compactor import Fold
 from .engine.turn import TurnEngine, counted
@@ -89,8 +90,10 @@ class Explorer:
         count = check_whole(turns, "turns to undo", minimum=1)
         return self.store.undo(self.session_id, slot, count, cell=check_optional_text(cell, "cell"))
 
-    def redo(self, slot: str | None) -> UndoStep:
-        return self.store.redo(self.session_id, slot)
+    def redo(self, slot: str | None, branch: str | None = None) -> UndoStep:
+        if branch is not None:
+            branch = validate_slot_id(branch)
+        return self.store.redo(self.session_id, slot, branch=branch)
 
     # -- search and gc -------------------------------------------------------------------------
 

@@ -499,9 +499,10 @@ class Session:
         """Move the slot's tip back ``turns`` turns; nothing is deleted, ``redo`` returns."""
         return self._explorer.undo(_optional_slot(slot), turns, cell)
 
-    def redo(self, slot: str | None = None) -> UndoStep:
-        """Return the slot to where its latest undo took it from."""
-        return self._explorer.redo(_optional_slot(slot))
+    def redo(self, slot: str | None = None, *, branch: str | None = None) -> UndoStep:
+        """Return the slot to where its latest undo took it from; with ``branch``, make that
+        history a new slot instead (the slot stays as it is)."""
+        return self._explorer.redo(_optional_slot(slot), branch)
 
     def undo_steps(self, slot: str | None = None) -> list[UndoStep]:
         """The slot's undo steps, newest first, each with the undone turns still readable."""

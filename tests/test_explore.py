@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
-from slotmagic import ConfigError, FocusedConfig, Message, Session, ToolCall
+from slotmagic import ConfigError, FocusedConfig, Message, Session, SlotExists, ToolCall
 
 
 def run(ip: Any, line: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -165,6 +165,13 @@ def test_after_undo_a_new_turn_continues_and_redo_is_refused(s: Session) -> None
         s.redo()
     undone = [(h.slot, h.turn, h.role) for h in s.search("three") if h.undone]
     assert sorted(undone) == [("default", 3, "assistant"), ("default", 3, "user")]  # still readable
+    step = s.redo(branch="three")  # the undone turns as a branch of their own
+    assert [t.number for t in step.undone()] == [3] and s.current_slot == "default"
+    assert users(s, "three") == ["one", "two", "three"] and s.slot("three").meta.parent_id == "default"
+    assert {h.slot for h in s.search("three") if h.role == "user"} == {"default", "three"}
+    assert not any(h.undone for h in s.search("three"))
+    with pytest.raises(SlotExists):
+        s.redo(branch="three")
 
 
 def test_undo_keeps_slots_derived_from_the_undone_history(s: Session) -> None:
@@ -216,11 +223,18 @@ def test_undo_and_redo_through_the_magic(ip: Any, capsys: pytest.CaptureFixture[
     assert "· %slot redo returns here" in run(ip, "%slot undo --list", capsys)
     assert run(ip, "%slot redo", capsys).startswith("slot default: redid 2 turns (turns 2, 3); it holds 6 messages")
     assert "it has only 3 turns" in usage_error(ip, "%slot undo 5")
+    run(ip, "%slot undo", capsys)
+    ip.run_cell("%%turn\nthree, again")
+    assert "--as NAME" in usage_error(ip, "%slot redo")
+    out = run(ip, "%slot redo --as first-three", capsys)
+    assert out == "slot 'first-three' holds the turns undone on 'default' (turns 3); current slot stays\n"
     capsys.readouterr()
     ip.run_cell("%slot undo", cell_id="undo-cell")
     ip.run_cell("%slot undo", cell_id="undo-cell")  # the cell run again
     assert "already done: nothing changed" in capsys.readouterr().out
     assert session(ip).slot().meta.turns == 2
+    ip.run_cell("%slot undo\n%slot undo", cell_id="two-undos")  # two lines of one cell: two undos
+    assert session(ip).slot().meta.turns == 0
 
 
 # -- pin and exclude ----------------------------------------------------------------------------

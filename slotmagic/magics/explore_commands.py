@@ -91,13 +91,23 @@ def _undo(ctx: Context, args: argparse.Namespace) -> None:
 
 
 def _redo_parser() -> CommandParser:
-    parser = CommandParser("%slot redo", "Return a slot to where its latest %slot undo took it from.")
+    parser = CommandParser(
+        "%slot redo",
+        "Return a slot to where its latest %slot undo took it from.\n"
+        "--as NAME makes those undone turns a new slot instead, even after new turns.",
+    )
     parser.add_argument("--slot", metavar="ID", help="the slot (default: current)")
+    parser.add_argument("--as", dest="branch", metavar="NAME", help="a new slot holding the undone turns")
     return parser
 
 
 def _redo(ctx: Context, args: argparse.Namespace) -> None:
-    print(_describe_step(ctx.session.redo(args.slot), "redid"))
+    step = ctx.session.redo(args.slot, branch=args.branch)
+    if args.branch is None:
+        print(_describe_step(step, "redid"))
+        return
+    turns = ", ".join(str(t.number) for t in step.undone())
+    print(f"slot {args.branch!r} holds the turns undone on {step.slot!r} (turns {turns}); current slot stays")
 
 
 # -- pin, exclude, include ----------------------------------------------------------------------

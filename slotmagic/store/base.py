@@ -187,10 +187,12 @@ class History:
                 out.extend(self._reader.read_messages(piece.key, a, b))
         return out
 
-    def turns(self) -> list[TurnRecord]:
+    def turns(self, lo: int = 0) -> list[TurnRecord]:
+        """The turns of the history that start at position ``lo`` or later (all by default)."""
         out: list[TurnRecord] = []
         for piece in self.pieces:
-            out.extend(self._reader.read_turns(piece.key, piece.lo, piece.hi))
+            if piece.hi > lo:
+                out.extend(self._reader.read_turns(piece.key, max(piece.lo, lo), piece.hi))
         return out
 
     def origin(self, position: int) -> tuple[int, int]:
@@ -316,7 +318,7 @@ class UndoStep:
 
     def undone(self) -> list[TurnRecord]:
         """The turns this step took off the slot."""
-        return [t for t in self.history.turns() if t.start >= self.at]
+        return self.history.turns(self.at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,11 +500,13 @@ class Store(Protocol):
         (``repeated``) instead of undoing again: a notebook cell run again changes nothing.
         More turns than the slot holds is a ConfigError."""
 
-    def redo(self, session_id: str, slot_id: str | None) -> UndoStep:
+    def redo(self, session_id: str, slot_id: str | None, *, branch: str | None = None) -> UndoStep:
         """Undo the slot's latest undo step, in one transaction: the slot holds exactly the
         history it held before it (its config, pins and working context changed since are
         kept). Refused with a ConfigError when there is nothing to redo or the slot has had
-        turns since the undo."""
+        turns since the undo. With ``branch``, the latest step's history becomes a new slot of
+        that id (listed as derived from the slot) and the slot stays as it is: possible even
+        after new turns; SlotExists if the id is taken."""
 
     def undo_steps(self, session_id: str, slot_id: str | None) -> list[UndoStep]:
         """The undo steps whose undone history belongs to the slot, newest first (the first

@@ -1113,17 +1113,19 @@ class SQLiteStore:
             rows = self._rows(db, session_id)
             return self._undo_step(rows, rows.rows[row.key], row.name)
 
-    def redo(self, session_id: str, slot_id: str | None) -> UndoStep:
+    def redo(self, session_id: str, slot_id: str | None, *, branch: str | None = None) -> UndoStep:
         with self._write() as db:
             rows = self._rows(db, session_id)
             row = self._row(rows, slot_id)
+            if branch is not None:
+                return self._branch_undone(db, session_id, rows, row, branch)
             hidden = next((h for h in rows.rows.values() if h.undo is not None and h.undo.get("by") == row.key), None)
             if hidden is None:
                 raise ConfigError(f"nothing to redo in slot {row.name!r}: it has no undo step to return from")
             if row.length != row.fork_at:
                 raise ConfigError(
-                    f"cannot redo in slot {row.name!r}: it has had turns since the undo; the undone turns "
-                    "stay readable (%slot undo --list) until %slot gc --drop-undo"
+                    f"cannot redo in slot {row.name!r}: it has had turns since the undo; "
+                    "%slot redo --as NAME makes the undone turns a branch of their own"
                 )
             step = self._undo_step(rows, hidden, row.name)
             # What the slot gathered since the undo (pins, working context, compactions) stays.
@@ -1148,6 +1150,28 @@ class SQLiteStore:
             if segment is not None:
                 segment.compactions = None  # some were just moved here
             return step
+
+    def _branch_undone(
+        self, db: sqlite3.Connection, session_id: str, rows: _SessionRows, row: _Row, branch: str
+    ) -> UndoStep:
+        steps = [h for h in rows.rows.values() if h.undo is not None and _replacement(rows, h) is row]
+        if not steps:
+            raise ConfigError(f"slot {row.name!r} has no undone turns to make a branch of")
+        hidden = max(steps, key=lambda h: h.deleted_at or 0.0)
+        step = self._undo_step(rows, hidden, row.name)
+        # A slot on the hidden row's whole history; the hidden row stays, as a tombstone does.
+        self._insert_slot(
+            db,
+            session_id,
+            branch,
+            SlotConfig.from_dict(hidden.config, row.name),
+            time.time(),
+            hidden.key,
+            hidden.length,
+            hidden.tokens,
+            hidden.turns,
+        )
+        return step
 
     def undo_steps(self, session_id: str, slot_id: str | None) -> list[UndoStep]:
         with self._read() as db:
