@@ -461,3 +461,14 @@ def test_a_store_of_the_previous_schema_upgrades_and_every_feature_works_on_it(t
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     db.close()
     assert (tmp_path / "state.sqlite3.v6.bak").exists()
+
+
+def test_a_pin_made_by_another_kernel_is_seen_at_the_next_view(db_path: Path) -> None:
+    with Session.open("two", db_path=db_path) as a, Session.open("two", db_path=db_path) as b:
+        a.submit_turn("the key fact")
+        a.submit_turn("more")
+        assert b.marks() == {} and len(b.preview().entries) == 4  # b has read (and cached) it
+        a.exclude(0)
+        assert b.marks() == {0: "exclude"} and len(b.preview().entries) == 3
+        b.unmark(0)
+        assert a.marks() == {}

@@ -143,6 +143,7 @@ class _Segment:
     first_system: tuple[int, Message] | None = None
     compactions: list[Compaction] | None = None  # all of the segment's, once read
     counts: dict[str, dict[int, int]] = field(default_factory=dict)  # encoding -> position -> tokens
+    marks: list[tuple[int, Mark, float]] | None = None  # (position, mark, created_at), once read
 
     @property
     def end(self) -> int:
@@ -286,6 +287,8 @@ class SQLiteStore:
             return
         self._sessions.clear()  # slot rows are read again when next needed
         self._created.clear()
+        for segment in self._segments.values():
+            segment.marks = None  # another connection may have pinned or excluded something
         if self._segments:
             # Segments stay valid (rows never change), unless their slot row was removed, or
             # removed and its id reused by a new slot.
@@ -1030,16 +1033,18 @@ class SQLiteStore:
     # -- exploring: pins and exclusions ----------------------------------------------------------
 
     def read_marks(self, key: int, hi: int, before: float | None) -> list[tuple[int, Mark]]:
-        # Not cached, as context events: a handful of rows, and another kernel may add one.
+        # Cached per segment (every view reads them); dropped when another connection writes.
         with self._lock:
-            return [
-                (position, mark)
-                for position, mark, created_at in self._db.execute(
-                    "SELECT position, mark, created_at FROM marks WHERE slot = ? AND position < ? ORDER BY number",
-                    (key, hi),
-                )
-                if (before is None or created_at < before) and mark in MARKS
-            ]
+            segment = self._segment(key, 0)
+            if segment.marks is None:
+                segment.marks = [
+                    (position, mark, created_at)
+                    for position, mark, created_at in self._db.execute(
+                        "SELECT position, mark, created_at FROM marks WHERE slot = ? ORDER BY number", (key,)
+                    )
+                    if mark in MARKS
+                ]
+            return [(p, m) for p, m, at in segment.marks if p < hi and (before is None or at < before)]
 
     def mark_message(self, session_id: str, slot_id: str | None, position: int, mark: Mark) -> None:
         if mark not in MARKS:
@@ -1050,17 +1055,22 @@ class SQLiteStore:
                 raise ConfigError(
                     f"slot {row.name!r} has no message {position + 1}: it holds {row.length} (%slot show lists them)"
                 )
-            self._insert_numbered(db, "marks", row.key, "position, mark", (position, mark))
+            now = self._insert_numbered(db, "marks", row.key, "position, mark", (position, mark))
+            segment = self._segments.get(row.key)
+            if segment is not None and segment.marks is not None:
+                segment.marks.append((position, mark, now))
 
     def _insert_numbered(
         self, db: sqlite3.Connection, table: str, key: int, columns: str, values: tuple[Any, ...]
-    ) -> None:
+    ) -> float:
+        """Insert a row numbered after the segment's last; returns its created_at."""
         number = db.execute(f"SELECT COALESCE(MAX(number), 0) + 1 FROM {table} WHERE slot = ?", (key,)).fetchone()[0]
         marks = ", ".join("?" * (len(values) + 3))
+        now = time.time()
         db.execute(
-            f"INSERT INTO {table} (slot, number, {columns}, created_at) VALUES ({marks})",
-            (key, number, *values, time.time()),
+            f"INSERT INTO {table} (slot, number, {columns}, created_at) VALUES ({marks})", (key, number, *values, now)
         )
+        return now
 
     # -- exploring: undo and redo ----------------------------------------------------------------
 
@@ -1148,7 +1158,7 @@ class SQLiteStore:
             self._segments.pop(row.key, None)
             segment = self._segments.get(hidden.key)
             if segment is not None:
-                segment.compactions = None  # some were just moved here
+                segment.compactions = segment.marks = None  # some were just moved here
             return step
 
     def _branch_undone(
