@@ -126,12 +126,13 @@ class Explorer:
         if not diff.only_b:
             raise ConfigError(f"nothing to merge: {branch.id!r} has had no turn since it left {target!r}")
         history = self.store.history(self.session_id, branch.id)
-        found = self._merged_before(target, branch.id, len(history))
+        found = self._merged_before(target, branch.id, len(history), how)
         if found is not None:
-            done: MergeAs = "messages" if found.info.extra.get("as") == "messages" else "summary"
-            return Merge(branch.id, target, done, found, len(diff.only_b), None, True)
+            return Merge(branch.id, target, how, found, len(diff.only_b), None, True)
         split = diff.shared_messages
-        messages = history.messages(split)
+        # What the branch excluded stays out of the parent, as it stayed out of the model's view.
+        excluded = {p for p, mark in history.marks().items() if mark == "exclude"}
+        messages = [m for p, m in enumerate(history.messages(split), split) if p not in excluded]
         summary = None
         if how == "messages":
             merged = [counted(m) for m in messages]
@@ -155,12 +156,16 @@ class Explorer:
         record = self.store.append_turn(self.session_id, target, merged, info, writable=True)
         return Merge(branch.id, target, how, record, len(diff.only_b), summary)
 
-    def _merged_before(self, into: str, child: str, upto: int) -> TurnRecord | None:
-        """A merge turn already on ``into`` from ``child`` as it stands now: a merge cell run
-        again does not merge twice."""
+    def _merged_before(self, into: str, child: str, upto: int, how: MergeAs) -> TurnRecord | None:
+        """A merge turn already on ``into`` from ``child`` as it stands now, made the same way:
+        a merge cell run again does not merge twice."""
         for record in reversed(self.store.history(self.session_id, into).turns()):
             extra = record.info.extra
-            if record.info.kind == "merge" and extra.get("merged_from") == child and extra.get("upto") == upto:
+            if record.info.kind == "merge" and (extra.get("merged_from"), extra.get("upto"), extra.get("as")) == (
+                child,
+                upto,
+                how,
+            ):
                 return record
         return None
 

@@ -472,3 +472,22 @@ def test_a_pin_made_by_another_kernel_is_seen_at_the_next_view(db_path: Path) ->
         assert b.marks() == {0: "exclude"} and len(b.preview().entries) == 3
         b.unmark(0)
         assert a.marks() == {}
+
+
+def test_an_excluded_message_reaches_no_summary_and_no_merge(s: Session) -> None:
+    s.append([Message.user("my card is 4111 1111 1111 1111"), Message.assistant("Noted.")])
+    for n in range(3):
+        s.append([Message.user(f"question {n} about the deposit"), Message.assistant("An answer.")])
+    s.exclude(0)
+    compaction = s.compact(keep=2)
+    assert compaction.upto == 6 and "4111" not in compaction.message().content
+    assert "question 0" in compaction.message().content  # the summary is of the rest
+    s.derive_slot("side")
+    s.append([Message.user("side: my PIN is 9876"), Message.assistant("Noted.")], slot="side")
+    s.append([Message.user("side: the statute says 21 days"), Message.assistant("Yes.")], slot="side")
+    s.exclude(-4, slot="side")
+    s.merge("side")
+    s.merge("side", as_="messages")
+    merged = [m.content for t in s.diff("default", "side").only_a for m in t.messages]
+    assert len(merged) == 1 + 3 and not any("9876" in text for text in merged)  # summary, then 3 of 4
+    assert any("21 days" in text for text in merged)
