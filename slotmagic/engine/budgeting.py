@@ -78,11 +78,9 @@ class SlotBudget:
             )
         else:
             lines.append("  compactions: none")
-        if self.cached_tokens:
+        if self.cached_tokens:  # only then: models without a prompt cache print what they did
             saved = "" if self.cache_saved is None else f", saved ${self.cache_saved:.4f}"
             lines.append(f"  prompt cache: {self.cached_tokens:,} input tokens read from the cache{saved}")
-        else:
-            lines.append("  prompt cache: nothing read from it yet")
         return "\n".join(lines)
 
     def __str__(self) -> str:
