@@ -14,7 +14,10 @@ import sqlite3
 from collections.abc import Callable, Sequence
 
 from ..errors import StoreError
-from .files import APPLICATION_ID, backup_before_migrating
+
+# "SlMg": slotmagic's mark in the SQLite header (PRAGMA application_id), set on every file it
+# creates or upgrades, so a database that is someone else's is never mistaken for a store.
+APPLICATION_ID = 0x536C4D67
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -231,19 +234,25 @@ def newer_schema_message(version: int, known: int | None = None) -> str:
     )
 
 
-def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+def migrate(
+    db: sqlite3.Connection,
+    migrations: Sequence[Migration] = MIGRATIONS,
+    *,
+    backup: Callable[[sqlite3.Connection, int], object] | None = None,
+) -> int:
     """Bring ``db`` to the newest schema, one transaction per step; return the version.
 
-    A file that holds data (version 1 or more) is backed up beside itself first; a file from
-    a newer slotmagic is refused. Each step also marks the file as slotmagic's.
+    A file that holds data (version 1 or more) is first handed to ``backup`` (the store passes
+    ``files.backup_before_migrating``); a file from a newer slotmagic is refused. Each step also
+    marks the file as slotmagic's.
     """
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if version > len(migrations):
         raise StoreError(newer_schema_message(version, len(migrations)))
-    if 0 < version < len(migrations):
+    if backup is not None and 0 < version < len(migrations):
         # Outside the write transaction: SQLite's backup cannot read through a connection
         # that holds one. A step another process runs meanwhile is found below and skipped.
-        backup_before_migrating(db, version)
+        backup(db, version)
     for number in range(version + 1, len(migrations) + 1):
         db.execute("BEGIN IMMEDIATE")
         try:

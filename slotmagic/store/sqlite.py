@@ -42,6 +42,7 @@ from .base import MARKS, CellTurn, GcReport, History, Mark, Piece, SearchHit, Ti
 from .files import (
     FileInfo,
     GuardedConnection,
+    backup_before_migrating,
     check_header,
     check_integrity,
     check_path,
@@ -228,7 +229,7 @@ class SQLiteStore:
                 db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute(f"PRAGMA synchronous = {durability.upper()}")
-                migrate(db)
+                migrate(db, backup=backup_before_migrating)
             except BaseException:
                 db.close()
                 raise
