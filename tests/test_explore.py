@@ -491,3 +491,39 @@ def test_an_excluded_message_reaches_no_summary_and_no_merge(s: Session) -> None
     merged = [m.content for t in s.diff("default", "side").only_a for m in t.messages]
     assert len(merged) == 1 + 3 and not any("9876" in text for text in merged)  # summary, then 3 of 4
     assert any("21 days" in text for text in merged)
+
+
+def test_compact_preview_from_python_stores_nothing(s: Session) -> None:
+    for n in range(4):
+        s.submit_turn(f"Question {n} about the deposit.")
+    preview = s.compact(keep=2, preview=True, instructions="keep every number")
+    assert (preview.upto, preview.replaced, preview.instructions) == (6, 6, "keep every number")
+    assert s.compactions() == [] and all(e.kind != "compaction" for e in s.preview().entries)
+    stored = s.compact(keep=2, instructions="keep every number")
+    assert (stored.upto, stored.text) == (preview.upto, preview.text)  # what was shown is what is made
+    with pytest.raises(ConfigError, match="preview must be True or False"):
+        s.compact(keep=2, preview="yes")  # type: ignore[arg-type]
+
+
+def test_prompt_cache_is_a_setting(ip: Any) -> None:
+    assert session(ip).prompt_cache is True  # on by default
+    ip.run_cell("%config SlotMagic.prompt_cache = False")
+    assert session(ip).prompt_cache is False
+
+
+def test_gc_while_another_connection_reads_removes_and_says_the_file_kept_its_size(s: Session, db_path: Path) -> None:
+    s.derive_slot("a")
+    s.append([Message.user("a" * 50_000)], slot="a")
+    s.derive_slot("b", parent="a")
+    s.append([Message.user("more " * 10_000)], slot="a")
+    s.delete_slot("a", force=True)
+    reader = sqlite3.connect(db_path, timeout=0.1)
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM messages").fetchone()  # holds a read transaction open
+    s.store._db.execute("PRAGMA busy_timeout = 100")  # not the 10 s a kernel waits
+    try:
+        report = s.gc()
+    finally:
+        reader.close()
+    assert report.messages == 1 and not report.compacted
+    assert s.gc().compacted and len(s.messages("b")) == 1

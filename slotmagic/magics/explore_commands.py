@@ -194,6 +194,7 @@ def _gc(ctx: Context, args: argparse.Namespace) -> None:
         f"gc: removed {_plural(report.messages, 'message')} in {_plural(report.turns, 'turn')} and "
         f"{_plural(report.namespace, 'large tool result')}; freed {report.freed:,} bytes "
         f"({report.bytes_before:,} → {report.bytes_after:,})"
+        + ("" if report.compacted else "; another kernel was using the file: run %slot gc again to shrink it")
     )
 
 

@@ -345,6 +345,7 @@ class GcReport:
     namespace: int
     bytes_before: int
     bytes_after: int
+    compacted: bool = True  # False: another connection was using the file, so it kept its size
 
     @property
     def freed(self) -> int:

@@ -1284,8 +1284,8 @@ class SQLiteStore:
                 (session_id,),
             ).rowcount
             self._forget()
-        self._compact_file()
-        return GcReport(messages, turns, namespace, before, self._file_size())
+        compacted = self._compact_file()
+        return GcReport(messages, turns, namespace, before, self._file_size(), compacted)
 
     def _file_size(self) -> int:
         with self._lock:
@@ -1295,14 +1295,23 @@ class SQLiteStore:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return file_bytes(self.path)
 
-    def _compact_file(self) -> None:
+    def _compact_file(self) -> bool:
         """VACUUM gives freed pages back to the file system; it may renumber the messages'
-        rowids, so the search index is rebuilt after it."""
+        rowids, so the search index is rebuilt after it. False when another connection was
+        in the middle of reading: the file then keeps its size (the new pages wait in the WAL)."""
         with self._lock:
-            self._db.execute("VACUUM")
+            try:
+                self._db.execute("VACUUM")
+            except sqlite3.OperationalError as exc:
+                logger.info("gc could not compact %s now: %s", self.path, exc)
+                return False
             with self._write() as db:
                 db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
             self._forget()
+            if self.path == ":memory:":
+                return True
+            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            return not busy
 
 
 def _tree_order(rows: _SessionRows) -> list[_Row]:
