@@ -405,10 +405,10 @@ def test_compact_preview_shows_the_summary_and_changes_nothing(ip: Any, capsys: 
     for n in range(4):
         ip.run_cell(f"%%turn\nQuestion {n} about the deposit.")
     out = run(ip, "%slot compact --keep 2 --preview --instructions 'keep every number'", capsys)
-    assert out.startswith("── preview: slot default would fold messages 1-6 into this summary")
+    assert out.startswith("preview: slot default would fold messages 1-6 into this summary")
     assert "nothing changed" in out and session(ip).compactions() == []
     out = run(ip, "%slot compact --keep 2", capsys)
-    assert out.startswith("── slot default: compacted 6 messages → 1 summary") and "messages 1-6" in out
+    assert out.startswith("slot default: compacted 6 messages → 1 summary")
     assert len(session(ip).compactions()) == 1
     assert "folded into the summary" in run(ip, "%slot preview", capsys)
 

@@ -83,15 +83,15 @@ def format_messages(messages: Sequence[Message], first_number: int = 1) -> str:
 
 
 def compaction_marker(slot: str, compaction: Compaction, *, preview: bool = False) -> str:
-    """The line a compaction leaves in the notebook: what it replaced, and by what."""
+    """The line a compaction leaves in the notebook (``--preview``: what it would replace)."""
+    if not preview:
+        return f"slot {slot}: {compaction.describe()}"
     lo, hi = compaction.upto - compaction.replaced + 1, compaction.upto
     where = f"messages {lo}-{hi}" if hi > lo else f"message {hi}"
-    if preview:
-        return (
-            f"── preview: slot {slot} would fold {where} into this summary "
-            f"({compaction.describe()}); nothing changed: run without --preview to compact ──"
-        )
-    return f"── slot {slot}: {compaction.describe()} ({where}; %slot show still lists them) ──"
+    return (
+        f"preview: slot {slot} would fold {where} into this summary "
+        f"({compaction.describe()}); nothing changed: run without --preview to compact"
+    )
 
 
 # -- focus options shared by create and derive ----------------------------------------------------
