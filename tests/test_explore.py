@@ -272,6 +272,17 @@ def test_an_excluded_message_is_not_in_the_view_and_stays_stored(s: Session) -> 
     assert all("4111" not in m.content for m in s.view("later"))  # derived slots inherit it
 
 
+def test_an_excluded_message_does_not_count_against_a_focused_slot(s: Session) -> None:
+    for n in range(4):
+        s.append([Message.user(f"question {n}"), Message.assistant(f"answer {n}")])
+    s.configure_slot(mode="focused", focused=FocusedConfig(recent_messages=3))
+    assert [e.position for e in s.preview().entries] == [5, 6, 7]
+    s.exclude(6)
+    view = s.preview()
+    assert [e.position for e in view.entries] == [4, 5, 7]  # still three messages
+    assert sorted((o.lo, o.hi, o.reason) for o in view.omitted) == [(0, 4, "filtered"), (6, 7, "excluded")]
+
+
 def test_marks_refuse_tool_messages_and_bad_positions(s: Session) -> None:
     call = ToolCall("call_1", "lease_clause", '{"number": 3}')
     s.append([Message.user("clause 3?"), Message.assistant("", [call]), Message.tool("call_1", "Clause 3: …")])

@@ -153,7 +153,7 @@ def mode_filter(build: ViewBuild) -> None:
         build.system.insert(0, kept_system)
     if focus.summary_override:
         build.system.append(build.inject(Message.system(SUMMARY_PREFIX + focus.summary_override), "summary"))
-    start, tail = history.tail(focus.recent_messages)
+    start, tail = _tail_without_exclusions(history, focus.recent_messages)
     if start < build.start:  # never reach back into what a compaction folded
         tail, start = tail[build.start - start :], build.start
     build.conversation.extend(ViewEntry(m, "history", start + i) for i, m in enumerate(tail) if m.role != "system")
@@ -161,6 +161,19 @@ def mode_filter(build: ViewBuild) -> None:
         e.position for e in (*build.system, *build.conversation) if e.kind == "history" and e.position is not None
     )
     build.omitted.extend(Omitted(lo, hi, "filtered") for lo, hi in _gaps(kept, build.start, len(history)))
+
+
+def _tail_without_exclusions(history: History, count: int) -> tuple[int, list[Message]]:
+    """The tail holding ``count`` non-system messages, excluded ones not counted: excluding
+    a message never shrinks what a focused slot sends."""
+    excluded = {p for p, mark in history.marks().items() if mark == "exclude"}
+    extra = 0
+    while True:
+        start, tail = history.tail(count + extra)
+        hidden = sum(1 for p, m in enumerate(tail, start) if p in excluded and m.role != "system")
+        if hidden <= extra or start == 0:
+            return start, tail
+        extra = hidden
 
 
 def _first_system(build: ViewBuild) -> ViewEntry | None:
