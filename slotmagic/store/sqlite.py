@@ -1245,6 +1245,8 @@ class SQLiteStore:
     # -- exploring: gc ---------------------------------------------------------------------------
 
     def gc(self, session_id: str, *, drop_undo: bool = False) -> GcReport:
+        if self.refusal is not None:  # before the checkpoint below, which writes
+            raise StoreError(self.refusal)
         before = self._file_size()
         with self._write() as db:
             rows = self._rows(db, session_id)
