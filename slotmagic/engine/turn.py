@@ -154,6 +154,7 @@ class TurnEngine:
         self.compaction_model: str | None = None  # None: the turn's own model
         self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's
         self.max_tool_rounds = 8
+        self.prompt_cache = True  # providers that need it (Anthropic) are told where the stable prefix ends
         # Tools that come with the slot itself (the working context's), given by the session.
         self.slot_tools: Callable[[Slot, View], list[Tool[..., Any]]] | None = None
         self.namespace = Namespace(store, session_id)
@@ -300,7 +301,7 @@ class TurnEngine:
             assert plan.turn is not None
             if follow and plan.slot != self.store.current_slot(self.session_id):
                 self.store.set_current_slot(self.session_id, plan.slot)  # where the cell left it
-            return None, plan, self.stored_reply(plan.slot, plan.turn)
+            return None, plan, self.stored_reply(plan.slot, plan.turn, plan.source)
         fork_before = plan.turn if plan.action == "fork" else None
         return self.prepare(text, plan.slot, options, cell, fork_before, follow), plan, None
 
@@ -363,6 +364,7 @@ class TurnEngine:
             temperature=options.temperature,
             max_tokens=options.max_tokens,
             params=dict(options.params),
+            prompt_cache=self.prompt_cache,
         )
 
     def _check_budget(self, turn: PendingTurn, view: View) -> PendingTurn:
@@ -491,9 +493,11 @@ class TurnEngine:
         self.store.derive_slot(self.session_id, name, parent.id, config, at)
         return name
 
-    def stored_reply(self, slot: str, record: TurnRecord) -> Reply:
-        """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
-        produced = self.store.history(self.session_id, slot).messages(record.start, record.end)
+    def stored_reply(self, slot: str, record: TurnRecord, source: History | None = None) -> Reply:
+        """The reply a stored turn ended with, as a ``Reply`` marked ``replayed`` (read from
+        ``source`` when the slot no longer holds it: a turn undone)."""
+        history = source if source is not None else self.store.history(self.session_id, slot)
+        produced = history.messages(record.start, record.end)
         message = next((m for m in reversed(produced) if m.role == "assistant"), None)
         steps = steps_of(produced)
         if message is None:
@@ -502,6 +506,7 @@ class TurnEngine:
         return Reply(
             message.content, message, info.usage or Usage(), info.model or self.model, slot, record.number,
             info.finish_reason, info.cost, info, replayed=True, steps=steps,
+            notes=() if source is None else (f"this turn was undone on slot {slot}: %slot redo brings it back",),
         )  # fmt: skip
 
 

@@ -178,6 +178,13 @@ class SlotMagicOptions(Configurable):
         "before it stops with a note; the partial work is stored.",
     ).tag(config=True)
 
+    prompt_cache = Bool(
+        True,
+        help="Mark each request's stable prefix (system side, tool definitions, history) for the "
+        "provider's prompt cache: Anthropic cache_control breakpoints. Cached tokens and the money "
+        "saved show in the turn footer and in %slot budget.",
+    ).tag(config=True)
+
     namespace_threshold = CInt(
         2048,
         help="Tool results larger than this many bytes are kept aside in the namespace store; the "

@@ -75,6 +75,7 @@ class Workspace:
         self._session.compaction_model = options.compaction_model or None
         self._session.max_tool_rounds = options.max_tool_rounds
         self._session.namespace_threshold = options.namespace_threshold
+        self._session.prompt_cache = options.prompt_cache
         self._session.working_context_turns = options.working_context_turns
         self._session.context_updates = options.context_updates
         self._session.max_concurrency = options.max_concurrency

@@ -182,6 +182,39 @@ def _v6_working_context_and_workflows(db: sqlite3.Connection) -> None:
     )
 
 
+def _v7_exploring(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        -- Pins and exclusions of stored messages, as append-only events kept as compactions
+        -- are: on the slot row that made them; slots derived later see them. The latest event
+        -- for a position wins (`mark` is pin, exclude or clear).
+        CREATE TABLE marks (
+            slot        INTEGER NOT NULL,
+            number      INTEGER NOT NULL,
+            position    INTEGER NOT NULL,
+            mark        TEXT NOT NULL,
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (slot, number)
+        );
+        -- %slot undo: the slot's name moves to a new row forked before the undone turns; the
+        -- old row stays, hidden (deleted_at set), with JSON {"by": the row that replaced it,
+        -- "turns": how many were undone, "cell": the cell that asked}, until redo or gc.
+        ALTER TABLE slots ADD COLUMN undo TEXT;
+        -- Full-text search over every message (SQLite FTS5), kept in step by triggers. Its
+        -- rowids are the messages' rowids, which VACUUM may renumber: gc rebuilds it after.
+        CREATE VIRTUAL TABLE messages_fts USING fts5(content, content='messages', content_rowid='rowid');
+        INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+        CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts (rowid, content) VALUES (new.rowid, new.content);
+        END;
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+        END;
+        """,
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _v1_initial,
     _v2_turns_by_cell,
@@ -189,6 +222,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _v4_budgets,
     _v5_namespace,
     _v6_working_context_and_workflows,
+    _v7_exploring,
 )
 
 
