@@ -224,7 +224,8 @@ def test_keyword_summary_names_the_questions_and_words() -> None:
     card, text = keyword_summary(messages)
     assert card.open_questions == ("What if the landlord ignores me?",)
     assert "deposit" in card.facts[0] and "landlord" in card.facts[0]
-    assert "2 questions" in text
+    assert "2 questions were discussed." in text
+    assert "1 question was discussed." in keyword_summary(messages[:1])[1]
 
 
 def test_the_cut_keeps_whole_turns_and_tool_pairs() -> None:

@@ -352,7 +352,7 @@ def keyword_summary(messages: Sequence[Message], previous: Compaction | None = N
     if previous is not None:
         parts.append(previous.text)
     if questions:
-        parts.append(f"{len(questions)} question{'s' if len(questions) != 1 else ''} were discussed.")
+        parts.append(f"{len(questions)} question{' was' if len(questions) == 1 else 's were'} discussed.")
     if common:
         parts.append("Frequent words: " + ", ".join(common) + ".")
     return card, " ".join(parts) or "Earlier messages were compacted."
