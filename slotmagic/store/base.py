@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..core.compaction import Compaction
 from ..core.context import ContextEvent, WorkingContext
@@ -21,7 +21,7 @@ from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import Slot, SlotConfig
 from ..core.workflow import Workflow
 
-__all__ = ["CellTurn", "History", "Piece", "SegmentReader", "Store", "Tip", "TurnRecord"]
+__all__ = ["CellTurn", "History", "Piece", "SegmentReader", "Store", "SupportsChanges", "Tip", "TurnRecord"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,3 +397,13 @@ class Store(Protocol):
 
     def use_workflow(self, session_id: str, name: str | None) -> Workflow | None:
         """Make ``name`` the session's active workflow (None: no workflow is active)."""
+
+
+@runtime_checkable
+class SupportsChanges(Protocol):
+    """A store that tells when another connection changed it (the PostgreSQL store, through
+    LISTEN/NOTIFY), so widgets and the sidebar can follow other kernels."""
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` (on a background thread) after another connection's write;
+        returns a function that stops it."""
