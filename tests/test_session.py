@@ -8,8 +8,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from stores import count_rows
 
+from conftest import count_rows
 from slotmagic import (
     ConfigError,
     FocusedConfig,

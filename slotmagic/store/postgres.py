@@ -267,6 +267,9 @@ class PostgresStore(RowStore):
             return _ESCAPE + json.dumps(text)
         return text
 
+    def _text_out(self, text: str) -> str:
+        return str(json.loads(text[1:])) if text and text[0] == _ESCAPE else text
+
     def _messages(self, rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
         messages = super()._messages(rows)
         for message in messages:
