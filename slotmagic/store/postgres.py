@@ -332,25 +332,25 @@ class _Listener(threading.Thread):
     def __init__(self, store: PostgresStore) -> None:
         super().__init__(name="slotmagic-listen", daemon=True)
         self._store = store
-        self._stop = threading.Event()
+        self._halt = threading.Event()
         self.ready = threading.Event()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         if self is not threading.current_thread():
             self.join(2)
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             try:
                 with psycopg.connect(self._store.target.conninfo, **self._store._kwargs) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self.ready.set()
-                    while not self._stop.is_set():
+                    while not self._halt.is_set():
                         payloads = [n.payload for n in conn.notifies(timeout=0.2)]
                         if payloads:
                             self._store._notified(payloads)
             except psycopg.Error as exc:
                 logger.debug("%s", error_line(self._store.target, exc))
                 self.ready.set()
-                self._stop.wait(1.0)  # the server went away: try again
+                self._halt.wait(1.0)  # the server went away: try again
