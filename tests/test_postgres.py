@@ -201,3 +201,32 @@ def test_a_lost_connection_is_one_line_and_the_next_call_reconnects(postgres_url
         assert "\n" not in str(lost.value) and "postgresql://***@" in str(lost.value)
         session.submit_turn("after")
         assert [m.content for m in session.messages() if m.role == "user"] == ["before", "after"]
+
+
+def test_a_team_schema_owned_by_a_group_role(postgres_url: str) -> None:
+    """The README's grants: a group role owns the schema, members open it as that role, and
+    a role without grants is refused in one line."""
+    schema, tag = schema_of(postgres_url), schema_of(postgres_url)[2:]
+    team, member, outsider = f"team_{tag}", f"bob_{tag}", f"eve_{tag}"
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {team} NOLOGIN")
+        admin.execute(f"CREATE ROLE {member} LOGIN IN ROLE {team}")
+        admin.execute(f"CREATE ROLE {outsider} LOGIN")
+        admin.execute(f"CREATE SCHEMA {schema} AUTHORIZATION {team}")
+        admin.execute(f"REVOKE ALL ON SCHEMA {schema} FROM PUBLIC")
+    base = POSTGRES.replace("postgresql://postgres@", "postgresql://{}@")
+    try:
+        as_member = f"{base.format(member)}?schema={schema}&options=-c%20role%3D{team}"
+        with Session.open("team", db_path=as_member) as session:
+            session.submit_turn("for the team")
+        with psycopg.connect(POSTGRES) as admin:
+            owners = admin.execute("SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = %s", (schema,))
+            assert [r[0] for r in owners] == [team]
+        with pytest.raises(StoreError, match="permission denied") as refused:
+            Session.open("team", db_path=f"{base.format(outsider)}?schema={schema}")
+        assert "\n" not in str(refused.value)
+    finally:
+        with psycopg.connect(POSTGRES, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            for role in (member, outsider, team):
+                admin.execute(f"DROP ROLE IF EXISTS {role}")

@@ -142,7 +142,9 @@ class SlotMagicOptions(Configurable):
 
     db_path = Unicode(
         help="The SQLite state file; empty means .slotmagic/state.sqlite3 in the kernel's "
-        "working directory (beside the notebook); ':memory:' keeps nothing. Env: SLOTMAGIC_DB.",
+        "working directory (beside the notebook); ':memory:' keeps nothing; a "
+        "postgresql://USER@HOST/DB?schema=NAME URL shares sessions between kernels and hosts "
+        "(pip install 'slotmagic[postgres]'; the password in ~/.pgpass or PGPASSWORD). Env: SLOTMAGIC_DB.",
     ).tag(config=True)
 
     session_id = Unicode(

@@ -135,9 +135,10 @@ class PostgresStore(RowStore):
         # "normal": a commit does not wait for the server's disk (a server crash may lose the
         # last turns, never tear one), as the SQLite store's synchronous=NORMAL.
         synchronous = "on" if durability == "full" else "off"
+        options = f"-c search_path={self.schema} -c synchronous_commit={synchronous}"
         self._kwargs: dict[str, Any] = {
             "autocommit": True,
-            "options": f"-c search_path={self.schema} -c synchronous_commit={synchronous}",
+            "options": f"{self.target.options} {options}".strip(),
             "connect_timeout": max(1, int(timeout)),
             "application_name": "slotmagic",
         }

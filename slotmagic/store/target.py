@@ -42,6 +42,7 @@ class PostgresTarget:
     schema: str
     shown: str
     password: str | None = field(default=None, repr=False)
+    options: str = ""  # the URL's own ``options=`` (e.g. ``-c role=team_a``), kept before slotmagic's
 
 
 def parse_postgres_url(url: str) -> PostgresTarget:
@@ -66,10 +67,11 @@ def parse_postgres_url(url: str) -> PostgresTarget:
             f"schema={schema!r:.70} in db_path {shown} is not a schema name slotmagic uses: "
             "1-63 lowercase letters, digits and _, not starting with a digit (e.g. schema=team_a)"
         )
-    rest = [(k, v) for k, v in query if k != "schema"]
+    options = " ".join(v for k, v in query if k == "options")
+    rest = [(k, v) for k, v in query if k not in ("schema", "options")]
     conninfo = parts._replace(query=urlencode(rest)).geturl()
     password = parts.password or next((v for k, v in rest if k == "password"), None)
-    return PostgresTarget(conninfo, schema, shown, password)
+    return PostgresTarget(conninfo, schema, shown, password, options)
 
 
 def shown_target(target: str) -> str:
