@@ -33,7 +33,7 @@ from bench_store import SIZES, Baseline, timed_us, turn_messages
 
 from slotmagic import Message, Session, TurnInfo
 from slotmagic.core.tokens import estimate_message_tokens
-from slotmagic.store.target import shown_target
+from slotmagic.store.urls import shown_target
 
 
 class PgBaseline:

@@ -19,7 +19,7 @@ from slotmagic import ConfigError, Message, Session, StoreError
 from slotmagic.store import open_store
 from slotmagic.store.postgres import PostgresStore
 from slotmagic.store.postgres_schema import MIGRATIONS
-from slotmagic.store.target import parse_postgres_url, shown_target
+from slotmagic.store.urls import parse_postgres_url, shown_target
 
 SECRET = "Planted-Secret-pw-4711"
 

@@ -18,7 +18,7 @@ from ..core.messages import Message
 from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
 from ..render import describe_mode
 from ..session import Session
-from ..store.target import is_postgres_url, parse_postgres_url, shown_target
+from ..store.urls import is_postgres_url, parse_postgres_url, shown_target
 from .options import SlotMagicOptions
 from .parsing import CommandParser, at_least, did_you_mean, parse, split_line
 

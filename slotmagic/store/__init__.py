@@ -3,6 +3,7 @@
 
 from .base import Store, TurnRecord
 from .sqlite import SQLiteStore
-from .target import check_target, open_store, shown_target
+from .target import check_target, open_store
+from .urls import shown_target
 
 __all__ = ["SQLiteStore", "Store", "TurnRecord", "check_target", "open_store", "shown_target"]

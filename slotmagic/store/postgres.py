@@ -43,7 +43,7 @@ from ..errors import StoreError
 from ..providers.transport import redact
 from .postgres_schema import CELL_ID_SQL, CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
 from .rows import Cursor, RowStore
-from .target import PostgresTarget, parse_postgres_url
+from .urls import PostgresTarget, parse_postgres_url
 
 logger = logging.getLogger("slotmagic")
 
