@@ -241,16 +241,19 @@ class PostgresStore(RowStore):
                 yield self._db
                 return
             db = self._connection()
-            db.execute("BEGIN")
             self._in_transaction = True
             try:
                 # The row lock on the counter makes writers take turns: what others committed
-                # before it is what this transaction builds on.
-                version = db.execute("UPDATE changes SET version = version + 1 RETURNING version").fetchone()[0]
+                # before it is what this transaction builds on. BEGIN, the lock and the NOTIFY
+                # (delivered at COMMIT) go to the server in one round trip.
+                with db.errors(), db.conn.pipeline():
+                    db.conn.execute("BEGIN")
+                    counter = db.conn.execute("UPDATE changes SET version = version + 1 RETURNING version")
+                    db.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.schema} {self._token}"))
+                version = counter.fetchone()[0]  # type: ignore[index]
                 if self._version is not None and version != self._version + 1:
                     self._others_wrote()
                 self._version = version
-                db.execute("SELECT pg_notify(?, ?)", (CHANNEL, f"{self.schema} {self._token}"))
                 yield db
                 db.execute("COMMIT")
             except BaseException:
