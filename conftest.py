@@ -110,7 +110,7 @@ def require_postgres() -> None:
     pytest.skip(problem)
 
 
-def count_rows(target: str | Path, table: str) -> int:
+def count_rows(target: str | Path, table: str, where: str = "") -> int:
     """Rows in a table of either store, read with the database's own client."""
     target = str(target)
     if target.startswith("postgresql://"):
@@ -118,11 +118,11 @@ def count_rows(target: str | Path, table: str) -> int:
 
         base, _, schema = target.partition("?schema=")
         with psycopg.connect(base) as db:
-            return int(db.execute(f"SELECT COUNT(*) FROM {schema}.{table}").fetchone()[0])  # type: ignore[index]
+            return int(db.execute(f"SELECT COUNT(*) FROM {schema}.{table} {where}").fetchone()[0])  # type: ignore[index]
     import sqlite3
 
     with sqlite3.connect(target) as db:
-        return int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        return int(db.execute(f"SELECT COUNT(*) FROM {table} {where}").fetchone()[0])
 
 
 @pytest.fixture

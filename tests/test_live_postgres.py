@@ -49,34 +49,25 @@ def run(client: BlockingKernelClient, code: str) -> tuple[str, list[dict[str, An
             return out, seen
 
 
-def tree_updates(client: BlockingKernelClient, comm_id: str, until: float) -> Iterator[list[dict[str, Any]]]:
-    """The tree widget's ``nodes`` as the kernel sends them, until the deadline."""
+def comm_data(client: BlockingKernelClient, comm_id: str, until: float) -> Iterator[dict[str, Any]]:
+    """What the kernel sends on one comm (without a cell running there), until the deadline."""
     while (left := until - time.monotonic()) > 0:
         try:
             msg = client.get_iopub_msg(timeout=left)
         except queue.Empty:
             return
-        content = msg["content"]
-        if msg["msg_type"] == "comm_msg" and content.get("comm_id") == comm_id:
-            state = content["data"].get("state", {})
-            if "nodes" in state:
-                yield state["nodes"]
+        if msg["msg_type"] == "comm_msg" and msg["content"].get("comm_id") == comm_id:
+            yield msg["content"]["data"]
+
+
+def tree_updates(client: BlockingKernelClient, comm_id: str, until: float) -> Iterator[list[dict[str, Any]]]:
+    """The tree widget's ``nodes`` as the kernel sends them."""
+    return (data["state"]["nodes"] for data in comm_data(client, comm_id, until) if "nodes" in data.get("state", {}))
 
 
 def sidebar_states(client: BlockingKernelClient, comm_id: str, until: float) -> Iterator[dict[str, Any]]:
-    """The states the kernel pushes to the sidebar's comm, until the deadline."""
-    while (left := until - time.monotonic()) > 0:
-        try:
-            msg = client.get_iopub_msg(timeout=left)
-        except queue.Empty:
-            return
-        content = msg["content"]
-        if (
-            msg["msg_type"] == "comm_msg"
-            and content.get("comm_id") == comm_id
-            and content["data"].get("type") == "state"
-        ):
-            yield content["data"]
+    """The states the kernel pushes to the sidebar's comm."""
+    return (data for data in comm_data(client, comm_id, until) if data.get("type") == "state")
 
 
 def test_a_turn_in_one_kernel_reaches_the_others_tree_and_list_within_a_second(
