@@ -244,7 +244,9 @@ class RowStore:
     def dump_session(self, session_id: str) -> SessionDump:
         """Every row of the session (tombstones, turn records, compactions, counts, working
         context, workflows and kept tool results included), read in one transaction."""
-        with self._write() as db:  # a write lock: no other writer changes it half way
+        # Under the write lock no other writer changes it half way; a store that refuses writes
+        # (a read-only file) is read as it is.
+        with self._write() if self.refusal is None else self._read() as db:
             found = db.execute("SELECT created_at, current_slot FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if found is None:
                 raise StoreError(f"there is no session {session_id!r} to copy")
