@@ -230,3 +230,27 @@ def test_a_team_schema_owned_by_a_group_role(postgres_url: str) -> None:
             admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
             for role in (member, outsider, team):
                 admin.execute(f"DROP ROLE IF EXISTS {role}")
+
+
+def test_config_shows_no_credentials_and_refuses_a_typed_password(
+    ip: Any,
+    postgres_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ip.run_cell(f"%config SlotMagic.db_path = {with_password(postgres_url)!r}")  # refused, kept as it was
+    assert ip.config.SlotMagic.get("db_path") in (None, "")
+    (refusal,) = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert "PGPASSWORD" in refusal and SECRET not in refusal and "postgresql://***@" in refusal
+    ip.run_cell(f"%config SlotMagic.db_path = {postgres_url!r}")
+    ip.run_cell("%config SlotMagic")
+    shown = capsys.readouterr().out
+    assert "db_path" in shown and "postgresql://***@127.0.0.1:5432/test" in shown
+    monkeypatch.setenv("SLOTMAGIC_DB", with_password(postgres_url))  # from outside the notebook: used
+    ip.config.SlotMagic.pop("db_path")
+    ip.run_cell("%reload_ext slotmagic")
+    ip.run_cell("%config SlotMagic")
+    ip.run_cell("%slot session")
+    shown = capsys.readouterr()
+    assert SECRET not in shown.out + shown.err and "postgresql://***@127.0.0.1:5432/test" in shown.out
