@@ -188,17 +188,47 @@ def test_any_text_is_stored_exactly(postgres_url: str) -> None:
     assert "\n" not in str(caught.value)
 
 
-def test_a_lost_connection_is_one_line_and_the_next_call_reconnects(postgres_url: str) -> None:
+def terminate(pid: int | None = None) -> None:
+    """The server drops one backend (``pid``), or every slotmagic connection: a restart, a failover."""
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        if pid is not None:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            return
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name = 'slotmagic' AND pid <> pg_backend_pid()"
+        )
+
+
+def test_a_connection_lost_while_idle_is_replaced_unnoticed(postgres_url: str) -> None:
     with Session.open("s", db_path=postgres_url) as session:
         session.submit_turn("before")
-        with psycopg.connect(POSTGRES, autocommit=True) as admin:
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE application_name = 'slotmagic' AND pid <> pg_backend_pid()"
-            )
+        terminate()
+        assert session.list_slots()[0].meta.message_count == 2  # a read on a new connection
+        terminate()
+        session.submit_turn("after")  # a write: nothing had been sent, so it begins again
+        assert [m.content for m in session.messages() if m.role == "user"] == ["before", "after"]
+
+
+def test_a_connection_lost_mid_turn_is_one_line_and_stores_nothing(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Session.open("s", db_path=postgres_url) as session:
+        session.submit_turn("before")
+        store: Any = session.store
+        real_append = PostgresStore._append
+
+        def append_then_lose(self: Any, *args: Any) -> Any:
+            record = real_append(self, *args)
+            terminate(self._db.conn.info.backend_pid)  # between the turn's rows and COMMIT
+            return record
+
+        monkeypatch.setattr(PostgresStore, "_append", append_then_lose)
         with pytest.raises(StoreError) as lost:
-            session.submit_turn("while it was gone")
+            session.submit_turn("lost with the connection")
         assert "\n" not in str(lost.value) and "postgresql://***@" in str(lost.value)
+        monkeypatch.setattr(PostgresStore, "_append", real_append)
+        assert store.tip("s", "default").length == 2
         session.submit_turn("after")
         assert [m.content for m in session.messages() if m.role == "user"] == ["before", "after"]
 
@@ -254,3 +284,22 @@ def test_config_shows_no_credentials_and_refuses_a_typed_password(
     ip.run_cell("%slot session")
     shown = capsys.readouterr()
     assert SECRET not in shown.out + shown.err and "postgresql://***@127.0.0.1:5432/test" in shown.out
+
+
+def test_subscribers_hear_other_connections_and_a_listener_that_lost_its_connection(postgres_url: str) -> None:
+    import threading
+
+    heard = threading.Semaphore(0)
+    with open_store(postgres_url) as mine, open_store(postgres_url) as theirs:
+        assert isinstance(mine, PostgresStore)
+        mine.subscribe(heard.release)
+        mine.ensure_session("s")  # its own writes are not news to it
+        assert not heard.acquire(timeout=0.5)
+        theirs.ensure_session("t")
+        assert heard.acquire(timeout=5)
+        terminate()
+        assert heard.acquire(timeout=10), "a listener that reconnected did not say it may have missed changes"
+        while heard.acquire(timeout=0.5):
+            pass
+        theirs.ensure_session("u")  # on a new connection
+        assert heard.acquire(timeout=5)

@@ -220,8 +220,18 @@ class PostgresStore(RowStore):
     @contextmanager
     def _read(self) -> Iterator[_Connection]:
         with self._lock:
-            db = self._db if self._in_transaction else self._connection()
-            self._sync(db.execute("SELECT version FROM changes").fetchone()[0])
+            if self._in_transaction:
+                yield self._db
+                return
+            db = self._connection()
+            try:
+                version = db.execute("SELECT version FROM changes").fetchone()[0]
+            except StoreError:
+                if not db.broken:
+                    raise
+                db = self._connection()  # lost while idle (a server restart): once more, on a new one
+                version = db.execute("SELECT version FROM changes").fetchone()[0]
+            self._sync(version)
             yield db
 
     def _sync(self, version: int) -> None:
@@ -243,14 +253,13 @@ class PostgresStore(RowStore):
             db = self._connection()
             self._in_transaction = True
             try:
-                # The row lock on the counter makes writers take turns: what others committed
-                # before it is what this transaction builds on. BEGIN, the lock and the NOTIFY
-                # (delivered at COMMIT) go to the server in one round trip.
-                with db.errors(), db.conn.pipeline():
-                    db.conn.execute("BEGIN")
-                    counter = db.conn.execute("UPDATE changes SET version = version + 1 RETURNING version")
-                    db.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.schema} {self._token}"))
-                version = counter.fetchone()[0]  # type: ignore[index]
+                try:
+                    version = self._begin(db)
+                except StoreError:
+                    if not db.broken:
+                        raise
+                    db = self._connection()  # lost while idle: nothing was sent yet, so once more
+                    version = self._begin(db)
                 if self._version is not None and version != self._version + 1:
                     self._others_wrote()
                 self._version = version
@@ -265,6 +274,17 @@ class PostgresStore(RowStore):
                 raise
             finally:
                 self._in_transaction = False
+
+    def _begin(self, db: _Connection) -> int:
+        """Open a write transaction; the change counter's new value. The row lock on the
+        counter makes writers take turns: what others committed before it is what this
+        transaction builds on. BEGIN, the lock and the NOTIFY (delivered at COMMIT) go to the
+        server in one round trip."""
+        with db.errors(), db.conn.pipeline():
+            db.conn.execute("BEGIN")
+            counter = db.conn.execute("UPDATE changes SET version = version + 1 RETURNING version")
+            db.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.schema} {self._token}"))
+        return int(counter.fetchone()[0])  # type: ignore[index]
 
     def _text_in(self, text: str) -> str:
         if "\x00" in text or text.startswith(_ESCAPE):
@@ -345,11 +365,15 @@ class _Listener(threading.Thread):
             self.join(2)
 
     def run(self) -> None:
+        missed = False  # a reconnection: what was committed meanwhile was not heard
         while not self._halt.is_set():
             try:
                 with psycopg.connect(self._store.target.conninfo, **self._store._kwargs) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self.ready.set()
+                    if missed:
+                        self._store._notified([f"{self._store.schema} *"])
+                        missed = False
                     while not self._halt.is_set():
                         payloads = [n.payload for n in conn.notifies(timeout=0.2)]
                         if payloads:
@@ -357,4 +381,5 @@ class _Listener(threading.Thread):
             except psycopg.Error as exc:
                 logger.debug("%s", error_line(self._store.target, exc))
                 self.ready.set()
+                missed = True
                 self._halt.wait(1.0)  # the server went away: try again
