@@ -9,12 +9,14 @@ Sessions already in the destination are never overwritten.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .errors import StoreError
 from .store import open_store, shown_target
 from .store.rows import RowStore
+from .store.urls import is_postgres_url
 
 __all__ = ["CopyReport", "copy_sessions"]
 
@@ -47,6 +49,8 @@ def _row_store(target: str) -> RowStore:
 def copy_sessions(source: str, destination: str, sessions: Sequence[str] | None = None) -> CopyReport:
     """Copy ``sessions`` (all of the source's by default) from ``source`` to ``destination``
     (paths or ``postgresql://`` URLs); nothing is copied if any of them exists there."""
+    if not is_postgres_url(source) and (source == ":memory:" or not os.path.isfile(source)):
+        raise StoreError(f"there is no state file {source} to copy from; name an existing file or a postgresql:// URL")
     src = _row_store(source)
     try:
         dst = _row_store(destination)

@@ -109,6 +109,9 @@ def test_copy_mistakes_are_one_line_without_the_password(tmp_path: Path) -> None
     assert "postgresql://***@127.0.0.1:1/test" in done.stderr
     missing = cli("copy", str(source), str(tmp_path / "b.sqlite3"), "--session", "nope")
     assert missing.returncode == 2 and "no session 'nope'" in missing.stderr
+    nowhere = cli("copy", str(tmp_path / "typo.sqlite3"), str(tmp_path / "c.sqlite3"))
+    assert nowhere.returncode == 2 and "no state file" in nowhere.stderr
+    assert not (tmp_path / "typo.sqlite3").exists() and not (tmp_path / "c.sqlite3").exists()
 
 
 def test_slot_session_copy_to(ip: object, postgres_url: str) -> None:
