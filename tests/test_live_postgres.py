@@ -104,6 +104,11 @@ def test_a_turn_in_one_kernel_reaches_the_others_tree_and_list_within_a_second(
     default = next(line for line in listing.splitlines() if " default " in f" {line} ")
     assert default.split()[-2] == "2"  # messages
 
+    run(writer, "%slot switch default\n%slot delete elsewhere")
+    deadline = time.monotonic() + 1.0
+    left = next((n for n in tree_updates(watcher, comm_id, deadline) if len(n) == 1), None)
+    assert left is not None and left[0]["id"] == "default", "a switch and delete did not reach the tree"
+
 
 def test_the_sidebar_follows_another_kernels_turn(kernels: tuple[BlockingKernelClient, BlockingKernelClient]) -> None:
     writer, watcher = kernels
