@@ -7,6 +7,7 @@
 In a notebook: ``%load_ext slotmagic``.
 """
 
+from .compare import Comparison
 from .core import (
     DEFAULT_SLOT,
     ContextBudget,
@@ -25,6 +26,7 @@ from .core.records import CellRef, ForkRef, TurnInfo, TurnRecord
 from .core.usage import Usage
 from .core.workflow import Workflow
 from .engine import AsyncTurnStream, Reply, TurnStream, View, ViewEntry
+from .engine.fanout import ColumnResult, FanOutResult
 from .errors import (
     ConfigError,
     InvalidSlotId,
@@ -61,9 +63,12 @@ __all__ = [
     "DEFAULT_SLOT",
     "AsyncTurnStream",
     "CellRef",
+    "ColumnResult",
+    "Comparison",
     "ConfigError",
     "ContextBudget",
     "DeriveStrategy",
+    "FanOutResult",
     "FocusedConfig",
     "ForkRef",
     "InvalidSlotId",

@@ -69,7 +69,7 @@ def _plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def _entry_row(number: int, entry: ViewEntry) -> dict[str, Any]:
+def _entry_row(number: int, entry: ViewEntry, pinned: bool = False) -> dict[str, Any]:
     message = entry.message
     text = message.content or ""
     cut = max(0, len(text) - BODY_LIMIT)
@@ -77,7 +77,8 @@ def _entry_row(number: int, entry: ViewEntry) -> dict[str, Any]:
         "type": "entry",
         "number": number,
         "kind": entry.kind,
-        "label": entry_label(entry.kind),
+        "label": "pinned" if pinned else entry_label(entry.kind),
+        "pinned": pinned,
         "injected": entry.kind not in ("history", "new"),
         "role": message.role,
         "tokens": entry.tokens,
@@ -90,9 +91,11 @@ def _entry_row(number: int, entry: ViewEntry) -> dict[str, Any]:
 
 
 def _gap_row(lo: int, hi: int, reason: str) -> dict[str, Any]:
-    what = "folded into the compaction summary" if reason == "compacted" else "left out by the focused filter"
-    if reason not in ("compacted", "filtered"):
-        what = f"left out ({reason})"
+    what = {
+        "compacted": "folded into the compaction summary",
+        "filtered": "left out by the focused filter",
+        "excluded": "excluded: the model never sees it",
+    }.get(reason, f"left out ({reason})")
     where = f"position {lo}" if hi - lo == 1 else f"positions {lo}-{hi - 1}"
     return {
         "type": "omitted",
@@ -111,7 +114,8 @@ def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT
     placed: list[tuple[int, dict[str, Any]]] = []
     for number, entry in enumerate(view.entries, 1):
         at = entry.position if entry.kind == "history" and entry.position is not None else -1
-        placed.append((at, _entry_row(number, entry)))
+        pinned = entry.kind == "history" and entry.position in view.pinned
+        placed.append((at, _entry_row(number, entry, pinned)))
     for gap in view.omitted:
         placed.append((gap.lo, _gap_row(gap.lo, gap.hi, gap.reason)))
     rows = [row for _, row in sorted(placed, key=lambda item: item[0])]
@@ -232,6 +236,8 @@ def budget_data(budget: SlotBudget) -> dict[str, Any]:
         "needs_compaction": report.needs_compaction,
         "compactions": len(budget.compactions),
         "folded": sum(c.replaced for c in budget.compactions),
+        "cached_tokens": budget.cached_tokens,
+        "cache_saved": budget.cache_saved,
     }
 
 
@@ -242,6 +248,9 @@ def budget_line(data: dict[str, Any]) -> str:
         f"slot {data['slot']} · {data['model']} · {about}{data['used']:,} of {window} tokens · "
         f"compaction past {data['threshold']:,} tokens of history ({about}{data['history_used']:,} now)"
     )
+    if data.get("cached_tokens"):
+        saved = "" if data.get("cache_saved") is None else f", saved ${data['cache_saved']:.4f}"
+        line += f" · {data['cached_tokens']:,} tokens from the prompt cache{saved}"
     return line + (" · the next turn compacts" if data["needs_compaction"] else "")
 
 

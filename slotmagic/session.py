@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .compare import Comparison, compare_slots
 from .core import context as wc
 from .core.checks import check_flag, check_json_mapping, check_optional_text, check_text, check_whole
 from .core.compaction import Compaction
@@ -38,15 +39,18 @@ from .core.slots import DeriveStrategy, FocusedConfig, Slot, SlotConfig, SlotMod
 from .core.usage import Usage
 from .core.workflow import Workflow, check_workflow_name, no_workflow
 from .diff import BranchDiff, diff_slots
-from .engine.budgeting import SlotBudget
+from .engine.budgeting import SlotBudget, cache_totals
+from .engine.fanout import MAX_CONCURRENCY, FanOut, FanOutResult, plan_fan_out
 from .engine.pipeline import View
 from .engine.reply import Reply
 from .engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
 from .errors import ConfigError, SlotConflict, SlotNotEmpty, SlotReadonly, StoreError
+from .explore import Explorer, Merge
 from .export import export_slot
 from .providers import ProviderSettings, parse_model
 from .snapshot import LastUserCache
 from .store import Store, check_target, open_store
+from .store.base import GcReport, Mark, SearchHit, UndoStep
 from .tools import Tool, ToolRegistry
 from .tree import SlotTree, build_tree
 
@@ -99,7 +103,9 @@ class Session:
             store, session_id, _check_model(model), check_optional_text(system, "system"), settings
         )
         self._engine.slot_tools = self._slot_tools
+        self._explorer = Explorer(store, session_id, self._engine)
         self.context_updates = False  # offer the model the tools that change a working context
+        self._max_concurrency = MAX_CONCURRENCY  # a fan-out's requests in flight at once
         store.ensure_session(session_id)
 
     @classmethod
@@ -185,6 +191,16 @@ class Session:
     @max_tool_rounds.setter
     def max_tool_rounds(self, value: int) -> None:
         self._engine.max_tool_rounds = check_whole(value, "max_tool_rounds", minimum=1)
+
+    @property
+    def prompt_cache(self) -> bool:
+        """Mark each request's stable prefix for the provider's prompt cache (Anthropic's
+        ``cache_control``; OpenAI caches a repeated prefix by itself). On by default."""
+        return bool(self._engine.prompt_cache)
+
+    @prompt_cache.setter
+    def prompt_cache(self, value: bool) -> None:
+        self._engine.prompt_cache = check_flag(value, "prompt_cache")
 
     @property
     def namespace_threshold(self) -> int:
@@ -386,7 +402,10 @@ class Session:
         window, known = self._engine.window(model)
         assert view.report is not None and view.budget is not None
         compactions = tuple(history.compactions())
-        return SlotBudget(history.slot.id, model, window, known, view.budget, view.report, view.exact, compactions)
+        cached, saved = cache_totals(history.turns(), self.settings.prices)
+        return SlotBudget(
+            history.slot.id, model, window, known, view.budget, view.report, view.exact, compactions, cached, saved
+        )
 
     def compactions(self, slot: str | None = None) -> list[Compaction]:
         """The compactions the slot's view has seen, oldest first (the latest applies)."""
@@ -399,11 +418,13 @@ class Session:
         keep: int | None = None,
         instructions: str | None = None,
         model: str | None = None,
+        preview: bool = False,
     ) -> Compaction:
         """Compact the slot now: fold all but its newest messages into a summary (all but the
         last ``keep`` messages, or what does not fit in half the room left for history). The
         stored messages stay; only the model's view changes. ``instructions`` steer what the
-        summary keeps."""
+        summary keeps; with ``preview`` the summary is made and returned, and nothing stored."""
+        check_flag(preview, "preview")
         if keep is not None:
             check_whole(keep, "keep", minimum=1)
         check_optional_text(instructions, "instructions")
@@ -419,6 +440,8 @@ class Session:
             hint = "it fits its budget" if keep is None else f"it has no more than {keep} messages to keep"
             raise ConfigError(f"nothing to compact in slot {found.id!r}: {hint} (keep=N folds all but the last N)")
         compaction = self._engine.summarizer(model, view).summarize(fold, instructions)
+        if preview:
+            return compaction
         return self.store.add_compaction(self.session_id, found.id, compaction, base=history.tip)
 
     @property
@@ -461,9 +484,63 @@ class Session:
         """Where two slots' histories part and what each has had since."""
         return diff_slots(self.store, self.session_id, self._slot_id(a), self._slot_id(b))
 
+    def compare(self, *slots: str, since_fork: bool = False) -> Comparison:
+        """Several slots side by side: each one's last reply, or with ``since_fork`` every
+        turn since the point where they part (``print()`` it, or show it in a notebook)."""
+        return compare_slots(self.store, self.session_id, [self._slot_id(s) for s in slots], since_fork=since_fork)
+
     def export(self, path: str | os.PathLike[str], slot: str | None = None) -> Path:
         """Write a slot's whole history to a ``.md`` or ``.json`` file."""
         return export_slot(self.store, self.session_id, path, self._slot_id(slot))
+
+    # -- exploring branches: the logic is in explore.py ----------------------------------------
+
+    def merge(
+        self, child: str, *, into: str | None = None, as_: str = "summary", instructions: str | None = None
+    ) -> Merge:
+        """Fold what ``child`` has had since it left ``into`` (its parent by default) into
+        ``into`` as one turn: a summary (``as_="summary"``) or its messages (``"messages"``)."""
+        into = None if into is None else self._slot_id(into)
+        return self._explorer.merge(self._slot_id(child), into, as_, instructions, self.model)
+
+    def undo(self, slot: str | None = None, turns: int = 1, *, cell: str | None = None) -> UndoStep:
+        """Move the slot's tip back ``turns`` turns; nothing is deleted, ``redo`` returns."""
+        return self._explorer.undo(_optional_slot(slot), turns, cell)
+
+    def redo(self, slot: str | None = None, *, branch: str | None = None) -> UndoStep:
+        """Return the slot to where its latest undo took it from; with ``branch``, make that
+        history a new slot instead (the slot stays as it is)."""
+        return self._explorer.redo(_optional_slot(slot), branch)
+
+    def undo_steps(self, slot: str | None = None) -> list[UndoStep]:
+        """The slot's undo steps, newest first, each with the undone turns still readable."""
+        return self.store.undo_steps(self.session_id, _optional_slot(slot))
+
+    def pin(self, position: int, slot: str | None = None) -> int:
+        """Keep the message at ``position`` (negative: from the end) in the model's view
+        whatever the focused filter or a compaction leaves out; returns the position."""
+        return self._explorer.mark(position, "pin", _optional_slot(slot))
+
+    def exclude(self, position: int, slot: str | None = None) -> int:
+        """Never send the message at ``position`` to the model (it stays stored)."""
+        return self._explorer.mark(position, "exclude", _optional_slot(slot))
+
+    def unmark(self, position: int, slot: str | None = None) -> int:
+        """Clear a pin or an exclusion."""
+        return self._explorer.mark(position, "clear", _optional_slot(slot))
+
+    def marks(self, slot: str | None = None) -> dict[int, Mark]:
+        """The slot's pinned and excluded positions."""
+        return self.store.history(self.session_id, _optional_slot(slot)).marks()
+
+    def search(self, text: str, *, slot: str | None = None, limit: int = 20) -> list[SearchHit]:
+        """Messages of every slot (or of ``slot``'s history) holding every word of ``text``."""
+        return self._explorer.search(text, _optional_slot(slot), limit)
+
+    def gc(self, *, drop_undo: bool = False) -> GcReport:
+        """Remove what nothing can reach any more and shrink the file (``drop_undo``: forget
+        the undo history first)."""
+        return self._explorer.gc(check_flag(drop_undo, "drop_undo"))
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -505,6 +582,44 @@ class Session:
     def stored_reply(self, slot: str, turn: TurnRecord) -> Reply:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
         return self._engine.stored_reply(validate_slot_id(slot), turn)
+
+    # -- fan-out (see slotmagic.engine.fanout) ----------------------------------------------
+
+    @property
+    def max_concurrency(self) -> int:
+        """How many requests of a fan-out are in flight at once (4)."""
+        return self._max_concurrency
+
+    @max_concurrency.setter
+    def max_concurrency(self, value: int) -> None:
+        self._max_concurrency = check_whole(value, "max_concurrency", minimum=1)
+
+    def fan_out(
+        self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
+        **options: Any,
+    ) -> FanOutResult:  # fmt: skip
+        """Send ``text`` to several slots (names, ``"all"``, globs like ``"draft-*"``) and/or
+        models at once; each model's reply goes to a new branch named after it
+        (``default.gpt-4o-mini``). Returns the columns keyed by slot (or branch), each with
+        its reply or its error: one failure raises nothing. Other options as for
+        :meth:`submit_turn` (``cell_id`` replays and forks every column as it does one turn).
+        """
+        return self.plan_fan_out(text, slots=slots, models=models, **options).run_sync()
+
+    async def afan_out(
+        self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
+        **options: Any,
+    ) -> FanOutResult:  # fmt: skip
+        """:meth:`fan_out` on the running event loop."""
+        return await self.plan_fan_out(text, slots=slots, models=models, **options).run()
+
+    def plan_fan_out(
+        self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
+        **options: Any,
+    ) -> FanOut:  # fmt: skip
+        """A fan-out with its columns planned (replayed ones complete), to ``run()`` or
+        ``run_sync(on_event)``: what the magic uses to show columns as they stream."""
+        return plan_fan_out(self._engine, text, slots, models, _turn_options(options), self.max_concurrency)
 
     # -- working context (seed T5) ------------------------------------------------------------
 

@@ -20,19 +20,43 @@ length, so they are read again only after the history changed (a turn, or a new 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import SlotMagicError
 
 if TYPE_CHECKING:
+    from .core.messages import Message
     from .core.slots import Slot
-    from .session import Session
+    from .core.workflow import Workflow
+    from .engine.budgeting import SlotBudget
 
-__all__ = ["LAST_USER_CHARS", "PROTOCOL", "LastUserCache", "last_user_text", "session_snapshot"]
+__all__ = ["LAST_USER_CHARS", "PROTOCOL", "LastUserCache", "SessionReader", "last_user_text", "session_snapshot"]
 
 PROTOCOL = 1
 LAST_USER_CHARS = 80
 _SPACE = re.compile(r"\s+")
+
+
+class SessionReader(Protocol):
+    """What the sidebar and the tree read of a session: a :class:`~slotmagic.Session` is one.
+    (A protocol, so that neither module depends on the façade that builds them.)"""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def current_slot(self) -> str: ...
+
+    def list_slots(self) -> list[Slot]: ...
+
+    def last_message(self, slot: str | None = None, role: str = "user") -> Message | None: ...
+
+    def budget(self, slot: str | None = None) -> SlotBudget: ...
+
+    def active_workflow(self) -> Workflow | None: ...
 
 
 def last_user_text(text: str, limit: int = LAST_USER_CHARS) -> str:
@@ -58,26 +82,26 @@ class LastUserCache:
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str, float, int], str | None] = {}
 
-    def get(self, session: Session, slot: Slot) -> str | None:
+    def get(self, session: SessionReader, slot: Slot) -> str | None:
         key = (session.session_id, slot.id, slot.meta.created_at, slot.meta.message_count)
         if key not in self._entries:
             self._entries[key] = _read_last_user(session, slot)
         return self._entries[key]
 
-    def keep_only(self, session: Session, slots: list[Slot]) -> None:
+    def keep_only(self, session: SessionReader, slots: list[Slot]) -> None:
         """Forget entries of slots that are gone or have grown, so the cache stays small."""
         live = {(session.session_id, s.id, s.meta.created_at, s.meta.message_count) for s in slots}
         self._entries = {k: v for k, v in self._entries.items() if k in live}
 
 
-def _read_last_user(session: Session, slot: Slot) -> str | None:
+def _read_last_user(session: SessionReader, slot: Slot) -> str | None:
     if slot.meta.message_count == 0:
         return None
     message = session.last_message(slot.id, "user")  # reads the end of the history only
     return None if message is None else last_user_text(message.content)
 
 
-def session_snapshot(session: Session, cache: LastUserCache | None = None) -> dict[str, Any]:
+def session_snapshot(session: SessionReader, cache: LastUserCache | None = None) -> dict[str, Any]:
     """The sidebar's ``state`` message for ``session``: JSON-ready, no message bodies beyond
     the first words of each slot's last user message."""
     cache = cache if cache is not None else LastUserCache()
@@ -111,7 +135,7 @@ def session_snapshot(session: Session, cache: LastUserCache | None = None) -> di
     }
 
 
-def _budget(session: Session, slot: str) -> dict[str, Any] | None:
+def _budget(session: SessionReader, slot: str) -> dict[str, Any] | None:
     """The current slot's next request against its budget, as the panel draws it."""
     try:
         budget = session.budget(slot)
@@ -127,7 +151,7 @@ def _budget(session: Session, slot: str) -> dict[str, Any] | None:
     }
 
 
-def _workflow(session: Session) -> dict[str, Any] | None:
+def _workflow(session: SessionReader) -> dict[str, Any] | None:
     """The active workflow as the panel shows it (name, current step, done of total, next)."""
     workflow = session.active_workflow()
     return None if workflow is None else workflow.summary()

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import html
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .snapshot import LastUserCache
-
-if TYPE_CHECKING:
-    from .session import Session
+from .snapshot import LastUserCache, SessionReader
 
 __all__ = ["SlotTree", "TreeNode", "build_tree"]
 
@@ -130,7 +127,7 @@ def tree_html(tree: SlotTree) -> str:
     return f'<div class="slotmagic-tree"><div>{head}</div><ul>{items(None)}</ul></div>'
 
 
-def build_tree(session: Session, cache: LastUserCache | None = None) -> SlotTree:
+def build_tree(session: SessionReader, cache: LastUserCache | None = None) -> SlotTree:
     """The session's tree now. Pass the same ``cache`` to later calls so that only slots whose
     history changed are read again."""
     cache = cache if cache is not None else LastUserCache()

@@ -283,8 +283,10 @@ session = Session.open("nb", db_path=path)
 out["readonly"] = session.store.readonly
 out["messages"] = len(session.messages())
 out["branch"] = session.messages("branch")[-2].content[:15]
+out["search"] = [h.slot for h in session.search("branch 4")][:1]
 for name, write in [("turn", lambda: session.submit_turn("x")), ("derive", lambda: session.derive_slot("y")),
-                    ("switch", lambda: session.switch_slot("branch"))]:
+                    ("switch", lambda: session.switch_slot("branch")), ("undo", lambda: session.undo("branch")),
+                    ("pin", lambda: session.pin(0)), ("gc", lambda: session.gc())]:
     try:
         write()
         out[name] = "written"
@@ -350,6 +352,7 @@ def test_a_read_only_store_opens_for_reading_and_refuses_writes_in_one_line(
     assert out["readonly"] is True
     assert out["messages"] == 50 and out["branch"] == "on the branch 4"
     assert out["turn"] == out["derive"] == out["switch"] == expected
+    assert out["undo"] == out["pin"] == out["gc"] == expected and out["search"] == ["branch"]
     assert out["new_session"] == expected
     assert out["stderr"].count("is read-only") == 2  # said once per opening
     assert digest(path) == before

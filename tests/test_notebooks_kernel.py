@@ -93,7 +93,12 @@ def turn_outputs(nb: nbformat.NotebookNode) -> Iterator[dict[str, Any]]:
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith("%%turn"):
             (output,) = [o for o in cell.outputs if o.output_type == "display_data"]
-            yield {"text": output.data["text/plain"], **output.metadata["slotmagic"]}
+            meta = output.metadata["slotmagic"]
+            if "fan_out" in meta:  # one output, a turn per column
+                for column in meta["fan_out"]:
+                    yield {"text": f"{column['slot']} turn {column['turn']}", **column}
+            else:
+                yield {"text": output.data["text/plain"], **meta}
 
 
 def state(db: Path, session_id: str) -> dict[str, Any]:
@@ -245,3 +250,42 @@ def test_vs_code_cell_ids_replay_too(tmp_path: Path) -> None:
     assert [o["replayed"] for o in turn_outputs(first)] == [False, False]
     assert [o["replayed"] for o in turn_outputs(second)] == [True, True]
     assert [o["slot"] for o in turn_outputs(second)] == ["default", "b"]
+
+
+def test_run_all_after_an_undo_and_a_merge_replays_and_changes_nothing(tmp_path: Path) -> None:
+    """A turn undone in the first run replays from the slot's undo history (no model call, the
+    slot stays where the undo left it); the undo and the merge cells, run again, undo and merge
+    nothing more. Twice in one kernel, then after a restart."""
+    notebook = tmp_path / "explore.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(source)
+        for source in (
+            "%load_ext slotmagic",
+            "%%turn\nWhat is a deposit?",
+            "%%turn\nAnd a lease?",
+            "%%turn\nAnd pets?",
+            "%slot undo",
+            "%%turn\nAnd the move-out inspection?",
+            "%slot derive research",
+            "%%turn\nWhat does the statute say?",
+            "%slot switch default\n%slot merge research\n%slot pin 1",
+        )
+    ]
+    nbformat.write(nb, notebook)
+    db = tmp_path / "lab.sqlite3"
+    first, second = run_all(notebook, lab_env(notebook, db), times=2)
+    after_first = state(db, notebook.name)
+    assert [m for _, m in after_first["slots"]["default"] if m.startswith("And")] == [
+        "And a lease?",
+        "And the move-out inspection?",
+    ]
+    (third,) = run_all(notebook, lab_env(notebook, db))  # restart, Run All
+    assert state(db, notebook.name) == after_first
+    assert not any(o["replayed"] for o in turn_outputs(first))
+    for run in (second, third):
+        assert all(o["replayed"] for o in turn_outputs(run))
+        outputs = ["".join(o.get("text", "") for o in cell.outputs) for cell in run.cells]
+        assert "already done: nothing changed" in outputs[4] and "already merged" in outputs[8]
+    with Session.open(notebook.name, db_path=db) as session:
+        assert len(session.undo_steps()) == 1 and session.turns()[-1].info.kind == "merge"

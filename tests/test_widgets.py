@@ -483,3 +483,18 @@ def test_workflow_show_draws_the_active_workflow_and_follows_it(ip: Any) -> None
     assert "* intake [pending] -> letter" in widget.to_text() and "(if no answer)" in widget.to_text()
     ip.run_cell("%workflow status intake done")  # another cell: the drawing follows
     assert "* intake [done] -> letter" in widget.to_text() and "1 of 3 done" in widget.to_text()
+
+
+def test_the_preview_widget_shows_pins_and_exclusions(session: Session) -> None:
+    session.submit_turn("Keep this in view.")
+    session.submit_turn("Never send this.")
+    live = LiveWidgets()
+    preview = SlotPreviewWidget(session, live=live)
+    session.pin(0)
+    session.exclude(2)
+    live.refresh()  # a pin changes no slot row: the widget still sees it
+    rows = preview.view["rows"]
+    pinned = [r for r in rows if r["type"] == "entry" and r["pinned"]]
+    assert [(r["position"], r["label"]) for r in pinned] == [(0, "pinned")]
+    [gap] = [r for r in rows if r["type"] == "omitted"]
+    assert gap["reason"] == "excluded" and "the model never sees it" in gap["text"]

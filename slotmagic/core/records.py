@@ -17,9 +17,9 @@ from .usage import Usage
 
 TURN_INFO_VERSION = 1
 
-TurnKind = Literal["turn", "append", "preset"]
+TurnKind = Literal["turn", "append", "preset", "merge"]
 ForkReason = Literal["edit", "moved"]
-_KINDS: tuple[TurnKind, ...] = ("turn", "append", "preset")
+_KINDS: tuple[TurnKind, ...] = ("turn", "append", "preset", "merge")
 
 
 @dataclass(frozen=True, slots=True)

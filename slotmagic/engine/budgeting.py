@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..core.budget import BudgetReport, ContextBudget
 from ..core.compaction import Compaction, format_tokens
+from ..core.records import TurnRecord
+from ..providers.prices import cache_savings_of
+from ..providers.settings import Price
+
+
+def cache_totals(turns: Iterable[TurnRecord], prices: Mapping[str, Price] | None = None) -> tuple[int, float | None]:
+    """Input tokens the providers' prompt caches served over these turns, and the USD that
+    saved (None when no turn's model has a price)."""
+    cached, saved = 0, None
+    for turn in turns:
+        usage, model = turn.info.usage, turn.info.model
+        if usage is None or model is None or not usage.cached_tokens:
+            continue
+        cached += usage.cached_tokens
+        money = cache_savings_of(model, usage, prices)
+        if money is not None:
+            saved = (saved or 0.0) + money
+    return cached, saved
 
 
 @dataclass(frozen=True)
@@ -24,6 +43,8 @@ class SlotBudget:
     report: BudgetReport
     exact: bool  # counted with the model's own encoding, else a calibrated estimate
     compactions: tuple[Compaction, ...]
+    cached_tokens: int = 0  # input tokens the provider's prompt cache served, over the slot's turns
+    cache_saved: float | None = None  # the USD that saved (None: no price known)
 
     @property
     def threshold(self) -> int:
@@ -57,6 +78,9 @@ class SlotBudget:
             )
         else:
             lines.append("  compactions: none")
+        if self.cached_tokens:  # only then: models without a prompt cache print what they did
+            saved = "" if self.cache_saved is None else f", saved ${self.cache_saved:.4f}"
+            lines.append(f"  prompt cache: {self.cached_tokens:,} input tokens read from the cache{saved}")
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -56,8 +56,11 @@ def plan_fold(history: History, counting: Counting, *, keep_tokens: int = 0, kee
     cut = cut_point(messages, tokens, 0, keep_tokens=keep_tokens, keep_last=keep_messages)
     if cut <= 0:
         return None
-    before = sum(tokens[:cut]) + (previous.tokens_after if previous is not None else 0)
-    return Fold(start, start + cut, len(history), tuple(messages[:cut]), before, previous)
+    # An excluded message is never shown to a model, the one writing the summary included.
+    excluded = {p for p, mark in history.marks().items() if mark == "exclude"}
+    kept = [i for i in range(cut) if start + i not in excluded]
+    before = sum(tokens[i] for i in kept) + (previous.tokens_after if previous is not None else 0)
+    return Fold(start, start + cut, len(history), tuple(messages[i] for i in kept), before, previous)
 
 
 def _collect(events: Iterator[StreamEvent]) -> str:

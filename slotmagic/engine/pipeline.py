@@ -34,7 +34,7 @@ from .blocks import context_block, workflow_block
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 
 EntryKind = Literal["system", "history", "summary", "compaction", "context", "workflow", "new"]
-OmitReason = Literal["compacted", "filtered"]
+OmitReason = Literal["compacted", "filtered", "excluded"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +107,7 @@ class ViewBuild:
     report: BudgetReport | None = None
     workflow: Workflow | None = None  # the session's active workflow
     context_turns: int = DEFAULT_RECENT_TURNS  # how many turns a working-context change is sent
+    pinned: frozenset[int] = frozenset()  # stored positions kept whatever the filter or a compaction
 
     def inject(self, message: Message, kind: EntryKind) -> ViewEntry:
         """An entry for a message a step made."""
@@ -152,7 +153,7 @@ def mode_filter(build: ViewBuild) -> None:
         build.system.insert(0, kept_system)
     if focus.summary_override:
         build.system.append(build.inject(Message.system(SUMMARY_PREFIX + focus.summary_override), "summary"))
-    start, tail = history.tail(focus.recent_messages)
+    start, tail = _tail_without_exclusions(history, focus.recent_messages)
     if start < build.start:  # never reach back into what a compaction folded
         tail, start = tail[build.start - start :], build.start
     build.conversation.extend(ViewEntry(m, "history", start + i) for i, m in enumerate(tail) if m.role != "system")
@@ -160,6 +161,19 @@ def mode_filter(build: ViewBuild) -> None:
         e.position for e in (*build.system, *build.conversation) if e.kind == "history" and e.position is not None
     )
     build.omitted.extend(Omitted(lo, hi, "filtered") for lo, hi in _gaps(kept, build.start, len(history)))
+
+
+def _tail_without_exclusions(history: History, count: int) -> tuple[int, list[Message]]:
+    """The tail holding ``count`` non-system messages, excluded ones not counted: excluding
+    a message never shrinks what a focused slot sends."""
+    excluded = {p for p, mark in history.marks().items() if mark == "exclude"}
+    extra = 0
+    while True:
+        start, tail = history.tail(count + extra)
+        hidden = sum(1 for p, m in enumerate(tail, start) if p in excluded and m.role != "system")
+        if hidden <= extra or start == 0:
+            return start, tail
+        extra = hidden
 
 
 def _first_system(build: ViewBuild) -> ViewEntry | None:
@@ -180,6 +194,43 @@ def _gaps(kept: Sequence[int], start: int, length: int) -> list[tuple[int, int]]
         previous = max(previous, p + 1)
     if previous < length:
         out.append((previous, length))
+    return out
+
+
+def pins_and_exclusions(build: ViewBuild) -> None:
+    """An excluded message is never sent; a pinned one is sent even when the focused filter
+    or a compaction left it out, at its place in the conversation."""
+    marks = build.history.marks()
+    if not marks:
+        return
+    excluded = {p for p, m in marks.items() if m == "exclude"}
+    build.pinned = frozenset(p for p, m in marks.items() if m == "pin")
+    shown = {e.position for e in (*build.system, *build.conversation) if e.kind == "history"}
+
+    def kept(entry: ViewEntry) -> bool:
+        return not (entry.kind == "history" and entry.position in excluded)
+
+    build.system[:] = [e for e in build.system if kept(e)]
+    build.conversation[:] = [e for e in build.conversation if kept(e)]
+    back = sorted(build.pinned - shown)
+    if back:
+        entries = [ViewEntry(build.history.messages(p, p + 1)[0], "history", p) for p in back]
+        build.conversation[:] = sorted((*build.conversation, *entries), key=lambda e: e.position or 0)
+    omitted = [o for o in build.omitted for o in _without(o, build.pinned)]
+    omitted += [Omitted(p, p + 1, "excluded") for p in sorted(excluded & shown)]
+    build.omitted[:] = omitted
+
+
+def _without(gap: Omitted, positions: frozenset[int]) -> list[Omitted]:
+    """A range of left-out positions less the ``positions`` put back."""
+    inside = sorted(p for p in positions if gap.lo <= p < gap.hi)
+    out, lo = [], gap.lo
+    for p in inside:
+        if p > lo:
+            out.append(Omitted(lo, p, gap.reason))
+        lo = p + 1
+    if lo < gap.hi:
+        out.append(Omitted(lo, gap.hi, gap.reason))
     return out
 
 
@@ -239,6 +290,7 @@ STEPS: tuple[Step, ...] = (
     system_prompt,
     compacted,
     mode_filter,
+    pins_and_exclusions,
     workflow_block,
     context_block,
     new_message,
@@ -260,6 +312,7 @@ class View:
     budget: ContextBudget | None = None
     encoding: str = ESTIMATE
     compaction: Compaction | None = None  # the one applied
+    pinned: frozenset[int] = frozenset()  # stored positions pinned (kept whatever the filter)
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -288,13 +341,20 @@ class View:
             "new": " · new",
         }
         for number, entry in enumerate(self.entries, 1):
-            head = f"[{number}] {entry.message.role} ({_plural(entry.tokens, 'token')}{labels.get(entry.kind, '')})"
+            label = (
+                " · pinned" if entry.kind == "history" and entry.position in self.pinned else labels.get(entry.kind, "")
+            )
+            head = f"[{number}] {entry.message.role} ({_plural(entry.tokens, 'token')}{label})"
             body = [head, *("    " + line for line in (entry.message.content or "(no text)").splitlines() or [""])]
             body += [f"    -> tool call {c.name}({c.arguments})" for c in entry.message.tool_calls]
             at = entry.position if entry.kind == "history" and entry.position is not None else -1
             shown.append((at, "\n".join(body)))
         for gap in sorted(self.omitted, key=lambda o: o.lo):
-            what = "folded into the summary" if gap.reason == "compacted" else "left out by the focused filter"
+            what = {
+                "compacted": "folded into the summary",
+                "filtered": "left out by the focused filter",
+                "excluded": "excluded: the model never sees it",
+            }[gap.reason]
             where = f"positions {gap.lo}-{gap.hi - 1}"
             shown.append((gap.lo, f"    … {_plural(gap.count, 'stored message')} {what} ({where})"))
         lines += [text for _, text in sorted(shown, key=lambda item: item[0])]
@@ -347,4 +407,5 @@ def assemble(
         budget,
         counting.encoding,
         build.compaction,
+        build.pinned,
     )

@@ -16,12 +16,17 @@ A cell whose earlier turn is not in the current slot's history is looked for els
 the current slot rewrote the history before that turn (it is a fork made by editing an
 earlier cell: the notebook's later cells then belong to the new branch).
 
+A cell whose turn was taken off its slot by ``%slot undo`` replays that stored reply without
+moving the slot (the undo stands, so Run All ends where the first run ended, the undo cell
+included); an edited one is a new turn on the slot.
+
 Everything here reads the store and plain values; nothing calls back into the session.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -43,6 +48,7 @@ class CellPlan:
     action: Literal["append", "replay", "fork"]
     slot: str
     turn: TurnRecord | None = None
+    source: History | None = None  # where a replayed turn is read, when the slot no longer holds it (undone)
 
 
 def _same_text(found: CellTurn, cell: CellRef) -> bool:
@@ -50,17 +56,29 @@ def _same_text(found: CellTurn, cell: CellRef) -> bool:
 
 
 def plan_cell_turn(
-    store: Store, session_id: str, slot: str, cell: CellRef, *, rerun: bool = False, anywhere: bool = False
+    store: Store,
+    session_id: str,
+    slot: str,
+    cell: CellRef,
+    *,
+    rerun: bool = False,
+    anywhere: bool = False,
+    keep: Callable[[CellTurn], bool] | None = None,
 ) -> CellPlan:
     """Decide between append, replay and fork for a turn from ``cell`` on ``slot``.
 
     With ``anywhere`` (the turn goes to whatever slot is current), the cell's turn is replayed
     where it ran even when another slot is current, so Run All after a restart reproduces the
-    notebook whatever slot it was left on.
+    notebook whatever slot it was left on. ``keep`` narrows the cell's turns considered (a
+    fan-out column looks only at its own slot's line).
     """
     turns = store.cell_turns(session_id, cell.id, slot)
+    if keep is not None:
+        turns = [t for t in turns if keep(t)]
     if not turns:
-        return CellPlan("append", slot)  # a cell's first run: the common case, one indexed lookup
+        # A cell's first run (the common case, one indexed lookup), or one whose turn was undone.
+        undone = None if rerun else _undone_turn(store, session_id, slot, cell)
+        return undone or CellPlan("append", slot)
     history = store.history(session_id, slot)
     held = [t for t in turns if t.held]
     if held:
@@ -80,6 +98,17 @@ def plan_cell_turn(
         if edit is not None:
             return CellPlan("replay", slot if edit.held and not anywhere else edit.home, edit.record)
     return CellPlan("fork", home, earlier.record)
+
+
+def _undone_turn(store: Store, session_id: str, slot: str, cell: CellRef) -> CellPlan | None:
+    """The cell's turn in the slot's undo history, newest first: replayed from there when the
+    text is unchanged; None (a new turn) otherwise."""
+    for step in store.undo_steps(session_id, slot):
+        for record in reversed(step.undone()):
+            ref = record.info.cell
+            if ref is not None and ref.id == cell.id:
+                return CellPlan("replay", slot, record, step.history) if ref.same_text(cell) else None
+    return None
 
 
 def _found_elsewhere(

@@ -121,6 +121,7 @@ class PendingTurn:
     compaction: Compaction | None = None  # made for this turn, stored with it
     notes: tuple[str, ...] = ()  # lines for the footer
     tools: ToolRegistry | None = None  # what the model may call in this turn
+    branch: str | None = None  # stored on a new branch of ``slot`` so named (a fan-out's model column)
 
     def completion_or_raise(self, completion: Completion | None) -> Completion:
         if completion is None:
@@ -153,6 +154,7 @@ class TurnEngine:
         self.compaction_model: str | None = None  # None: the turn's own model
         self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's
         self.max_tool_rounds = 8
+        self.prompt_cache = True  # providers that need it (Anthropic) are told where the stable prefix ends
         # Tools that come with the slot itself (the working context's), given by the session.
         self.slot_tools: Callable[[Slot, View], list[Tool[..., Any]]] | None = None
         self.namespace = Namespace(store, session_id)
@@ -299,7 +301,7 @@ class TurnEngine:
             assert plan.turn is not None
             if follow and plan.slot != self.store.current_slot(self.session_id):
                 self.store.set_current_slot(self.session_id, plan.slot)  # where the cell left it
-            return None, plan, self.stored_reply(plan.slot, plan.turn)
+            return None, plan, self.stored_reply(plan.slot, plan.turn, plan.source)
         fork_before = plan.turn if plan.action == "fork" else None
         return self.prepare(text, plan.slot, options, cell, fork_before, follow), plan, None
 
@@ -362,6 +364,7 @@ class TurnEngine:
             temperature=options.temperature,
             max_tokens=options.max_tokens,
             params=dict(options.params),
+            prompt_cache=self.prompt_cache,
         )
 
     def _check_budget(self, turn: PendingTurn, view: View) -> PendingTurn:
@@ -446,6 +449,9 @@ class TurnEngine:
                     record = self._store(slot, turn, messages, info, None)
                     if turn.follow:
                         store.set_current_slot(session_id, slot)
+                elif turn.branch is not None:  # forked where the request was made: nothing can move it
+                    slot = self._fork(turn.slot, turn.base.length, turn.branch)
+                    record = self._store(slot, turn, messages, info, None)
                 else:
                     try:
                         record = self._store(slot, turn, messages, info, turn.base)
@@ -472,22 +478,26 @@ class TurnEngine:
             self.store.add_compaction(self.session_id, slot, turn.compaction, base=base)
         return self.store.append_turn(self.session_id, slot, messages, info, base=base, writable=base is not None)
 
-    def _fork(self, parent_id: str, at: int) -> str:
-        """Derive the sibling a turn runs on; it behaves like the branch it forks."""
+    def _fork(self, parent_id: str, at: int, name: str | None = None) -> str:
+        """Derive the sibling a turn runs on (``name``, or ``<name>.2`` … when it is taken);
+        it behaves like the branch it forks."""
         parent = self.store.slot(self.session_id, parent_id)
         strategy = (
             DeriveStrategy.focused_on(parent.config.focused)
             if parent.mode is SlotMode.FOCUSED
             else DeriveStrategy.full()
         )
-        name = fork_name(parent.id, frozenset(s.id for s in self.store.slots(self.session_id)))
+        taken = frozenset(s.id for s in self.store.slots(self.session_id))
+        name = name if name is not None and name not in taken else fork_name(name or parent.id, taken)
         config = parent.config.replace(source=SlotSource.derived(parent.id, strategy))
         self.store.derive_slot(self.session_id, name, parent.id, config, at)
         return name
 
-    def stored_reply(self, slot: str, record: TurnRecord) -> Reply:
-        """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
-        produced = self.store.history(self.session_id, slot).messages(record.start, record.end)
+    def stored_reply(self, slot: str, record: TurnRecord, source: History | None = None) -> Reply:
+        """The reply a stored turn ended with, as a ``Reply`` marked ``replayed`` (read from
+        ``source`` when the slot no longer holds it: a turn undone)."""
+        history = source if source is not None else self.store.history(self.session_id, slot)
+        produced = history.messages(record.start, record.end)
         message = next((m for m in reversed(produced) if m.role == "assistant"), None)
         steps = steps_of(produced)
         if message is None:
@@ -496,6 +506,7 @@ class TurnEngine:
         return Reply(
             message.content, message, info.usage or Usage(), info.model or self.model, slot, record.number,
             info.finish_reason, info.cost, info, replayed=True, steps=steps,
+            notes=() if source is None else (f"this turn was undone on slot {slot}: %slot redo brings it back",),
         )  # fmt: skip
 
 
@@ -512,6 +523,21 @@ class _Stream:
         self.plan = plan
         self.reply: Reply | None = replay
         self.on_step: Callable[[ToolStep], None] | None = None
+        # ``hold``: a complete reply waits in ``held`` for commit() instead of being stored at
+        # once, so a fan-out stores its columns only when all of them have finished.
+        self.hold = False
+        self.held: ToolRounds | None = None
+
+    def commit(self, **extra: Any) -> Reply:
+        """Store a reply kept back by ``hold``, in one transaction, ``extra`` recorded with it
+        (known only once it streamed, such as how long it took); returns it."""
+        assert self._turn is not None and self.held is not None, "nothing held to store"
+        turn = self._turn
+        if extra:
+            turn = replace(turn, info=turn.info.replace(extra={**turn.info.extra, **extra}))
+        self.reply = self._engine.commit(turn, self.held)
+        self.held = None
+        return self.reply
 
     @property
     def replayed(self) -> bool:
@@ -589,7 +615,10 @@ class TurnStream(_Stream):
             if said:
                 yield "\n\n"
             request = rounds.next_request(completion, rounds.run_sync(calls))
-        self.reply = self._engine.commit(turn, rounds)
+        if self.hold:
+            self.held = rounds
+        else:
+            self.reply = self._engine.commit(turn, rounds)
 
     def close(self) -> None:
         """Stop the reply (if it is still streaming) and close its connection; stores nothing."""
@@ -637,7 +666,10 @@ class AsyncTurnStream(_Stream):
             if said:
                 yield "\n\n"
             request = rounds.next_request(completion, await rounds.run(calls))
-        self.reply = self._engine.commit(turn, rounds)
+        if self.hold:
+            self.held = rounds
+        else:
+            self.reply = self._engine.commit(turn, rounds)
 
     async def aclose(self) -> None:
         """Stop the reply (if it is still streaming) and close its connection; stores nothing."""

@@ -16,7 +16,7 @@ from .turn import turn_parser
 
 WorkflowNames = tuple[Mapping[str, Sequence[str]], "str | None"]  # name -> steps, and the active one
 
-_TURN_SLOT_ARGS = ("--slot",)
+_TURN_SLOT_ARGS = ("--slot", "--slots")
 
 
 def _words(text: str) -> list[str]:

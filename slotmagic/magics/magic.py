@@ -15,6 +15,7 @@ from IPython.core.interactiveshell import ExecutionInfo, InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import TraitError, validate
 
+from ..engine.fanout import FanOutResult
 from ..engine.reply import Reply
 from ..errors import SlotMagicError
 from ..providers import parse_model
@@ -47,6 +48,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         super().__init__(shell=shell)
         self.workspace = Workspace(shell)
         self._cell: ExecutionInfo | None = None  # the cell being run, for its id
+        self._slot_lines = 0  # %slot lines run so far in that cell
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -57,6 +59,7 @@ class SlotMagic(Magics, SlotMagicOptions):
     def remember_cell(self, info: ExecutionInfo) -> None:
         """pre_run_cell hook: JupyterLab sends each cell's id with its execution."""
         self._cell = info
+        self._slot_lines = 0
 
     def _cell_identity(self, explicit: str | None, cell: str) -> str | None:
         """Who this ``%%turn`` cell is, for replay: ``--id``, else the id the front end sent
@@ -78,7 +81,7 @@ class SlotMagic(Magics, SlotMagicOptions):
             return f"position:{position}"
         return None
 
-    def _bind(self, reply: Reply) -> None:
+    def _bind(self, reply: Reply | FanOutResult) -> None:
         """Make the reply the cell's value (``_``, ``Out[n]``) without displaying it twice."""
         assert self.shell is not None
         hook = self.shell.displayhook
@@ -109,8 +112,15 @@ class SlotMagic(Magics, SlotMagicOptions):
             return
         handler, args = parsed
         session = self.session()
+        # Which cell (and which of its %slot lines) runs this, so a %slot undo run again from the
+        # same place does not undo twice.
+        self._slot_lines += 1
+        info = self._cell
+        sent = getattr(info, "cell_id", None) if info is not None and line in (info.raw_cell or "") else None
+        cell_id = f"{sent}#{self._slot_lines}" if sent else None
         with user_errors():
-            handler(Context(session, self, self.workspace.db_path(self), live_widgets(self.shell)), args)
+            context = Context(session, self, self.workspace.db_path(self), live_widgets(self.shell), cell_id)
+            handler(context, args)
 
     @line_cell_magic
     def turn(self, line: str, cell: str | None = None) -> None:

@@ -181,6 +181,13 @@ class SlotMagicOptions(Configurable):
         "before it stops with a note; the partial work is stored.",
     ).tag(config=True)
 
+    prompt_cache = Bool(
+        True,
+        help="Mark each request's stable prefix (system side, tool definitions, history) for the "
+        "provider's prompt cache: Anthropic cache_control breakpoints. Cached tokens and the money "
+        "saved show in the turn footer and in %slot budget.",
+    ).tag(config=True)
+
     namespace_threshold = CInt(
         2048,
         help="Tool results larger than this many bytes are kept aside in the namespace store; the "
@@ -199,6 +206,12 @@ class SlotMagicOptions(Configurable):
         help="Offer the model tools that change a slot's working context (add_goal, record_decision, "
         "set_step, ...); what it changes is marked as made by the model. read_context is offered "
         "whenever a slot has a working context.",
+    ).tag(config=True)
+
+    max_concurrency = CInt(
+        4,
+        help="How many requests of a fan-out (%%turn --slots / --models) are in flight at once; the other "
+        "columns wait for a place. A 429 slows down only the provider that sent it.",
     ).tag(config=True)
 
     compaction_model = Unicode(
@@ -308,7 +321,7 @@ class SlotMagicOptions(Configurable):
             )
         return value
 
-    @validate("max_tool_rounds", "namespace_threshold")
+    @validate("max_tool_rounds", "namespace_threshold", "max_concurrency")
     def _check_positive(self, proposal: Any) -> Any:
         value = proposal["value"]
         if value < 1:

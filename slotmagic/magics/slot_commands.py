@@ -14,11 +14,14 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..core.budget import ContextBudget
+from ..core.compaction import Compaction
 from ..core.messages import Message
 from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
 from ..render import describe_mode
 from ..session import Session
 from ..store.urls import is_postgres_url, parse_postgres_url, shown_target
+from .compare_command import compare, compare_parser
+from .explore_commands import explore_commands
 from .options import SlotMagicOptions
 from .parsing import CommandParser, at_least, did_you_mean, parse, split_line
 
@@ -34,6 +37,7 @@ class Context:
     options: SlotMagicOptions
     db_path: str
     widgets: LiveWidgets | None = None  # the kernel's live widgets; None: text only
+    cell_id: str | None = None  # the notebook cell running the line, when the front end says
 
 
 Handler = Callable[[Context, argparse.Namespace], None]
@@ -78,6 +82,18 @@ def format_messages(messages: Sequence[Message], first_number: int = 1) -> str:
         for call in message.tool_calls:
             lines.append(f"    -> tool call {call.name}({call.arguments})")
     return "\n".join(lines)
+
+
+def compaction_marker(slot: str, compaction: Compaction, *, preview: bool = False) -> str:
+    """The line a compaction leaves in the notebook (``--preview``: what it would replace)."""
+    if not preview:
+        return f"slot {slot}: {compaction.describe()}"
+    lo, hi = compaction.upto - compaction.replaced + 1, compaction.upto
+    where = f"messages {lo}-{hi}" if hi > lo else f"message {hi}"
+    return (
+        f"preview: slot {slot} would fold {where} into this summary "
+        f"({compaction.describe()}); nothing changed: run without --preview to compact"
+    )
 
 
 # -- focus options shared by create and derive ----------------------------------------------------
@@ -312,13 +328,14 @@ def _compact_parser() -> CommandParser:
     parser.add_argument("id", nargs="?", help="the slot (default: current)")
     parser.add_argument("--keep", metavar="N", type=at_least(1), help="keep the last N messages as they are")
     parser.add_argument("--instructions", metavar="TEXT", help="what the summary should keep (quote it)")
+    parser.add_argument("--preview", action="store_true", help="show the summary and what it replaces; change nothing")
     return parser
 
 
 def _compact(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.id)
-    compaction = ctx.session.compact(slot.id, keep=args.keep, instructions=args.instructions)
-    print(f"slot {slot.id}: {compaction.describe()}")
+    compaction = ctx.session.compact(slot.id, keep=args.keep, instructions=args.instructions, preview=args.preview)
+    print(compaction_marker(slot.id, compaction, preview=args.preview))
     print(compaction.text)
 
 
@@ -513,6 +530,8 @@ COMMANDS: dict[str, Command] = {
         Command("rename", _rename_parser, _rename, slot_positionals=1),
         Command("diff", _diff_parser, _diff, slot_positionals=2),
         Command("export", _export_parser, _export, slot_positionals=1),
+        Command("compare", compare_parser, compare, slot_positionals=6),
+        *explore_commands(),
     )
 }
 

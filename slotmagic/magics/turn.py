@@ -6,9 +6,11 @@ import argparse
 import sys
 from functools import cache
 
+from ..engine.fanout import FanOutResult
 from ..engine.reply import Reply
 from ..session import Session
 from .display import StreamView, footer, reply_metadata
+from .fanout import run_fan_out
 from .options import SlotMagicOptions
 from .parsing import CommandParser, at_least, parse, split_line
 
@@ -41,6 +43,16 @@ def turn_parser() -> CommandParser:
     tools.add_argument("--tools", metavar="A,B", help="offer only these tools in this turn (comma-separated names)")
     tools.add_argument("--no-tools", action="store_true", help="offer no tools in this turn")
     parser.add_argument(
+        "--slots",
+        metavar="A,B",
+        help="fan out: send the cell to each of these slots at once (names, all, or globs such as 'draft-*')",
+    )
+    parser.add_argument(
+        "--models",
+        metavar="M1,M2",
+        help="fan out: ask each model on the slot's history; each reply goes to a new branch named after it",
+    )
+    parser.add_argument(
         "--id",
         metavar="NAME",
         help="this cell's identity for replay, when the front end sends no cell id or the cell moves between notebooks",
@@ -59,8 +71,11 @@ def parse_turn_line(line: str) -> argparse.Namespace:
 
 def run_turn(
     session: Session, options: SlotMagicOptions, args: argparse.Namespace, cell: str, cell_id: str | None
-) -> Reply:
-    """Run (or replay) the turn with a live view, return the stored reply."""
+) -> Reply | FanOutResult:
+    """Run (or replay) the turn with a live view, return the stored reply (a fan-out's
+    columns with ``--slots`` or ``--models``)."""
+    if args.slots is not None or args.models is not None:
+        return run_fan_out(session, options, args, cell, cell_id)
     stream = session.stream_turn(
         cell.strip("\n"),
         cell_id=cell_id,

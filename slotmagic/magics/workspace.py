@@ -81,8 +81,10 @@ class Workspace:
         self._session.compaction_model = options.compaction_model or None
         self._session.max_tool_rounds = options.max_tool_rounds
         self._session.namespace_threshold = options.namespace_threshold
+        self._session.prompt_cache = options.prompt_cache
         self._session.working_context_turns = options.working_context_turns
         self._session.context_updates = options.context_updates
+        self._session.max_concurrency = options.max_concurrency
         settings = options.provider_settings()
         if settings != self._session.settings:  # a change closes connections: only when needed
             self._session.settings = settings

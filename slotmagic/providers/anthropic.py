@@ -192,9 +192,33 @@ def request_body(request: ChatRequest) -> dict[str, Any]:
         body["tools"] = wire_tools(request.tools)
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if request.prompt_cache:
+        cache_breakpoints(body)
     body.update(request.params)  # provider-specific parameters pass through as given
     body["stream"] = True
     return body
+
+
+_EPHEMERAL = {"type": "ephemeral"}
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def cache_breakpoints(body: dict[str, Any]) -> None:
+    """Mark the prefix Anthropic may cache (it caches up to each block marked, at most four):
+    the tool definitions, the system side, and the conversation through its last message, so
+    the next turn, whose request starts with the same bytes, reads all of it from the cache
+    (Anthropic finds an earlier breakpoint's entry by itself)."""
+    if body.get("tools"):
+        body["tools"][-1] = {**body["tools"][-1], "cache_control": _EPHEMERAL}
+    if "system" in body:
+        body["system"] = [{"type": "text", "text": body["system"], "cache_control": _EPHEMERAL}]
+    messages = body["messages"]
+    if messages:
+        blocks = messages[-1]["content"]
+        for index in range(len(blocks) - 1, -1, -1):
+            if blocks[index].get("type") not in _UNMARKABLE:
+                blocks[index] = {**blocks[index], "cache_control": _EPHEMERAL}
+                break
 
 
 def _json_object(text: str) -> dict[str, Any]:

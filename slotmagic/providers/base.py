@@ -33,6 +33,7 @@ class ChatRequest:
     temperature: float | None = None
     max_tokens: int | None = None
     params: Mapping[str, Any] = field(default_factory=dict)  # provider-specific, passed through
+    prompt_cache: bool = False  # mark the request's stable prefix for the provider's prompt cache
 
 
 @dataclass(frozen=True, slots=True)

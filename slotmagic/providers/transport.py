@@ -33,12 +33,14 @@ import json
 import logging
 import re
 import socket
+import ssl
 import sys
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Generator, Iterator, Mapping
 from contextlib import aclosing, closing, contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Protocol, TypeVar
 
 import httpx
@@ -55,6 +57,7 @@ from ..errors import (
     ReplyTooLarge,
     StreamInterrupted,
 )
+from . import pacing
 from .base import ChatRequest, Completion, StreamEvent
 from .endpoint import Endpoint
 from .registry import REGISTRY, Registry
@@ -337,11 +340,12 @@ class SSETransport:
         # A client per call: an AsyncClient's connections belong to the event loop that made
         # them, and notebooks and tests run turns on different loops.
         deadline = Deadline(self.settings.turn_timeout)
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
+        async with httpx.AsyncClient(timeout=self.timeout, verify=_tls_context()) as client:
             attempt = 0
             while True:
                 started = [False]
                 with self._failures(call, started, deadline):
+                    await pacing.ready(call.label)  # a fan-out: this provider may be backing off
                     request = self._request(client, call, deadline, started)
                     response = await self._within(deadline, call, started, client.send(request, stream=True))
                     try:
@@ -365,7 +369,7 @@ class SSETransport:
                     failure, wait = self._after_error(call, response, text, attempt, deadline)
                 if wait is None:
                     raise failure
-                await asyncio.sleep(wait)
+                await pacing.backoff(call.label, wait)
                 attempt += 1
 
     def close(self) -> None:
@@ -508,6 +512,14 @@ class SSETransport:
             return ProviderConnectionError(f"{label}: the server closed the connection without answering")
         # Only the class name: an httpx message may quote the request.
         return ProviderConnectionError(f"{label}: the request failed ({type(exc).__name__})")
+
+
+@cache
+def _tls_context() -> ssl.SSLContext:
+    """The TLS settings httpx makes for each client by default, made once: building them
+    costs ~50 ms, and an async turn makes a client per call (a fan-out, one per column, on its
+    one event loop, where it would hold up the others)."""
+    return httpx.create_ssl_context()
 
 
 async def _anext(chunks: AsyncIterator[bytes]) -> bytes | None:

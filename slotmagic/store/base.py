@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from ..core.compaction import Compaction
 from ..core.context import ContextEvent, WorkingContext
@@ -21,7 +21,23 @@ from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import Slot, SlotConfig
 from ..core.workflow import Workflow
 
-__all__ = ["CellTurn", "History", "Piece", "SegmentReader", "Store", "SupportsChanges", "Tip", "TurnRecord"]
+__all__ = [
+    "CellTurn",
+    "GcReport",
+    "History",
+    "Mark",
+    "Piece",
+    "SearchHit",
+    "SegmentReader",
+    "Store",
+    "SupportsChanges",
+    "Tip",
+    "TurnRecord",
+    "UndoStep",
+]
+
+Mark = Literal["pin", "exclude", "clear"]
+MARKS: tuple[Mark, ...] = ("pin", "exclude", "clear")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +104,10 @@ class SegmentReader(Protocol):
         """Working-context events of segment ``key`` made at history length <= ``hi`` (and,
         when ``before`` is set, made before that time), oldest first: the rule of compactions."""
 
+    def read_marks(self, key: int, hi: int, before: float | None) -> list[tuple[int, Mark]]:
+        """Pin and exclude events ``(position, mark)`` kept on segment ``key`` for positions
+        below ``hi`` (and, when ``before`` is set, made before that time), oldest first."""
+
 
 class _ListReader:
     """A reader over messages in memory (one segment, key 0), for histories not stored."""
@@ -114,6 +134,9 @@ class _ListReader:
         pass
 
     def read_context(self, key: int, hi: int, before: float | None) -> list[ContextEvent]:
+        return []
+
+    def read_marks(self, key: int, hi: int, before: float | None) -> list[tuple[int, Mark]]:
         return []
 
 
@@ -165,10 +188,12 @@ class History:
                 out.extend(self._reader.read_messages(piece.key, a, b))
         return out
 
-    def turns(self) -> list[TurnRecord]:
+    def turns(self, lo: int = 0) -> list[TurnRecord]:
+        """The turns of the history that start at position ``lo`` or later (all by default)."""
         out: list[TurnRecord] = []
         for piece in self.pieces:
-            out.extend(self._reader.read_turns(piece.key, piece.lo, piece.hi))
+            if piece.hi > lo:
+                out.extend(self._reader.read_turns(piece.key, max(piece.lo, lo), piece.hi))
         return out
 
     def origin(self, position: int) -> tuple[int, int]:
@@ -208,6 +233,16 @@ class History:
         for piece in self.chain:
             found.extend(self._reader.read_context(piece.key, piece.hi, piece.branched_at))
         return found
+
+    def marks(self) -> dict[int, Mark]:
+        """Positions pinned or excluded in this history's view: its ancestors' marks made
+        before it branched off them, then its own slot's; the latest for a position wins."""
+        found: dict[int, Mark] = {}
+        for piece in self.chain:
+            for position, mark in self._reader.read_marks(piece.key, piece.hi, piece.branched_at):
+                if position < len(self):
+                    found[position] = mark
+        return {p: m for p, m in found.items() if m != "clear"}
 
     def context(self) -> WorkingContext:
         """The slot's working context as of this history."""
@@ -263,6 +298,59 @@ class History:
             lo = max(0, start - chunk)
             loaded = self.messages(lo, start) + loaded
             start, chunk = lo, chunk * 2
+
+
+@dataclass(frozen=True)
+class UndoStep:
+    """One ``%slot undo``: slot ``slot`` went back from ``length`` messages to ``at``, undoing
+    ``turns`` turns; ``history`` is the history as it was before (what redo returns to, and
+    where the undone turns stay readable until gc). ``cell`` is the notebook cell that asked
+    (None outside a notebook); ``repeated`` says the step was made earlier by that same cell,
+    and nothing moved now."""
+
+    slot: str
+    turns: int
+    at: int
+    length: int
+    cell: str | None
+    created_at: float
+    history: History
+    repeated: bool = False
+
+    def undone(self) -> list[TurnRecord]:
+        """The turns this step took off the slot."""
+        return self.history.turns(self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A message that matched a search: the slot whose history holds it (``undone``: only in
+    that slot's undo history), its turn number and position there, its role and a snippet
+    with the matches marked ``[…]``."""
+
+    slot: str
+    turn: int
+    position: int
+    role: str
+    snippet: str
+    undone: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GcReport:
+    """What ``gc`` removed: messages, turns and large tool results no slot, undo history or
+    export could reach, and the bytes the file shrank by."""
+
+    messages: int
+    turns: int
+    namespace: int
+    bytes_before: int
+    bytes_after: int
+    compacted: bool = True  # False: another connection was using the file, so it kept its size
+
+    @property
+    def freed(self) -> int:
+        return max(0, self.bytes_before - self.bytes_after)
 
 
 class Store(Protocol):
@@ -397,6 +485,47 @@ class Store(Protocol):
 
     def use_workflow(self, session_id: str, name: str | None) -> Workflow | None:
         """Make ``name`` the session's active workflow (None: no workflow is active)."""
+
+    # -- exploring: pins and exclusions, undo, search, gc ---------------------------------------
+
+    def mark_message(self, session_id: str, slot_id: str | None, position: int, mark: Mark) -> None:
+        """Pin, exclude or clear the message at ``position`` of the slot's history, as one
+        append-only event on the slot (``History.marks()`` reads them; slots derived later see
+        them, as they see compactions). A position outside the history is a ConfigError."""
+
+    def undo(self, session_id: str, slot_id: str | None, turns: int, *, cell: str | None = None) -> UndoStep:
+        """Move the slot's tip back ``turns`` turns (a static slot's preset is not a turn) in
+        one transaction, deleting nothing: the slot's id moves to a new history forked before
+        the undone turns, and the old one stays hidden, readable through ``undo_steps`` until
+        ``gc(drop_undo=True)``. Slots derived from the old history keep it, and list this slot
+        as their parent. With ``cell``, a step this cell already made on the slot is returned
+        (``repeated``) instead of undoing again: a notebook cell run again changes nothing.
+        More turns than the slot holds is a ConfigError."""
+
+    def redo(self, session_id: str, slot_id: str | None, *, branch: str | None = None) -> UndoStep:
+        """Undo the slot's latest undo step, in one transaction: the slot holds exactly the
+        history it held before it (its config, pins and working context changed since are
+        kept). Refused with a ConfigError when there is nothing to redo or the slot has had
+        turns since the undo. With ``branch``, the latest step's history becomes a new slot of
+        that id (listed as derived from the slot) and the slot stays as it is: possible even
+        after new turns; SlotExists if the id is taken."""
+
+    def undo_steps(self, session_id: str, slot_id: str | None) -> list[UndoStep]:
+        """The undo steps whose undone history belongs to the slot, newest first (the first
+        is what ``redo`` returns to when the slot has had no turn since)."""
+
+    def search(self, session_id: str, query: str, slot_id: str | None = None, *, limit: int = 20) -> list[SearchHit]:
+        """Messages of the session matching every word of ``query`` (full-text, case-folded;
+        the words are taken literally, not as a query language), best first, each named by a
+        live slot holding it (its owner if live) or, failing that, the slot whose undo history
+        holds it. With ``slot_id``, only messages that slot's history holds, named by it."""
+
+    def gc(self, session_id: str, *, drop_undo: bool = False) -> GcReport:
+        """Remove what no live slot's history, undo history (unless ``drop_undo``, which
+        forgets the session's undo history first) or export can reach any more: stored
+        messages, turns, counts and marks of deleted slots past what their derived slots
+        share, and large tool results no remaining message refers to; then compact the file.
+        Nothing a live slot, an undo step kept or an export can read is removed."""
 
 
 @runtime_checkable

@@ -29,12 +29,10 @@ from typing import Any
 
 from ..core.checks import check_text
 from ..errors import ConfigError, StoreError
+from .migrations import APPLICATION_ID, MIGRATIONS, migrate
 
-# "SlMg": slotmagic's mark in the SQLite header (PRAGMA application_id), set on every file it
-# creates or upgrades, so a database that is someone else's is never mistaken for a store.
-APPLICATION_ID = 0x536C4D67
-# A slotmagic file from before the mark is recognised by its tables: these, and no table that
-# slotmagic's migrations do not create (see ``slotmagic_tables``).
+# A slotmagic file from before the mark (APPLICATION_ID) is recognised by its tables: these,
+# and no table that slotmagic's migrations do not create (see ``slotmagic_tables``).
 LEGACY_TABLES = frozenset({"sessions", "slots", "messages", "turns"})
 # Up to this size (file and WAL) opening checks every page; beyond, only the small tables.
 FULL_CHECK_BYTES = 64 * 1024 * 1024
@@ -208,8 +206,6 @@ def identify(db: sqlite3.Connection, path: str) -> FileInfo:
 def slotmagic_tables() -> frozenset[str]:
     """Every table slotmagic's migrations create, found by running them in memory (so a
     migration added later is known here without a list to keep up to date)."""
-    from .migrations import migrate
-
     db = sqlite3.connect(":memory:", isolation_level=None)
     try:
         migrate(db)
@@ -423,8 +419,6 @@ def recover(
     ``replace=True`` the damaged file (and its WAL) is moved aside to ``<file>.damaged`` and
     the recovered one takes its place, so notebooks that use it open the recovered one.
     """
-    from .migrations import MIGRATIONS, migrate
-
     source = check_path(path)
     if source == ":memory:":
         raise ConfigError("recover() reads a state file; ':memory:' keeps nothing to recover")

@@ -14,7 +14,10 @@ import sqlite3
 from collections.abc import Callable, Sequence
 
 from ..errors import StoreError
-from .files import APPLICATION_ID, backup_before_migrating
+
+# "SlMg": slotmagic's mark in the SQLite header (PRAGMA application_id), set on every file it
+# creates or upgrades, so a database that is someone else's is never mistaken for a store.
+APPLICATION_ID = 0x536C4D67
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -179,6 +182,39 @@ def _v6_working_context_and_workflows(db: sqlite3.Connection) -> None:
     )
 
 
+def _v7_exploring(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        -- Pins and exclusions of stored messages, as append-only events kept as compactions
+        -- are: on the slot row that made them; slots derived later see them. The latest event
+        -- for a position wins (`mark` is pin, exclude or clear).
+        CREATE TABLE marks (
+            slot        INTEGER NOT NULL,
+            number      INTEGER NOT NULL,
+            position    INTEGER NOT NULL,
+            mark        TEXT NOT NULL,
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (slot, number)
+        );
+        -- %slot undo: the slot's name moves to a new row forked before the undone turns; the
+        -- old row stays, hidden (deleted_at set), with JSON {"by": the row that replaced it,
+        -- "turns": how many were undone, "cell": the cell that asked}, until redo or gc.
+        ALTER TABLE slots ADD COLUMN undo TEXT;
+        -- Full-text search over every message (SQLite FTS5), kept in step by triggers. Its
+        -- rowids are the messages' rowids, which VACUUM may renumber: gc rebuilds it after.
+        CREATE VIRTUAL TABLE messages_fts USING fts5(content, content='messages', content_rowid='rowid');
+        INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+        CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts (rowid, content) VALUES (new.rowid, new.content);
+        END;
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+        END;
+        """,
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _v1_initial,
     _v2_turns_by_cell,
@@ -186,6 +222,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _v4_budgets,
     _v5_namespace,
     _v6_working_context_and_workflows,
+    _v7_exploring,
 )
 
 
@@ -197,19 +234,25 @@ def newer_schema_message(version: int, known: int | None = None) -> str:
     )
 
 
-def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+def migrate(
+    db: sqlite3.Connection,
+    migrations: Sequence[Migration] = MIGRATIONS,
+    *,
+    backup: Callable[[sqlite3.Connection, int], object] | None = None,
+) -> int:
     """Bring ``db`` to the newest schema, one transaction per step; return the version.
 
-    A file that holds data (version 1 or more) is backed up beside itself first; a file from
-    a newer slotmagic is refused. Each step also marks the file as slotmagic's.
+    A file that holds data (version 1 or more) is first handed to ``backup`` (the store passes
+    ``files.backup_before_migrating``); a file from a newer slotmagic is refused. Each step also
+    marks the file as slotmagic's.
     """
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if version > len(migrations):
         raise StoreError(newer_schema_message(version, len(migrations)))
-    if 0 < version < len(migrations):
+    if backup is not None and 0 < version < len(migrations):
         # Outside the write transaction: SQLite's backup cannot read through a connection
         # that holds one. A step another process runs meanwhile is found below and skipped.
-        backup_before_migrating(db, version)
+        backup(db, version)
     for number in range(version + 1, len(migrations) + 1):
         db.execute("BEGIN IMMEDIATE")
         try:

@@ -42,7 +42,7 @@ from ..core.messages import Message
 from ..errors import StoreError
 from ..providers.transport import redact
 from .postgres_schema import CELL_ID_SQL, CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
-from .rows import Cursor, RowStore
+from .rows import Connection, Cursor, RowStore
 from .urls import PostgresTarget, parse_postgres_url
 
 logger = logging.getLogger("slotmagic")
@@ -114,6 +114,7 @@ class PostgresStore(RowStore):
 
     _CELL_ID_SQL: ClassVar[str] = CELL_ID_SQL
     _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = (_UniqueViolation,)
+    _CONTAINS_KEY_SQL: ClassVar[str] = "strpos(m.content, namespace.key) > 0"
     _db: _Connection
 
     def __init__(self, url: str, *, durability: Literal["normal", "full"] = "normal", timeout: float = 10.0) -> None:
@@ -301,6 +302,48 @@ class PostgresStore(RowStore):
             if content and content[0] == _ESCAPE:
                 message.__dict__["content"] = json.loads(content[1:])
         return messages
+
+    # -- exploring: the PostgreSQL side of search and gc (see rows.py) --------------------------
+
+    def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
+        # plainto_tsquery reads the words literally (no query syntax) and ANDs them; 'simple'
+        # case-folds without stemming, as FTS5's default tokenizer. Shorter messages first on a
+        # tie, as bm25 ranks them. Every word is looked for first as a substring: cheap, and a
+        # message of none of them is never parsed.
+        text = " ".join(words)
+        words_sql = " AND ".join("strpos(lower(m.content), lower(?)) > 0" for _ in words)
+        document = "to_tsvector('simple', left(m.content, 262144))"
+        return db.execute(
+            "SELECT m.slot, m.seq, m.turn, m.role,"
+            " ts_headline('simple', m.content, q, 'StartSel=[, StopSel=], MaxWords=12, MinWords=6, ShortWord=0')"
+            " FROM messages m JOIN slots s ON s.id = m.slot, plainto_tsquery('simple', ?) q"
+            f" WHERE s.session_id = ? AND {words_sql} AND numnode(q) > 0 AND {document} @@ q"
+            f" ORDER BY ts_rank({document}, q, 1) DESC, length(m.content), m.slot, m.seq",
+            (text, session_id, *words),
+        )
+
+    def _file_size(self) -> int:
+        """The bytes the schema's tables take, indexes and TOAST included."""
+        with self._read() as db:
+            found = db.execute(
+                "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relkind = 'r'",
+                (self.schema,),
+            ).fetchone()
+            return int(found[0])
+
+    def _compact_file(self) -> bool:
+        """A plain VACUUM (never VACUUM FULL, which would lock other kernels out): space at the
+        tables' ends goes back to the file system, the rest is reused by later turns."""
+        with self._lock:
+            db = self._connection()
+            try:
+                for table in ("messages", "turns", "token_counts", "marks", "namespace"):
+                    db.execute(f"VACUUM {table}")
+            except StoreError as exc:
+                logger.info("%s", exc)
+                return False
+            return True
 
     def close(self) -> None:
         listener = self._listener

@@ -120,5 +120,26 @@ CREATE TABLE changes (
 INSERT INTO changes (one, version) VALUES (TRUE, 0);
 """
 
-# Each step is a list of statements; version N (the SQLite store's version 6, to start with).
-MIGRATIONS: tuple[tuple[str, ...], ...] = (tuple(s.strip() for s in _V1.split(";") if s.strip()),)
+# Version 2: the SQLite store's version 7 (exploring, issue 15) without its FTS5 index:
+# search reads ``to_tsvector('simple', ...)`` of the session's messages at query time (an
+# index on it would refuse a message whose words exceed a tsvector's 1 MB).
+_V2 = """
+CREATE TABLE marks (
+    slot        BIGINT NOT NULL,
+    number      INTEGER NOT NULL,
+    position    INTEGER NOT NULL,
+    mark        TEXT NOT NULL,
+    created_at  DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (slot, number)
+);
+ALTER TABLE slots ADD COLUMN undo TEXT
+"""
+
+
+def _statements(sql: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in sql.split(";") if s.strip())
+
+
+# Each step is a list of statements; version N (version 1 is the SQLite store's version 6,
+# version 2 its version 7).
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_statements(_V1), _statements(_V2))

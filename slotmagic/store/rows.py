@@ -39,9 +39,9 @@ from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
 from ..core.workflow import Workflow, check_workflow_name, no_workflow
 from ..errors import ConfigError, ProtectedSlot, SlotExists, SlotMoved, SlotNotFound, SlotReadonly, StoreError
-from .base import CellTurn, History, Piece, Tip
+from .base import MARKS, CellTurn, GcReport, History, Mark, Piece, SearchHit, Tip, UndoStep
 
-ROW_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at"
+ROW_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo"
 MESSAGE_COLUMNS = "role, content, tokens, extra"
 # Every table that holds rows of a slot (keyed by ``slot``), children before parents.
 SLOT_TABLES = ("messages", "turns", "compactions", "token_counts", "context_events")
@@ -53,6 +53,7 @@ COPIED_SLOT_TABLES: dict[str, tuple[str, ...]] = {
     "compactions": ("slot", "number", "at", "record", "created_at"),
     "token_counts": ("slot", "encoding", "seq", "tokens"),
     "context_events": ("slot", "number", "at", "turn", "event", "created_at"),
+    "marks": ("slot", "number", "position", "mark", "created_at"),
 }
 COPIED_SESSION_TABLES: dict[str, tuple[str, ...]] = {
     "namespace": ("session_id", "key", "tool", "content", "created_at"),
@@ -153,6 +154,7 @@ class _Row:
     config: dict[str, Any]
     created_at: float
     deleted_at: float | None
+    undo: dict[str, Any] | None = None  # set on a row hidden by %slot undo (see migrations v7)
     parsed: tuple[str | None, SlotConfig] | None = None  # (parent name, config), parsed once
 
     @property
@@ -191,6 +193,7 @@ class _Segment:
     first_system: tuple[int, Message] | None = None
     compactions: list[Compaction] | None = None  # all of the segment's, once read
     counts: dict[str, dict[int, int]] = field(default_factory=dict)  # encoding -> position -> tokens
+    marks: list[tuple[int, Mark, float]] | None = None  # (position, mark, created_at), once read
 
     @property
     def end(self) -> int:
@@ -209,6 +212,8 @@ class RowStore:
     _CELL_ID_SQL: ClassVar[str] = "json_extract(turns.info, '$.cell.id')"
     # The error a unique index raises (a slot name taken by another connection meanwhile).
     _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = ()
+    # Whether a message's content holds a kept tool result's key (gc keeps those results).
+    _CONTAINS_KEY_SQL: ClassVar[str] = "instr(m.content, namespace.key) > 0"
 
     _db: Connection
     refusal: str | None
@@ -290,7 +295,7 @@ class RowStore:
                 keys[rank] = int(
                     db.execute(
                         "INSERT INTO slots (session_id, name, parent, fork_at, length, tokens, turns, config,"
-                        " created_at, deleted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                        " created_at, deleted_at, undo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                         (dump.session_id, name, None if parent is None else keys[parent], *rest),
                     ).fetchall()[0][0]
                 )
@@ -314,6 +319,8 @@ class RowStore:
         id reused by a new slot."""
         self._sessions.clear()
         self._created.clear()
+        for segment in self._segments.values():
+            segment.marks = None  # another connection may have pinned or excluded something
         if self._segments:
             keys = list(self._segments)
             alive = dict(
@@ -344,11 +351,21 @@ class RowStore:
             return cached
         found = db.execute("SELECT current_slot FROM sessions WHERE id = ?", (session_id,)).fetchone()
         rows = {}
-        for key, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at in db.execute(
+        for key, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo in db.execute(
             f"SELECT {ROW_COLUMNS} FROM slots WHERE session_id = ?", (session_id,)
         ):
             rows[key] = _Row(
-                key, name, parent, fork_at, length, tokens, turns, json.loads(config), created_at, deleted_at
+                key,
+                name,
+                parent,
+                fork_at,
+                length,
+                tokens,
+                turns,
+                json.loads(config),
+                created_at,
+                deleted_at,
+                None if undo is None else json.loads(undo),
             )
             self._created[key] = created_at
         loaded = _SessionRows(rows, None if found is None else found[0])
@@ -369,13 +386,8 @@ class RowStore:
 
     def _live_parent(self, rows: _SessionRows, row: _Row) -> str | None:
         """The nearest live ancestor: a deleted parent hands its children to its own parent."""
-        parent = row.parent
-        while parent is not None:
-            ancestor = rows.rows[parent]
-            if ancestor.live:
-                return ancestor.name
-            parent = ancestor.parent
-        return None
+        found = _live_ancestor(rows, row)
+        return None if found is None else found.name
 
     def _to_slot(self, rows: _SessionRows, row: _Row) -> Slot:
         parent_name = self._live_parent(rows, row)
@@ -1028,6 +1040,266 @@ class RowStore:
         db.execute("UPDATE workflows SET active = 0 WHERE session_id = ? AND active = 1", (session_id,))
         db.execute("UPDATE workflows SET active = 1 WHERE session_id = ? AND name = ?", (session_id, name))
 
+    # -- exploring: pins and exclusions ----------------------------------------------------------
+
+    def read_marks(self, key: int, hi: int, before: float | None) -> list[tuple[int, Mark]]:
+        # Cached per segment (every view reads them); dropped when another connection writes.
+        with self._lock:
+            segment = self._segment(key, 0)
+            if segment.marks is None:
+                segment.marks = [
+                    (position, mark, created_at)
+                    for position, mark, created_at in self._db.execute(
+                        "SELECT position, mark, created_at FROM marks WHERE slot = ? ORDER BY number", (key,)
+                    )
+                    if mark in MARKS
+                ]
+            return [(p, m) for p, m, at in segment.marks if p < hi and (before is None or at < before)]
+
+    def mark_message(self, session_id: str, slot_id: str | None, position: int, mark: Mark) -> None:
+        if mark not in MARKS:
+            raise ConfigError(f"unknown mark {mark!r}; use one of {', '.join(MARKS)}")
+        with self._write() as db:
+            row = self._row(self._rows(db, session_id), slot_id)
+            if not 0 <= position < row.length:
+                raise ConfigError(
+                    f"slot {row.name!r} has no message {position + 1}: it holds {row.length} (%slot show lists them)"
+                )
+            now = self._insert_numbered(db, "marks", row.key, "position, mark", (position, mark))
+            segment = self._segments.get(row.key)
+            if segment is not None and segment.marks is not None:
+                segment.marks.append((position, mark, now))
+
+    def _insert_numbered(self, db: Connection, table: str, key: int, columns: str, values: tuple[Any, ...]) -> float:
+        """Insert a row numbered after the segment's last; returns its created_at."""
+        number = db.execute(f"SELECT COALESCE(MAX(number), 0) + 1 FROM {table} WHERE slot = ?", (key,)).fetchone()[0]
+        marks = ", ".join("?" * (len(values) + 3))
+        now = time.time()
+        db.execute(
+            f"INSERT INTO {table} (slot, number, {columns}, created_at) VALUES ({marks})", (key, number, *values, now)
+        )
+        return now
+
+    # -- exploring: undo and redo ----------------------------------------------------------------
+
+    def _undo_step(self, rows: _SessionRows, hidden: _Row, slot: str, repeated: bool = False) -> UndoStep:
+        assert hidden.undo is not None and hidden.deleted_at is not None
+        undo = hidden.undo
+        return UndoStep(
+            slot,
+            int(undo["turns"]),
+            int(undo["at"]),
+            hidden.length,
+            undo.get("cell"),
+            hidden.deleted_at,
+            self._history(rows, hidden),
+            repeated,
+        )
+
+    def undo(self, session_id: str, slot_id: str | None, turns: int, *, cell: str | None = None) -> UndoStep:
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            if cell is not None:
+                for hidden in rows.rows.values():
+                    if (
+                        hidden.undo is not None
+                        and hidden.undo.get("cell") == cell
+                        and _replacement(rows, hidden) is row
+                    ):
+                        return self._undo_step(rows, hidden, row.name, repeated=True)
+            records = [t for t in self._history(rows, row).turns() if t.info.kind != "preset"]
+            if not 1 <= turns <= len(records):
+                have = f"only {len(records)}" if records else "no"
+                raise ConfigError(f"cannot undo {turns} turns of slot {row.name!r}: it has {have} turns to undo")
+            at = records[-turns].start
+            tokens, last = self._prefix_totals(db, self._pieces(rows, row, at))
+            now = time.time()
+            # Hide the old row first: a slot's name is unique among live rows.
+            db.execute("UPDATE slots SET deleted_at = ? WHERE id = ?", (now, row.key))
+            key = int(
+                db.execute(
+                    "INSERT INTO slots (session_id, name, parent, fork_at, length, tokens, turns, config, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    (session_id, row.name, row.key, at, at, tokens, last, json.dumps(row.config), now),
+                ).fetchall()[0][0]
+            )
+            undo = {"by": key, "turns": turns, "at": at, "cell": cell}
+            db.execute("UPDATE slots SET undo = ? WHERE id = ?", (json.dumps(undo), row.key))
+            if rows.current == row.key:
+                db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (key, session_id))
+            self._sessions.pop(session_id, None)
+            rows = self._rows(db, session_id)
+            return self._undo_step(rows, rows.rows[row.key], row.name)
+
+    def redo(self, session_id: str, slot_id: str | None, *, branch: str | None = None) -> UndoStep:
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            if branch is not None:
+                return self._branch_undone(db, session_id, rows, row, branch)
+            hidden = next((h for h in rows.rows.values() if h.undo is not None and h.undo.get("by") == row.key), None)
+            if hidden is None:
+                raise ConfigError(f"nothing to redo in slot {row.name!r}: it has no undo step to return from")
+            if row.length != row.fork_at:
+                raise ConfigError(
+                    f"cannot redo in slot {row.name!r}: it has had turns since the undo; "
+                    "%slot redo --as NAME makes the undone turns a branch of their own"
+                )
+            step = self._undo_step(rows, hidden, row.name)
+            # What the slot gathered since the undo (pins, working context, compactions) stays.
+            for table in ("marks", "context_events", "compactions"):
+                offset = db.execute(f"SELECT COALESCE(MAX(number), 0) FROM {table} WHERE slot = ?", (hidden.key,))
+                db.execute(
+                    f"UPDATE {table} SET slot = ?, number = number + ? WHERE slot = ?",
+                    (hidden.key, offset.fetchone()[0], row.key),
+                )
+            db.execute("UPDATE slots SET parent = ? WHERE parent = ?", (hidden.key, row.key))
+            db.execute("DELETE FROM token_counts WHERE slot = ?", (row.key,))
+            db.execute("DELETE FROM slots WHERE id = ?", (row.key,))
+            db.execute(
+                "UPDATE slots SET deleted_at = NULL, undo = NULL, name = ?, config = ? WHERE id = ?",
+                (row.name, json.dumps(row.config), hidden.key),
+            )
+            if rows.current == row.key:
+                db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (hidden.key, session_id))
+            self._sessions.pop(session_id, None)
+            self._segments.pop(row.key, None)
+            segment = self._segments.get(hidden.key)
+            if segment is not None:
+                segment.compactions = segment.marks = None  # some were just moved here
+            return step
+
+    def _branch_undone(self, db: Connection, session_id: str, rows: _SessionRows, row: _Row, branch: str) -> UndoStep:
+        steps = [h for h in rows.rows.values() if h.undo is not None and _replacement(rows, h) is row]
+        if not steps:
+            raise ConfigError(f"slot {row.name!r} has no undone turns to make a branch of")
+        hidden = max(steps, key=lambda h: h.deleted_at or 0.0)
+        step = self._undo_step(rows, hidden, row.name)
+        # A slot on the hidden row's whole history; the hidden row stays, as a tombstone does.
+        self._insert_slot(
+            db,
+            session_id,
+            branch,
+            SlotConfig.from_dict(hidden.config, row.name),
+            time.time(),
+            hidden.key,
+            hidden.length,
+            hidden.tokens,
+            hidden.turns,
+        )
+        return step
+
+    def undo_steps(self, session_id: str, slot_id: str | None) -> list[UndoStep]:
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            steps = [
+                self._undo_step(rows, hidden, row.name)
+                for hidden in rows.rows.values()
+                if hidden.undo is not None and _replacement(rows, hidden) is row
+            ]
+            return sorted(steps, key=lambda s: s.created_at, reverse=True)
+
+    # -- exploring: search -----------------------------------------------------------------------
+
+    def search(self, session_id: str, query: str, slot_id: str | None = None, *, limit: int = 20) -> list[SearchHit]:
+        words = query.split()
+        if not words:
+            raise ConfigError("nothing to search for: give a word or two, e.g. %slot search deposit")
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            only = None if slot_id is None else self._row(rows, slot_id)
+            holders = [(r, self._pieces(rows, r)) for r in ([only] if only else _tree_order(rows))]
+            hits: list[SearchHit] = []
+            for key, seq, turn, role, snippet in self._matches(db, session_id, words):
+                hit = self._hit_home(rows, holders, key, seq, only is None)
+                if hit is not None:
+                    hits.append(SearchHit(hit[0], turn, seq, role, snippet, hit[1]))
+                    if len(hits) >= limit:
+                        break
+            return hits
+
+    def _hit_home(
+        self, rows: _SessionRows, holders: list[tuple[_Row, list[Piece]]], key: int, seq: int, anywhere: bool
+    ) -> tuple[str, bool] | None:
+        """The slot to name for a message: its owner if live, a live slot holding it, else
+        (``anywhere``) the slot whose undo history holds it."""
+        owner = rows.rows.get(key)
+        if anywhere and owner is not None and owner.live:
+            return owner.name, False
+        for row, pieces in holders:
+            if any(p.key == key and p.lo <= seq < p.hi for p in pieces):
+                return row.name, False
+        if anywhere:
+            for hidden in rows.rows.values():
+                replaced = _replacement(rows, hidden) if hidden.undo is not None else None
+                if replaced is not None and any(
+                    p.key == key and p.lo <= seq < p.hi for p in self._pieces(rows, hidden)
+                ):
+                    return replaced.name, True
+        return None
+
+    # -- exploring: gc ---------------------------------------------------------------------------
+
+    def gc(self, session_id: str, *, drop_undo: bool = False) -> GcReport:
+        if self.refusal is not None:  # before the checkpoint below, which writes
+            raise StoreError(self.refusal)
+        before = self._file_size()
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            for row in rows.rows.values():
+                if row.undo is not None and (drop_undo or _replacement(rows, row) is None):
+                    # Forgotten on request, or its slot was deleted: a plain tombstone now.
+                    db.execute("UPDATE slots SET undo = NULL WHERE id = ?", (row.key,))
+                    row.undo = None
+            # How far into each segment a live slot or a kept undo step reaches.
+            reach: dict[int, int] = {}
+            for row in rows.rows.values():
+                if row.live or row.undo is not None:
+                    for piece in self._pieces(rows, row):
+                        reach[piece.key] = max(reach.get(piece.key, 0), piece.hi)
+            messages = turns = 0
+            for row in list(rows.rows.values()):
+                if row.live or row.undo is not None:
+                    continue
+                end = reach.get(row.key, row.fork_at)
+                if end <= row.fork_at and not any(r.parent == row.key for r in rows.rows.values()):
+                    end = -1  # nothing of it is reached and nothing hangs from it: the row goes too
+                cut = max(end, 0)
+                messages += db.execute("DELETE FROM messages WHERE slot = ? AND seq >= ?", (row.key, cut)).rowcount
+                turns += db.execute("DELETE FROM turns WHERE slot = ? AND start >= ?", (row.key, cut)).rowcount
+                db.execute("DELETE FROM token_counts WHERE slot = ? AND seq >= ?", (row.key, cut))
+                db.execute("DELETE FROM marks WHERE slot = ? AND position >= ?", (row.key, cut))
+                db.execute("DELETE FROM compactions WHERE slot = ? AND at > ?", (row.key, cut))
+                db.execute("DELETE FROM context_events WHERE slot = ? AND at > ?", (row.key, cut))
+                if end < 0:
+                    db.execute("DELETE FROM slots WHERE id = ?", (row.key,))
+                else:
+                    db.execute("UPDATE slots SET length = ? WHERE id = ?", (max(cut, row.fork_at), row.key))
+            namespace = db.execute(
+                "DELETE FROM namespace WHERE session_id = ? AND NOT EXISTS (SELECT 1 FROM messages m"
+                " JOIN slots s ON s.id = m.slot WHERE s.session_id = namespace.session_id"
+                f" AND {self._CONTAINS_KEY_SQL})",
+                (session_id,),
+            ).rowcount
+            self._forget()
+        compacted = self._compact_file()
+        return GcReport(messages, turns, namespace, before, self._file_size(), compacted)
+
+    def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
+        """Messages of the session matching every word, best first: (slot row, position, turn,
+        role, snippet with the matches marked ``[…]``). The dialect's full-text search."""
+        raise NotImplementedError
+
+    def _file_size(self) -> int:
+        """How many bytes the store takes (gc reports the difference)."""
+        raise NotImplementedError
+
+    def _compact_file(self) -> bool:
+        """Give the space gc freed back; False when it could not be done now."""
+        return True
+
 
 def _tree_order(rows: _SessionRows) -> list[_Row]:
     """Live slots depth first, each after its nearest live ancestor, siblings by fork point
@@ -1036,10 +1308,8 @@ def _tree_order(rows: _SessionRows) -> list[_Row]:
     children: dict[int | None, list[_Row]] = {}
     for row in rows.rows.values():
         if row.live:
-            parent = row.parent
-            while parent is not None and not rows.rows[parent].live:
-                parent = rows.rows[parent].parent
-            children.setdefault(parent, []).append(row)
+            parent = _live_ancestor(rows, row)
+            children.setdefault(None if parent is None else parent.key, []).append(row)
     out: list[_Row] = []
     stack = sorted(children.get(None, []), key=lambda r: (r.name != DEFAULT_SLOT, r.fork_at, r.name), reverse=True)
     while stack:
@@ -1047,3 +1317,29 @@ def _tree_order(rows: _SessionRows) -> list[_Row]:
         out.append(row)
         stack.extend(sorted(children.get(row.key, []), key=lambda r: (r.fork_at, r.name), reverse=True))
     return out
+
+
+def _replacement(rows: _SessionRows, row: _Row) -> _Row | None:
+    """The live row that now holds the slot a row hidden by undo was (None: not hidden by
+    undo, or that slot is gone)."""
+    seen: set[int] = set()
+    current: _Row | None = row
+    while current is not None and not current.live and current.undo is not None and current.key not in seen:
+        seen.add(current.key)
+        current = rows.rows.get(current.undo.get("by", -1))
+    return current if current is not None and current.live else None
+
+
+def _live_ancestor(rows: _SessionRows, row: _Row) -> _Row | None:
+    """The nearest live ancestor: a deleted parent hands its children to its own parent; one
+    hidden by undo, to the slot that replaced it (unless that is ``row`` itself)."""
+    parent = row.parent
+    while parent is not None:
+        ancestor = rows.rows[parent]
+        if ancestor.live:
+            return ancestor
+        replaced = _replacement(rows, ancestor)
+        if replaced is not None and replaced.key != row.key:
+            return replaced
+        parent = ancestor.parent
+    return None

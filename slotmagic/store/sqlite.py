@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -26,6 +26,7 @@ from ..errors import StoreError
 from .files import (
     FileInfo,
     GuardedConnection,
+    backup_before_migrating,
     check_header,
     check_integrity,
     check_path,
@@ -38,7 +39,7 @@ from .files import (
     readonly_reason,
 )
 from .migrations import MIGRATIONS, migrate, newer_schema_message
-from .rows import RowStore
+from .rows import Connection, RowStore
 
 logger = logging.getLogger("slotmagic")
 
@@ -123,7 +124,7 @@ class SQLiteStore(RowStore):
                 db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute(f"PRAGMA synchronous = {durability.upper()}")
-                migrate(db)
+                migrate(db, backup=backup_before_migrating)
             except BaseException:
                 db.close()
                 raise
@@ -180,6 +181,45 @@ class SQLiteStore(RowStore):
         self._data_version = version
         if not first:
             self._others_wrote()
+
+    # -- exploring: the SQLite side of search and gc (see rows.py) ------------------------------
+
+    def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
+        # Each word as a quoted FTS5 string: the user's text is never read as query syntax.
+        match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
+        return db.execute(
+            "SELECT m.slot, m.seq, m.turn, m.role, snippet(messages_fts, 0, '[', ']', '…', 12)"
+            " FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid"
+            " JOIN slots s ON s.id = m.slot"
+            " WHERE messages_fts MATCH ? AND s.session_id = ? ORDER BY rank",
+            (match, session_id),
+        )
+
+    def _file_size(self) -> int:
+        with self._lock:
+            if self.path == ":memory:":
+                count, size = (self._db.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "page_size"))
+                return int(count * size)
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return file_bytes(self.path)
+
+    def _compact_file(self) -> bool:
+        """VACUUM gives freed pages back to the file system; it may renumber the messages'
+        rowids, so the search index is rebuilt after it. False when another connection was
+        in the middle of reading: the file then keeps its size (the new pages wait in the WAL)."""
+        with self._lock:
+            try:
+                self._db.execute("VACUUM")
+            except sqlite3.OperationalError as exc:
+                logger.info("gc could not compact %s now: %s", self.path, exc)
+                return False
+            with self._write() as db:
+                db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
+            self._forget()
+            if self.path == ":memory:":
+                return True
+            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            return not busy
 
     def close(self) -> None:
         with self._lock:

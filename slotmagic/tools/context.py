@@ -15,18 +15,49 @@ A tool bound to ``slot=None`` works on whatever slot is current when it runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .tool import Tool
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..core.context import Author, DecisionItem, GoalItem, QuestionItem, StepInfo, WorkingContext
+
+
+class ContextEditor(Protocol):
+    """What these tools use of a session: a :class:`~slotmagic.Session` is one."""
+
+    def context(self, slot: str | None = None) -> WorkingContext: ...
+
+    def add_goal(self, text: str, *, slot: str | None = None, by: Author = "user") -> GoalItem: ...
+
+    def complete_goal(self, goal_id: str, *, slot: str | None = None, by: Author = "user") -> GoalItem: ...
+
+    def decide(
+        self, question: str, decision: str, reason: str = "", *, slot: str | None = None, by: Author = "user"
+    ) -> DecisionItem: ...
+
+    def ask(self, question: str, *, slot: str | None = None, by: Author = "user") -> QuestionItem: ...
+
+    def resolve(
+        self, question_id: str, answer: str, *, slot: str | None = None, by: Author = "user"
+    ) -> QuestionItem: ...
+
+    def set_step(
+        self,
+        name: str | None = None,
+        *,
+        status: str | None = None,
+        note: str | None = None,
+        slot: str | None = None,
+        by: Author = "user",
+    ) -> StepInfo: ...
+
 
 READ_TOOLS = ("read_context",)
 UPDATE_TOOLS = ("add_goal", "complete_goal", "record_decision", "ask_question", "resolve_question", "set_step")
 
 
-def context_tools(session: Session, slot: str | None = None, *, updates: bool = False) -> list[Tool[..., str]]:
+def context_tools(session: ContextEditor, slot: str | None = None, *, updates: bool = False) -> list[Tool[..., str]]:
     """``read_context`` for ``slot`` of ``session``, and with ``updates`` the tools that change
     its working context."""
 

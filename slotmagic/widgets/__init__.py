@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .budget import SlotBudgetWidget
+    from .fanout import FanOutWidget
     from .live import LiveWidgets, live_widgets
     from .preview import SlotPreviewWidget
     from .tree import SlotTreeWidget
     from .workflow import WorkflowWidget, workflow_widget
 
 __all__ = [
+    "FanOutWidget",
     "LiveWidgets",
     "SlotBudgetWidget",
     "SlotPreviewWidget",
@@ -31,6 +33,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "FanOutWidget": "fanout",
     "LiveWidgets": "live",
     "live_widgets": "live",
     "SlotBudgetWidget": "budget",

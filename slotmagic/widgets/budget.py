@@ -39,6 +39,7 @@ def view_key(session: Session, slot: str | None, model: str | None) -> str:
             session.system,
             sorted(session.context_windows.items()),
             len(session.compactions(found.id)),
+            sorted(session.marks(found.id).items()),  # pins and exclusions change the view
         ],
         default=str,
     )

@@ -22,7 +22,7 @@ function render({ model, el }) {
   const open = new Set(); // entry numbers the user opened
 
   function entry(row) {
-    const item = h("div", "sm-entry" + (row.injected ? " sm-injected" : ""));
+    const item = h("div", "sm-entry" + (row.injected ? " sm-injected" : "") + (row.pinned ? " sm-pinned" : ""));
     item.dataset.kind = row.kind;
     item.dataset.role = row.role;
     const head = h("button", "sm-entry-head");

@@ -77,7 +77,9 @@ def test_anthropic_turn_with_builtin_price(wire: WireServer, session: Session, t
     wire.script(sse_response(an_text_stream("Bonjour", input_tokens=2_000_000, output_tokens=1_000_000)))
     reply = turn(session, "Salut", model="anthropic:claude-haiku-4-5", system="Answer in French.")
     assert reply.text == "Bonjour" and reply.cost == pytest.approx(2 * 1.0 + 1 * 5.0)
-    assert wire.requests[-1].json()["system"] == "Answer in French."
+    # The system side is marked for Anthropic's prompt cache (prompt_cache is on by default).
+    cached = {"type": "text", "text": "Answer in French.", "cache_control": {"type": "ephemeral"}}
+    assert wire.requests[-1].json()["system"] == [cached]
 
 
 def test_a_model_without_a_price_has_no_cost(wire: WireServer, session: Session, turn: Turn) -> None:

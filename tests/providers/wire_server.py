@@ -51,6 +51,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = field(default_factory=time.monotonic)  # when it was read
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -66,6 +67,7 @@ class WireServer:
         self.port = self._listener.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._scripts: queue.Queue[list[Step]] = queue.Queue()
+        self._routes: dict[bytes, queue.Queue[list[Step]]] = {}
         self._stop = threading.Event()
         self.client_closed = threading.Event()
         self.send_failed = threading.Event()  # the client hung up while a response was being sent
@@ -77,6 +79,13 @@ class WireServer:
         """Queue one response (a list of steps) per coming request, in order."""
         for steps in responses:
             self._scripts.put(list(steps))
+
+    def route(self, marker: str, *responses: Sequence[Step]) -> None:
+        """Queue responses for the requests whose body holds ``marker`` (concurrent requests
+        arrive in any order: a test tells them apart by what they carry), ahead of ``script``."""
+        found = self._routes.setdefault(marker.encode(), queue.Queue())
+        for steps in responses:
+            found.put(list(steps))
 
     def pending(self) -> int:
         """How many scripted responses no request has taken yet."""
@@ -111,8 +120,9 @@ class WireServer:
             if request is None:
                 return
             self.requests.append(request)
+            routed = next((q for marker, q in self._routes.items() if marker in request.body and not q.empty()), None)
             try:
-                steps = self._scripts.get_nowait()
+                steps = (routed or self._scripts).get_nowait()
             except queue.Empty:
                 steps = json_response(599, {"error": {"message": "the test scripted no response"}})
             try:

@@ -72,9 +72,12 @@ class Lab:
         (data / "labextensions").mkdir(parents=True)
         if BUILT_EXTENSION.is_dir():
             (data / "labextensions" / "slotmagic").symlink_to(BUILT_EXTENSION, target_is_directory=True)
+        # A venv made with --system-site-packages sees the base interpreter's packages, but
+        # JupyterLab looks for their front ends (ipywidgets', anywidget's) under the venv only.
+        base = str(Path(sys.base_prefix) / "share" / "jupyter") if sys.base_prefix != sys.prefix else None
         env = {
             **os.environ,
-            "JUPYTER_PATH": os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH")])),
+            "JUPYTER_PATH": os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH"), base])),
             "JUPYTERLAB_SETTINGS_DIR": str(settings),
             "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
             "JUPYTER_RUNTIME_DIR": str(home / "runtime"),

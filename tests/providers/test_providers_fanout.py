@@ -1,0 +1,256 @@
+"""Fan-out over a real loopback HTTP server: columns run concurrently, within max_concurrency,
+a 429 paces only its own provider, a failing column fails alone, and an interrupt stores nothing.
+
+Each slot has a system prompt of its own, so the server can tell the concurrent requests apart
+(``WireServer.route``). Timings are loose bounds, not benchmarks: three 1 s replies at once take
+about 1 s, one at a time about 3 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slotmagic import Session
+from slotmagic.core.slots import SlotConfig
+from slotmagic.errors import ProviderHTTPError
+from slotmagic.providers import ProviderSettings
+
+from .wire_server import HOLD, Pause, WireServer, an_text_stream, json_response, oa_text_stream, sse_response
+
+SLOTS = ("alpha", "beta", "gamma")
+
+
+def slow_reply(text: str, seconds: float = 1.0) -> list[object]:
+    return [Pause(seconds), *sse_response(oa_text_stream(text))]
+
+
+@pytest.fixture
+def session(db_path: Path, settings: ProviderSettings) -> Iterator[Session]:
+    with Session.open("fan", db_path=db_path, model="openai:gpt-4o-mini", settings=settings) as s:
+        for slot in SLOTS:
+            s.create_slot(slot, SlotConfig(system=f"You are {slot}."))
+        s.switch_slot("default")
+        yield s
+
+
+def snapshot(session: Session) -> dict[str, list[str]]:
+    return {s.id: [m.content for m in session.messages(s.id)] for s in session.list_slots()}
+
+
+def timed_fan_out(session: Session, wire: WireServer, limit: int) -> float:
+    for slot in SLOTS:
+        wire.route(f"You are {slot}.", slow_reply(f"answer from {slot}"))
+    session.max_concurrency = limit
+    fanout = session.plan_fan_out("Same question", slots=",".join(SLOTS))  # a cold token counter loads here
+    started = time.monotonic()
+    result = fanout.run_sync()
+    elapsed = time.monotonic() - started
+    assert [result[s].text for s in SLOTS] == [f"answer from {s}" for s in SLOTS]
+    assert all(session.messages(s)[-1].content == f"answer from {s}" for s in SLOTS)
+    return elapsed
+
+
+def test_three_one_second_replies_at_once_take_about_one_second(wire: WireServer, session: Session) -> None:
+    elapsed = timed_fan_out(session, wire, limit=4)
+    print(f"three slots x 1 s, max_concurrency=4: {elapsed:.2f} s")
+    assert elapsed < 2.2
+
+
+def test_max_concurrency_one_takes_them_one_at_a_time(wire: WireServer, session: Session) -> None:
+    elapsed = timed_fan_out(session, wire, limit=1)
+    print(f"three slots x 1 s, max_concurrency=1: {elapsed:.2f} s")
+    assert elapsed > 2.7
+    arrivals = sorted(r.at for r in wire.requests)
+    assert all(later - earlier > 0.9 for earlier, later in itertools.pairwise(arrivals))
+
+
+def test_a_column_that_gets_a_500_fails_alone(wire: WireServer, session: Session) -> None:
+    wire.route("You are alpha.", sse_response(oa_text_stream("alpha says")))
+    failure = json_response(500, {"error": {"message": "the GPU caught fire", "type": "server_error"}})
+    wire.route("You are beta.", *[failure] * 4)  # the first try and every retry
+    wire.route("You are gamma.", sse_response(oa_text_stream("gamma says")))
+    before = snapshot(session)
+    result = session.fan_out("Go", slots="alpha,beta,gamma")
+    assert result["alpha"].text == "alpha says" and result["gamma"].text == "gamma says"
+    error = result["beta"].error
+    assert isinstance(error, ProviderHTTPError) and "HTTP 500" in str(error) and "GPU caught fire" in str(error)
+    assert set(result.replies) == {"alpha", "gamma"} and set(result.errors) == {"beta"}
+    after = snapshot(session)
+    assert after["beta"] == before["beta"] == []  # the failed column stored nothing
+    assert after["alpha"][-1] == "alpha says" and after["gamma"][-1] == "gamma says"
+    assert "1 failed" in result.summary()
+
+
+def test_ctrl_c_stops_every_column_and_stores_nothing(wire: WireServer, session: Session) -> None:
+    """A real SIGINT in the main thread while three replies stream: every connection closes
+    and no slot changes, not even the ones whose reply was complete."""
+    wire.route("You are alpha.", sse_response(oa_text_stream("done early")))
+    for slot in ("beta", "gamma"):
+        wire.route(f"You are {slot}.", sse_response(oa_text_stream("first", "second")[:2], finish=False, then=[HOLD]))
+    before = snapshot(session)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    main = threading.main_thread().ident
+    assert main is not None and threading.get_ident() == main
+    stop = threading.Event()
+
+    def interrupt_when_all_three_are_in() -> None:
+        deadline = time.monotonic() + 10
+        while len(wire.requests) < 3 and time.monotonic() < deadline and not stop.is_set():
+            time.sleep(0.01)
+        if not stop.wait(0.3):
+            signal.pthread_kill(main, signal.SIGINT)
+
+    sender = threading.Thread(target=interrupt_when_all_three_are_in, daemon=True)
+    try:
+        sender.start()
+        with pytest.raises(KeyboardInterrupt):
+            session.fan_out("Go", slots="alpha,beta,gamma")
+    finally:
+        stop.set()
+        sender.join()
+        signal.signal(signal.SIGINT, previous)
+    deadline = time.monotonic() + 3
+    while len(wire.closed_at) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(wire.closed_at) == 2  # both held connections were closed by the client
+    assert snapshot(session) == before
+
+
+def test_cancelling_the_async_form_stores_nothing(wire: WireServer, session: Session) -> None:
+    for slot in SLOTS:
+        wire.route(f"You are {slot}.", sse_response(oa_text_stream("first", "second")[:2], finish=False, then=[HOLD]))
+    before = snapshot(session)
+
+    async def main() -> None:
+        task = asyncio.create_task(session.afan_out("Go", slots="all"))
+        while len(wire.requests) < 4:  # default, alpha, beta, gamma
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert wire.client_closed.wait(2.0)
+    assert snapshot(session) == before
+
+
+def test_a_429_paces_only_its_own_provider(wire: WireServer, session: Session) -> None:
+    """Two slots x (openai, anthropic), two places: openai's first request gets a 429 asking
+    for 1 s. The anthropic columns go on meanwhile; the other openai column waits out the same
+    second instead of earning a 429 of its own."""
+    limited = json_response(429, {"error": {"message": "slow down", "type": "rate_limit"}}, {"retry-after": "1"})
+    wire.route("gpt-4o-mini", limited, *[sse_response(oa_text_stream("openai says"))] * 2)
+    wire.route("claude-sonnet-4-5", *[[Pause(0.2), *sse_response(an_text_stream("anthropic says"))]] * 2)
+    session.max_concurrency = 2
+    started = time.monotonic()
+    result = session.fan_out("Go", slots="alpha,beta", models="openai:gpt-4o-mini,anthropic:claude-sonnet-4-5")
+    elapsed = time.monotonic() - started
+    assert set(result.replies) == {
+        "alpha.gpt-4o-mini", "alpha.claude-sonnet-4-5", "beta.gpt-4o-mini", "beta.claude-sonnet-4-5",
+    }  # fmt: skip
+    openai = sorted(r.at for r in wire.requests if r.path.endswith("/chat/completions"))
+    anthropic = sorted(r.at for r in wire.requests if r.path.endswith("/messages"))
+    assert len(openai) == 3 and len(anthropic) == 2
+    first = openai[0]
+    assert all(at - first < 0.9 for at in anthropic)  # not stalled by openai's backoff
+    assert all(at - first >= 0.9 for at in openai[1:])  # openai's other column waited as well
+    assert elapsed < 2.5
+    assert session.slot("alpha.gpt-4o-mini").meta.parent_id == "alpha"
+    assert session.messages("alpha") == []  # the model columns went to new branches
+
+
+def test_from_inside_a_running_event_loop(wire: WireServer, session: Session) -> None:
+    """A notebook cell runs inside the kernel's loop: the sync form must not need that loop."""
+    for slot in SLOTS:
+        wire.route(f"You are {slot}.", sse_response(oa_text_stream(f"{slot} ok")))
+
+    async def cell() -> list[str]:
+        result = session.fan_out("Go", slots="alpha,beta,gamma")
+        return [c.text for c in result.values()]
+
+    assert asyncio.run(cell()) == ["alpha ok", "beta ok", "gamma ok"]
+
+
+def test_ctrl_c_in_a_fan_out_cell(
+    ip: Any, wire: WireServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same through %%turn in a real IPython shell: the cell stops with one line, the
+    columns say they were interrupted, and no slot changes."""
+    from slotmagic.magics import SlotMagic
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    ip.run_cell(f'%config SlotMagic.openai_base_url = "{wire.url}/v1"')
+    ip.run_cell('%config SlotMagic.model = "openai:gpt-4o-mini"\n%config SlotMagic.widgets = False')
+    ip.run_cell("%slot create a --no-switch\n%slot create b --no-switch")
+    session = next(c for c in ip.configurables if isinstance(c, SlotMagic)).session()
+    wire.script(*[sse_response(oa_text_stream("first", "second")[:2], finish=False, then=[HOLD])] * 2)
+    before = snapshot(session)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    main = threading.main_thread().ident
+    assert main is not None
+    stop = threading.Event()
+
+    def interrupt() -> None:
+        deadline = time.monotonic() + 10
+        while len(wire.requests) < 2 and time.monotonic() < deadline and not stop.is_set():
+            time.sleep(0.01)
+        if not stop.wait(0.3):
+            signal.pthread_kill(main, signal.SIGINT)
+
+    sender = threading.Thread(target=interrupt, daemon=True)
+    try:
+        sender.start()
+        with pytest.raises(KeyboardInterrupt):
+            ip.run_cell("%%turn --slots a,b\nGo")
+    finally:
+        stop.set()
+        sender.join()
+        signal.signal(signal.SIGINT, previous)
+    assert "interrupted: every column stopped, nothing was stored" in capsys.readouterr().err
+    assert snapshot(session) == before
+
+
+def test_the_columns_show_while_the_replies_are_awaited_and_stream(
+    ip: Any, wire: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through %%turn: the columns appear before any reply has begun, fill in as the replies
+    stream, and end with what was stored; updates come at the throttled rate, not per piece."""
+    from IPython.core.displaypub import DisplayPublisher
+
+    shown: list[tuple[float, dict[str, Any]]] = []
+
+    class Recording(DisplayPublisher):
+        def publish(self, data: Any, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+            shown.append((time.monotonic(), data))
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    ip.run_cell(f'%config SlotMagic.openai_base_url = "{wire.url}/v1"')
+    ip.run_cell('%config SlotMagic.model = "openai:gpt-4o-mini"\n%config SlotMagic.widgets = False')
+    ip.run_cell("%config SlotMagic.stream_throttle = 0.2")
+    ip.run_cell("%slot create a --no-switch\n%slot create b --no-switch")
+    pieces = ["one", " two", " three", " four"]
+    for _ in range(2):
+        steps = sse_response(oa_text_stream(*pieces))
+        slow = steps[:2] + [x for p in steps[2:6] for x in (Pause(0.3), p)] + steps[6:]
+        wire.script([Pause(0.8), *slow])  # 0.8 s before the reply begins, then 0.3 s a piece
+    original, ip.display_pub = ip.display_pub, Recording(shell=ip)
+    started = time.monotonic()
+    try:
+        ip.run_cell("%%turn --slots a,b\nCount")
+    finally:
+        ip.display_pub = original
+    first_at, first = shown[0]
+    assert first_at - started < 0.7 and "…" in first["text/plain"]  # before either reply began
+    assert any("one two" in d["text/plain"] and "four" not in d["text/plain"] for _, d in shown)  # mid-stream
+    assert "one two three four" in shown[-1][1]["text/plain"] and "2 of 2 replies" in shown[-1][1]["text/plain"]
+    assert len(shown) < 20  # ~2 s at one update per 0.2 s, not one per piece and column
