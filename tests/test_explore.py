@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import count_rows
 from IPython.core.error import UsageError
 
+from conftest import count_rows
 from slotmagic import ConfigError, FocusedConfig, Message, Session, SlotExists, ToolCall
 
 
