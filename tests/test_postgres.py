@@ -303,3 +303,23 @@ def test_subscribers_hear_other_connections_and_a_listener_that_lost_its_connect
             pass
         theirs.ensure_session("u")  # on a new connection
         assert heard.acquire(timeout=5)
+
+
+def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: str) -> None:
+    schema = schema_of(postgres_url)
+    with Session.open("old", db_path=postgres_url) as s:
+        for text in ("the deposit statute", "a second turn"):
+            s.submit_turn(text)
+    with psycopg.connect(POSTGRES, autocommit=True) as db:  # back to the store before issue 15
+        db.execute(f"DROP TABLE {schema}.marks")
+        db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN undo")
+        db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 1")
+    with Session.open("old", db_path=postgres_url) as s:
+        s.pin(0)
+        step = s.undo()
+        assert step.turns == 1 and [m.content for m in s.messages() if m.role == "user"] == ["the deposit statute"]
+        assert [(h.slot, h.turn, h.role) for h in s.search("STATUTE deposit")][:1] == [("default", 1, "user")]
+        s.redo()
+        assert s.marks() == {0: "pin"} and s.gc().messages == 0
+    with psycopg.connect(POSTGRES) as db:
+        assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -308,18 +309,19 @@ class PostgresStore(RowStore):
     def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
         # plainto_tsquery reads the words literally (no query syntax) and ANDs them; 'simple'
         # case-folds without stemming, as FTS5's default tokenizer. Shorter messages first on a
-        # tie, as bm25 ranks them. Every word is looked for first as a substring: cheap, and a
-        # message of none of them is never parsed.
+        # tie, as bm25 ranks them. Each run of letters and digits is looked for first as a
+        # substring: cheap, and a message lacking one is never parsed.
         text = " ".join(words)
-        words_sql = " AND ".join("strpos(lower(m.content), lower(?)) > 0" for _ in words)
+        parts = re.findall(r"\w+", text) or [""]
+        words_sql = " AND ".join("strpos(lower(m.content), lower(?)) > 0" for _ in parts)
         document = "to_tsvector('simple', left(m.content, 262144))"
         return db.execute(
             "SELECT m.slot, m.seq, m.turn, m.role,"
-            " ts_headline('simple', m.content, q, 'StartSel=[, StopSel=], MaxWords=12, MinWords=6, ShortWord=0')"
+            " ts_headline('simple', left(m.content, 262144), q, 'StartSel=[, StopSel=], MaxWords=12, MinWords=6, ShortWord=0')"
             " FROM messages m JOIN slots s ON s.id = m.slot, plainto_tsquery('simple', ?) q"
             f" WHERE s.session_id = ? AND {words_sql} AND numnode(q) > 0 AND {document} @@ q"
             f" ORDER BY ts_rank({document}, q, 1) DESC, length(m.content), m.slot, m.seq",
-            (text, session_id, *words),
+            (text, session_id, *parts),
         )
 
     def _file_size(self) -> int:
