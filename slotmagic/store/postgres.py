@@ -317,7 +317,8 @@ class PostgresStore(RowStore):
         document = "to_tsvector('simple', left(m.content, 262144))"
         return db.execute(
             "SELECT m.slot, m.seq, m.turn, m.role,"
-            " ts_headline('simple', left(m.content, 262144), q, 'StartSel=[, StopSel=], MaxWords=12, MinWords=6, ShortWord=0')"
+            " ts_headline('simple', left(m.content, 262144), q,"
+            " 'StartSel=[, StopSel=], MaxWords=12, MinWords=6, ShortWord=0')"
             " FROM messages m JOIN slots s ON s.id = m.slot, plainto_tsquery('simple', ?) q"
             f" WHERE s.session_id = ? AND {words_sql} AND numnode(q) > 0 AND {document} @@ q"
             f" ORDER BY ts_rank({document}, q, 1) DESC, length(m.content), m.slot, m.seq",
