@@ -6,7 +6,9 @@ test gets a store of its own: nothing touches a user's real state.
 
 from __future__ import annotations
 
+import functools
 import os
+import secrets
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,3 +75,72 @@ def ip(_testing_shell: object, _private_store: None) -> Iterator[object]:
         for widget in live.widgets():
             widget.close()
         delattr(shell, "_slotmagic_live_widgets")
+
+
+# -- the store contract: every store ------------------------------------------------------------
+# ``store_target`` is a SQLite file, then a fresh schema on the PostgreSQL server at
+# $SLOTMAGIC_TEST_POSTGRES (default postgresql://postgres@127.0.0.1:5432/test), dropped
+# afterwards. A test module joins the contract by defining ``db_path`` from ``store_target``
+# (test_session.py, test_concurrency.py, test_durability.py). Without a server the PostgreSQL
+# runs skip, unless SLOTMAGIC_REQUIRE_POSTGRES=1 (set by .ci/run): then they fail.
+
+POSTGRES = os.environ.get("SLOTMAGIC_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@functools.cache
+def postgres_problem() -> str | None:
+    """Why no PostgreSQL test can run here (None: the server answers)."""
+    try:
+        import psycopg
+    except ImportError:
+        return "psycopg is not installed: pip install -e '.[test]'"
+    try:
+        psycopg.connect(POSTGRES, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        return f"no PostgreSQL server at {POSTGRES} ({' '.join(str(exc).split())[:200]})"
+    return None
+
+
+def require_postgres() -> None:
+    problem = postgres_problem()
+    if problem is None:
+        return
+    if os.environ.get("SLOTMAGIC_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"{problem}; SLOTMAGIC_REQUIRE_POSTGRES=1 needs one (see README, The store)")
+    pytest.skip(problem)
+
+
+def count_rows(target: str | Path, table: str, where: str = "") -> int:
+    """Rows in a table of either store, read with the database's own client."""
+    target = str(target)
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        base, _, schema = target.partition("?schema=")
+        with psycopg.connect(base) as db:
+            return int(db.execute(f"SELECT COUNT(*) FROM {schema}.{table} {where}").fetchone()[0])  # type: ignore[index]
+    import sqlite3
+
+    with sqlite3.connect(target) as db:
+        return int(db.execute(f"SELECT COUNT(*) FROM {table} {where}").fetchone()[0])
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A URL of a fresh schema of its own, dropped after the test."""
+    require_postgres()
+    import psycopg
+
+    schema = "t_" + secrets.token_hex(6)
+    yield f"{POSTGRES}?schema={schema}"
+    with psycopg.connect(POSTGRES, autocommit=True) as db:
+        db.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where the store under test lives: a SQLite file, then a PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "slots.sqlite3")
+        return
+    yield request.getfixturevalue("postgres_url")

@@ -49,9 +49,8 @@ from .explore import Explorer, Merge
 from .export import export_slot
 from .providers import ProviderSettings, parse_model
 from .snapshot import LastUserCache
-from .store import SQLiteStore, Store
+from .store import Store, check_target, open_store
 from .store.base import GcReport, Mark, SearchHit, UndoStep
-from .store.files import check_path
 from .tools import Tool, ToolRegistry
 from .tree import SlotTree, build_tree
 
@@ -68,9 +67,9 @@ def new_session_id() -> str:
 
 
 def check_db_path(value: object) -> str:
-    """A path to a state file, or ``":memory:"``; anything else is one clear error (the
-    store checks it again, for callers that open one directly)."""
-    return check_path(value)
+    """A path to a state file, ``":memory:"`` or a ``postgresql://`` URL; anything else is one
+    clear error (the store checks it again, for callers that open one directly)."""
+    return check_target(value)
 
 
 def _check_model(value: object) -> str:
@@ -124,7 +123,8 @@ class Session:
         """Open (or start) a session in the store at ``db_path``.
 
         ``db_path`` defaults to ``$SLOTMAGIC_DB`` or ``.slotmagic/state.sqlite3``; ``":memory:"``
-        keeps nothing. A given ``store`` is used as is and left open on ``close()``.
+        keeps nothing; a ``postgresql://`` URL opens the PostgreSQL store. A given ``store`` is
+        used as is and left open on ``close()``.
         """
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
             raise ConfigError("a session id must be a non-empty string")
@@ -135,7 +135,7 @@ class Session:
             path = check_db_path(db_path if db_path is not None else default_db_path())
             if durability not in ("normal", "full"):
                 raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
-            store = SQLiteStore(path, durability="full" if durability == "full" else "normal")
+            store = open_store(path, durability="full" if durability == "full" else "normal")
         try:
             return cls(
                 store, session_id or new_session_id(), model=model, system=system, owns_store=owns, settings=settings

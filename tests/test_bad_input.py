@@ -6,6 +6,7 @@ then property-based tests (hypothesis) over slot ids, message content and magic 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +31,12 @@ from slotmagic import (
 from slotmagic.core.slots import validate_slot_id
 from slotmagic.errors import OverBudget
 from slotmagic.magics.parsing import at_least
+
+
+@pytest.fixture
+def db_path(store_target: str) -> str:
+    """The tests on a session run on a SQLite file and on a PostgreSQL schema."""
+    return store_target
 
 
 @pytest.fixture
@@ -150,12 +157,13 @@ def test_a_config_stored_before_it_was_checked_still_reads(session: Session) -> 
     """Files written by an earlier slotmagic may hold a system prompt of 5: read as none."""
     store: Any = session.store
     key = store.tip("bad", "a").key
-    store._db.execute(
-        "UPDATE slots SET config = json_set(config, '$.system', 5, '$.focused.summary_override', 7) WHERE id = ?",
-        (key,),
-    )
+    (config,) = store._db.execute("SELECT config FROM slots WHERE id = ?", (key,)).fetchone()
+    poisoned = json.loads(config)
+    poisoned["system"] = 5
+    poisoned.setdefault("focused", {})["summary_override"] = 7
+    store._db.execute("UPDATE slots SET config = ? WHERE id = ?", (json.dumps(poisoned), key))
     store._forget()
-    store._data_version = None
+    store._data_version = store._version = None  # read the rows again (SQLite's and PostgreSQL's marks)
     slot = session.slot("a")
     assert slot.config.system is None and slot.config.focused.summary_override is None
     session.submit_turn("works", slot="a")
@@ -220,7 +228,7 @@ def test_any_slot_id_creates_a_slot_or_is_refused_in_one_line(session: Session, 
     role=st.sampled_from(["user", "assistant", "system"]),
 )
 def test_any_message_content_is_stored_exactly_or_refused_in_one_line(
-    session: Session, content: str, role: str
+    session: Session, db_path: Path, content: str, role: str
 ) -> None:
     try:
         message = Message(role, content)  # type: ignore[arg-type]
@@ -229,15 +237,15 @@ def test_any_message_content_is_stored_exactly_or_refused_in_one_line(
         return
     record = session.append([message], slot="a")
     assert session.messages("a")[record.start].content == content
-    reopened = Session.open("bad", db_path=session.store.path)  # type: ignore[attr-defined]
+    reopened = Session.open("bad", db_path=db_path)
     assert reopened.messages("a")[record.start].content == content
     reopened.close()
 
 
-def test_huge_text_is_stored_exactly(session: Session) -> None:
+def test_huge_text_is_stored_exactly(session: Session, db_path: Path) -> None:
     text = ("0123456789abcdef\x00é中😀" * 300_000)[:5_000_000]
     session.append([Message.user(text)], slot="a")
-    with Session.open("bad", db_path=session.store.path) as reopened:  # type: ignore[attr-defined]
+    with Session.open("bad", db_path=db_path) as reopened:
         assert reopened.messages("a")[-1].content == text
     with pytest.raises(OverBudget, match=r"^the new message alone needs [\d,]+ tokens but slot 'a' has room for"):
         session.submit_turn(text, slot="a")  # far past echo's window: refused before any call

@@ -4,13 +4,13 @@ what derived slots see, counts kept per encoding, calibration kept across restar
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from reflect_server import ReflectServer
 
+from conftest import count_rows
 from slotmagic import ConfigError, ContextBudget, Message, Session, SlotConfig
 from slotmagic.core.compaction import (
     SummaryCard,
@@ -21,6 +21,13 @@ from slotmagic.core.compaction import (
 )
 from slotmagic.errors import OverBudget
 from slotmagic.tokens import TokenCounter
+
+
+@pytest.fixture
+def db_path(store_target: str) -> str:
+    """Every test here runs on a SQLite file and on a PostgreSQL schema."""
+    return store_target
+
 
 SMALL = ContextBudget(system=200, history=600, tools=0, tool_results=0, reserve=200)
 QUESTION = "Question {i}: what does the lease say about the deposit, the notice period and repairs? " + "detail " * 15
@@ -150,9 +157,7 @@ def test_exact_counts_are_stored_once_per_encoding(db_path: Path, monkeypatch: p
         for i in range(5):
             session.submit_turn(f"question {i}, in some detail")
         first = session.preview(model="openai:gpt-4o")
-    with sqlite3.connect(db_path) as db:
-        stored = db.execute("SELECT COUNT(*) FROM token_counts WHERE encoding = 'o200k_base'").fetchone()[0]
-    assert stored == 10
+    assert count_rows(db_path, "token_counts", "WHERE encoding = 'o200k_base'") == 10
     counted: list[str] = []
     real = TokenCounter.count_message
     monkeypatch.setattr(TokenCounter, "count_message", lambda self, m: counted.append(m.content) or real(self, m))

@@ -18,10 +18,16 @@ from pathlib import Path
 import pytest
 from reflect_server import ReflectServer, parse_reflection
 
-from slotmagic import Message, Session, SlotConfig, SQLiteStore, StoreError
+from slotmagic import Message, Session, SlotConfig, StoreError
 from slotmagic.core.records import TurnInfo
 
 MODEL = "openai:reflect"
+
+
+@pytest.fixture
+def db_path(store_target: str) -> str:
+    """Every test here runs on a SQLite file and on a PostgreSQL schema."""
+    return store_target
 
 
 @pytest.fixture
@@ -174,14 +180,15 @@ def test_exist_ok_is_atomic_across_connections(db_path: Path) -> None:
 def test_a_fork_exists_only_with_its_turn(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with Session.open("race", db_path=db_path) as session:
         session.submit_turn("question", cell_id="c1")
-        real_append = SQLiteStore.append_turn
+        store_class = type(session.store)
+        real_append = store_class.append_turn
 
-        def failing_append(self: SQLiteStore, session_id: str, slot: str, *args: object, **kwargs: object) -> object:
+        def failing_append(self: object, session_id: str, slot: str, *args: object, **kwargs: object) -> object:
             if slot != "default":
                 raise StoreError("disk full")
             return real_append(self, session_id, slot, *args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(SQLiteStore, "append_turn", failing_append)
+        monkeypatch.setattr(store_class, "append_turn", failing_append)
         with pytest.raises(StoreError, match="disk full"):
             session.submit_turn("question, edited", cell_id="c1")
         assert [s.id for s in session.list_slots()] == ["default"]

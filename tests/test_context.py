@@ -6,13 +6,13 @@ injected, and the tools that read and change it."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from reflect_server import ReflectServer
 
+from conftest import count_rows
 from slotmagic import ConfigError, ContextBudget, FocusedConfig, Message, Session, ToolCall
 from slotmagic.core.context import (
     ContextEvent,
@@ -25,6 +25,13 @@ from slotmagic.core.context import (
 )
 from slotmagic.engine.blocks import next_turn
 from slotmagic.tools import ToolRegistry
+
+
+@pytest.fixture
+def db_path(store_target: str) -> str:
+    """Every test here runs on a SQLite file and on a PostgreSQL schema."""
+    return store_target
+
 
 SMALL = ContextBudget(system=400, history=600, tools=0, tool_results=0, reserve=200)
 QUESTION = "Question {i}: what does the lease say about the deposit, the notice period and repairs? " + "detail " * 15
@@ -148,14 +155,13 @@ def test_a_slot_derived_before_any_turn_passes_its_context_on(session: Session) 
     assert kinds(session, "c") == ["context"]
 
 
-def test_deleting_a_slot_forgets_its_context_even_when_its_row_id_comes_back(session: Session) -> None:
+def test_deleting_a_slot_forgets_its_context_even_when_its_row_id_comes_back(session: Session, db_path: str) -> None:
     session.create_slot("x")
     session.add_goal("Mine", slot="x")
     session.delete_slot("x", force=True)
     session.create_slot("y")  # SQLite may hand out the same row id again
     assert session.context("y").empty
-    with sqlite3.connect(session.store.path) as db:  # type: ignore[attr-defined]
-        assert db.execute("SELECT COUNT(*) FROM context_events").fetchone()[0] == 0
+    assert count_rows(db_path, "context_events") == 0
 
 
 def test_the_context_survives_a_restart_and_another_kernels_changes_show(db_path: Path) -> None:

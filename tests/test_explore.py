@@ -1,5 +1,6 @@
 """Exploring branches (issue 15): merge back, undo and redo, pin and exclude, search, gc and
-reviewed compaction, through the Python API and the ``%slot`` magics, on real SQLite files."""
+reviewed compaction, through the Python API and the ``%slot`` magics. The Python API tests
+run on both stores (``store_target`` in ``conftest.py``): a SQLite file, a PostgreSQL schema."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
+from conftest import count_rows
 from slotmagic import ConfigError, FocusedConfig, Message, Session, SlotExists, ToolCall
 
 
@@ -36,6 +38,15 @@ def usage_error(ip: Any, line: str) -> str:
 
 
 @pytest.fixture
+def db_path(store_target: str) -> str:
+    return store_target
+
+
+def on_postgres(target: str | Path) -> bool:
+    return str(target).startswith("postgresql://")
+
+
+@pytest.fixture
 def s(db_path: Path) -> Iterator[Session]:
     with Session.open("explore", db_path=db_path) as opened:
         yield opened
@@ -46,10 +57,7 @@ def users(session: Session, slot: str | None = None) -> list[str]:
 
 
 def rows(db_path: Path, table: str) -> int:
-    with sqlite3.connect(db_path) as db:
-        count = int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-    db.close()
-    return count
+    return count_rows(db_path, table)
 
 
 def dispute(session: Session) -> None:
@@ -322,9 +330,10 @@ def test_search_uses_fts5_and_names_slot_and_turn(s: Session, db_path: Path) -> 
     assert [h.slot for h in s.search("cleaning")] == ["default", "default"]  # held by both; owner named
     assert [h.slot for h in s.search("cleaning", slot="letter")] == ["letter", "letter"]
     assert s.search('AND OR NOT "( *') == []  # the words are taken literally, never as syntax
-    with sqlite3.connect(db_path) as db:
-        assert db.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()[0].count("fts5")
-    db.close()
+    if not on_postgres(db_path):
+        with sqlite3.connect(db_path) as db:
+            assert db.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()[0].count("fts5")
+        db.close()
     with pytest.raises(ConfigError, match="nothing to search for"):
         s.search("   ")
 
@@ -357,12 +366,13 @@ def test_gc_after_deleting_branches_frees_space_and_keeps_what_is_reachable(s: S
     s.delete_slot("gone", force=True)
     report = s.gc()
     assert report.messages == 6 and report.turns == 3  # draft's later turns, which nothing reaches
-    assert report.freed > 100_000 and report.bytes_after < report.bytes_before
     assert s.messages("kept") == kept and users(s) == ["start"]
-    with sqlite3.connect(db_path) as db:
-        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        assert db.execute("SELECT COUNT(*) FROM messages WHERE content LIKE 'later%'").fetchone()[0] == 0
-    db.close()
+    assert count_rows(db_path, "messages", "WHERE content LIKE 'later%'") == 0
+    if not on_postgres(db_path):  # PostgreSQL's plain VACUUM keeps most freed pages for reuse
+        assert report.freed > 100_000 and report.bytes_after < report.bytes_before
+        with sqlite3.connect(db_path) as db:
+            assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        db.close()
     assert [h.slot for h in s.search("draft")] == ["kept"] * 3  # the index was rebuilt after VACUUM
     s.append([Message.user("still works")], slot="kept")
     assert s.gc().messages == 0  # nothing more to remove
@@ -523,6 +533,8 @@ def test_prompt_cache_is_a_setting(ip: Any) -> None:
 
 
 def test_gc_while_another_connection_reads_removes_and_says_the_file_kept_its_size(s: Session, db_path: Path) -> None:
+    if on_postgres(db_path):
+        pytest.skip("SQLite only: a reader keeps VACUUM from compacting the file")
     s.derive_slot("a")
     s.append([Message.user("a" * 50_000)], slot="a")
     s.derive_slot("b", parent="a")

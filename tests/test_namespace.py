@@ -4,13 +4,20 @@ by pages, exported whole, stored once, and never read across sessions."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
+from conftest import count_rows
 from slotmagic import Message, Session, ToolCall
 from slotmagic.namespace import Namespace, content_key, parse_reference
+
+
+@pytest.fixture
+def db_path(store_target: str) -> str:
+    """Every test here runs on a SQLite file and on a PostgreSQL schema."""
+    return store_target
+
 
 BIG = "".join(f"line {i:06d}: the lease clause text, with its numbers and dates é中\n" for i in range(3000))
 
@@ -66,8 +73,7 @@ def test_read_namespace_pages_through_the_original(session: Session) -> None:
 def test_identical_results_are_stored_once(session: Session, db_path: Path) -> None:
     session.submit_turn("call fetch_lease")
     session.submit_turn("again\ncall fetch_lease")
-    with sqlite3.connect(db_path) as db:
-        assert db.execute("SELECT COUNT(*) FROM namespace").fetchone()[0] == 1
+    assert count_rows(db_path, "namespace") == 1
 
 
 def test_a_reference_from_another_session_is_refused(session: Session, db_path: Path) -> None:

@@ -1,14 +1,15 @@
-"""The Session API over a real SQLite file, with the offline echo model."""
+"""The Session API over a real store, with the offline echo model: every test runs on a SQLite
+file and on a PostgreSQL schema (the store contract, ``store_target`` in ``conftest.py``)."""
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import stat
 from pathlib import Path
 
 import pytest
 
+from conftest import count_rows
 from slotmagic import (
     ConfigError,
     FocusedConfig,
@@ -21,12 +22,17 @@ from slotmagic import (
     SlotMode,
     SlotNotFound,
     SlotReadonly,
-    SQLiteStore,
     StoreError,
     TurnInfo,
     UnknownModel,
 )
 from slotmagic.engine.pipeline import SUMMARY_PREFIX
+from slotmagic.store import open_store
+
+
+@pytest.fixture
+def db_path(store_target: str) -> str:
+    return store_target
 
 
 @pytest.fixture
@@ -433,7 +439,7 @@ def test_empty_slot_roundtrip(db_path: Path) -> None:
 
 
 def test_sessions_are_isolated_in_one_file(db_path: Path) -> None:
-    store = SQLiteStore(db_path)
+    store = open_store(db_path)
     one = Session(store, "one")
     two = Session(store, "two")
     one.create_slot("shared-name")
@@ -486,8 +492,7 @@ def test_not_a_database_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def _rows(db_path: Path, table: str) -> int:
-    with sqlite3.connect(db_path) as db:
-        return int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+    return count_rows(db_path, table)
 
 
 def test_an_unwritable_store_path_is_one_clear_error(tmp_path: Path) -> None:

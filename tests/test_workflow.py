@@ -12,6 +12,13 @@ import pytest
 from slotmagic import ConfigError, Session, SlotNotFound
 from slotmagic.core.workflow import Workflow, parse_edges
 
+
+@pytest.fixture
+def db_path(store_target: str) -> str:
+    """Every test here runs on a SQLite file and on a PostgreSQL schema."""
+    return store_target
+
+
 CLAIM = """\
 # preparing a small-claims claim
 intake -> evidence

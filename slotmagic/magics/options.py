@@ -32,6 +32,7 @@ from ..providers import REGISTRY, parse_model
 from ..providers.endpoint import masked_url
 from ..providers.registry import SettingSpec
 from ..providers.settings import GENERAL_SETTINGS, GeneralSetting, Number, ProviderSettings
+from ..store.urls import is_postgres_url, parse_postgres_url
 
 logger = logging.getLogger("slotmagic")
 
@@ -142,7 +143,9 @@ class SlotMagicOptions(Configurable):
 
     db_path = Unicode(
         help="The SQLite state file; empty means .slotmagic/state.sqlite3 in the kernel's "
-        "working directory (beside the notebook); ':memory:' keeps nothing. Env: SLOTMAGIC_DB.",
+        "working directory (beside the notebook); ':memory:' keeps nothing; a "
+        "postgresql://USER@HOST/DB?schema=NAME URL shares sessions between kernels and hosts "
+        "(pip install 'slotmagic[postgres]'; the password in ~/.pgpass or PGPASSWORD). Env: SLOTMAGIC_DB.",
     ).tag(config=True)
 
     session_id = Unicode(
@@ -249,7 +252,8 @@ class SlotMagicOptions(Configurable):
 
     @default("db_path")
     def _default_db_path(self) -> str:
-        return _env("db_path") or ""
+        value = _env("db_path") or ""
+        return MaskedURL(value) if is_postgres_url(value) else value
 
     @default("session_id")
     def _default_session_id(self) -> str:
@@ -286,6 +290,24 @@ class SlotMagicOptions(Configurable):
                 setting.check(value, f"SlotMagic.{setting.name}")
             except ConfigError as exc:
                 raise TraitError(str(exc)) from None
+        return MaskedURL(value)
+
+    @validate("db_path")
+    def _check_db_path(self, proposal: Any) -> Any:
+        """A PostgreSQL URL: its credentials are never printed (``%config SlotMagic``), and a
+        password is refused when typed into the notebook (it would be saved with it)."""
+        value = proposal["value"]
+        if not is_postgres_url(value):
+            return value
+        try:
+            target = parse_postgres_url(value)
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
+        if target.password and value != _env("db_path"):
+            raise TraitError(
+                "SlotMagic.db_path: a password typed into a notebook is saved with it; put it in "
+                "~/.pgpass or PGPASSWORD, or set SLOTMAGIC_DB outside the notebook"
+            )
         return MaskedURL(value)
 
     @validate("context_windows")
@@ -371,7 +393,8 @@ class SlotMagicOptions(Configurable):
                 spec.check(value)
             except ConfigError as mine:
                 reason = str(mine)
-        shown = MaskedURL(value) if name in URLS and isinstance(value, str) else value
+        url = name in URLS or (name == "db_path" and is_postgres_url(value))
+        shown = MaskedURL(value) if url and isinstance(value, str) else value
         return f"SlotMagic.{name} = {shown!r} refused: {reason}; it stays {getattr(self, name)!r}"
 
     def _forget(self, cfg: Config, name: str) -> None:

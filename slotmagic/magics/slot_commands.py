@@ -19,6 +19,7 @@ from ..core.messages import Message
 from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
 from ..render import describe_mode
 from ..session import Session
+from ..store.urls import is_postgres_url, parse_postgres_url, shown_target
 from .compare_command import compare, compare_parser
 from .explore_commands import explore_commands
 from .options import SlotMagicOptions
@@ -432,14 +433,23 @@ def _session_parser() -> CommandParser:
         "%slot session", "Show this notebook's session, or attach to another one by name (started if new)."
     )
     parser.add_argument("name", nargs="?", help="the session to attach to")
+    parser.add_argument(
+        "--copy-to",
+        metavar="DST",
+        help="copy this session to another store (a state file or a postgresql:// URL; its password "
+        "belongs in ~/.pgpass or PGPASSWORD, not in the notebook), checking every message",
+    )
     return parser
 
 
 def _session(ctx: Context, args: argparse.Namespace) -> None:
+    if args.copy_to is not None:
+        _copy_to(ctx, args.copy_to)
+        return
     if args.name is None:
         slots = ctx.session.list_slots()
         print(
-            f"session {ctx.session.session_id} in {ctx.db_path} · {_plural(len(slots), 'slot')} · "
+            f"session {ctx.session.session_id} in {shown_target(ctx.db_path)} · {_plural(len(slots), 'slot')} · "
             f"current slot {ctx.session.current_slot}"
         )
         return
@@ -451,6 +461,19 @@ def _session(ctx: Context, args: argparse.Namespace) -> None:
         f"{'attached to' if known else 'started'} session {args.name}; "
         f"%config SlotMagic.session_id is now {args.name!r}"
     )
+
+
+def _copy_to(ctx: Context, destination: str) -> None:
+    if ctx.db_path == ":memory:":
+        raise UsageError("%slot session --copy-to: this session is in memory only; nothing to copy from")
+    if is_postgres_url(destination) and parse_postgres_url(destination).password:
+        raise UsageError(
+            "%slot session --copy-to: a password typed into a cell is saved in the notebook; "
+            "put it in ~/.pgpass or the PGPASSWORD variable and leave it out of the URL"
+        )
+    from ..copy import copy_sessions
+
+    print(copy_sessions(ctx.db_path, destination, [ctx.session.session_id]))
 
 
 def _rename_parser() -> CommandParser:

@@ -7,12 +7,13 @@ The workspace follows the settings lazily: each command asks for the session, an
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..session import DEFAULT_DB_PATH, Session, new_session_id
-from ..store import SQLiteStore
+from ..store import Store, open_store
+from ..store.base import SupportsChanges
 from .options import SlotMagicOptions
 
 # Where frontends tell the kernel which notebook it runs: jupyter_server sets
@@ -53,8 +54,10 @@ class Workspace:
             # %reload_ext in the same kernel finds the same session.
             self.auto_session_id = getattr(shell, _KERNEL_SESSION, None) or new_session_id()
             setattr(shell, _KERNEL_SESSION, self.auto_session_id)
-        self._store: SQLiteStore | None = None
+        self._store: Store | None = None
+        self._target: str | None = None  # where the open store lives, as the settings name it
         self._session: Session | None = None
+        self.on_change: Callable[[], None] | None = None  # another kernel changed the store
 
     def db_path(self, options: SlotMagicOptions) -> str:
         return options.db_path or str(DEFAULT_DB_PATH)
@@ -64,9 +67,12 @@ class Workspace:
         model and system prompt applied."""
         db_path = self.db_path(options)
         session_id = options.session_id or self.auto_session_id
-        if self._store is None or self._store.path != db_path:
+        if self._store is None or self._target != db_path:
             self.close()
-            self._store = SQLiteStore(db_path)
+            self._store = open_store(db_path)
+            self._target = db_path
+            if isinstance(self._store, SupportsChanges):  # PostgreSQL: LISTEN for other kernels
+                self._store.subscribe(self._changed)
         if self._session is None or self._session.session_id != session_id:
             self._session = Session.open(session_id, store=self._store)
         self._session.model = options.model  # a malformed model string is refused here
@@ -84,6 +90,10 @@ class Workspace:
             self._session.settings = settings
         return self._session
 
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
     def close(self) -> None:
         if self._session is not None:
             self._session.close()
@@ -91,3 +101,4 @@ class Workspace:
         if self._store is not None:
             self._store.close()
             self._store = None
+            self._target = None

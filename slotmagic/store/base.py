@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from ..core.compaction import Compaction
 from ..core.context import ContextEvent, WorkingContext
@@ -30,6 +30,7 @@ __all__ = [
     "SearchHit",
     "SegmentReader",
     "Store",
+    "SupportsChanges",
     "Tip",
     "TurnRecord",
     "UndoStep",
@@ -525,3 +526,13 @@ class Store(Protocol):
         messages, turns, counts and marks of deleted slots past what their derived slots
         share, and large tool results no remaining message refers to; then compact the file.
         Nothing a live slot, an undo step kept or an export can read is removed."""
+
+
+@runtime_checkable
+class SupportsChanges(Protocol):
+    """A store that tells when another connection changed it (the PostgreSQL store, through
+    LISTEN/NOTIFY), so widgets and the sidebar can follow other kernels."""
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` (on a background thread) after another connection's write;
+        returns a function that stops it."""

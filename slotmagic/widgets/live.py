@@ -9,10 +9,16 @@ so ``%reload_ext`` keeps following the widgets already shown, and a test's shell
 
 A widget made by a cell replaces the widgets that cell made before (its old output is gone
 when a cell runs again), so re-running ``%slot tree`` does not pile up widgets to refresh.
+
+Changes made by another kernel (a store that tells of them: PostgreSQL's LISTEN/NOTIFY) reach
+``from_elsewhere``, called on the store's listener thread: in a kernel it hands ``changed`` to
+the kernel's event loop (tornado's ``add_callback``, safe from any thread), so widgets and
+the sidebar are refreshed on the main thread, between cells, as for an action in a widget.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 from contextlib import suppress
@@ -51,6 +57,8 @@ class LiveWidgets:
         self._source: Callable[[], Session] | None = None
         self._cell: str | None = None  # the id of the cell running now, when the front end sends one
         self.listeners: list[Callable[[], None]] = []  # told after an action made through a widget
+        self.kernel_loop: Any = None  # the kernel's event loop (tornado), when there is a kernel
+        self._lock = threading.RLock()  # one refresh at a time, whichever thread asks
 
     # -- the extension's session -------------------------------------------------------------
 
@@ -85,16 +93,31 @@ class LiveWidgets:
 
     def refresh(self) -> None:
         """Every live widget reads the session again (each sends only what changed)."""
-        for widget in self.widgets():
-            widget.refresh()
+        with self._lock:
+            for widget in self.widgets():
+                widget.refresh()
 
     def changed(self) -> None:
-        """After an action made through a widget: refresh them all, and tell the listeners
-        (the sidebar), since no cell ran to do it."""
-        self.refresh()
-        for listener in list(self.listeners):
-            with suppress(Exception):  # a listener's failure is its own business
-                listener()
+        """After an action made through a widget (or by another kernel): refresh them all,
+        and tell the listeners (the sidebar), since no cell ran to do it."""
+        with self._lock:
+            self.refresh()
+            for listener in list(self.listeners):
+                with suppress(Exception):  # a listener's failure is its own business
+                    listener()
+
+    def from_elsewhere(self) -> None:
+        """Another kernel changed the store: ``changed()`` on the kernel's main thread (at
+        once, outside a kernel)."""
+        loop = self.kernel_loop
+        if loop is not None:
+            loop.add_callback(self._changed_quietly)
+        else:
+            self._changed_quietly()
+
+    def _changed_quietly(self) -> None:
+        with suppress(SlotMagicError):  # e.g. unloaded meanwhile: nothing to follow
+            self.changed()
 
     # -- IPython's hooks ---------------------------------------------------------------------
 
@@ -140,6 +163,7 @@ def attach_live_widgets(shell: Any, source: Callable[[], Session]) -> LiveWidget
     found = live_widgets(shell)
     assert found is not None
     found.use(source)
+    found.kernel_loop = getattr(getattr(shell, "kernel", None), "io_loop", None)
     return found
 
 

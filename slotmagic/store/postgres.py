@@ -1,0 +1,431 @@
+"""The PostgreSQL store: sessions shared by kernels on several hosts.
+
+``SLOTMAGIC_DB=postgresql://user@host/db?schema=team_a`` selects it. The store logic is the
+SQLite store's (``rows.RowStore``); this module connects (psycopg 3, through a
+``psycopg_pool`` pool that replaces a lost connection), migrates (``postgres_schema.py``,
+under an advisory lock), runs write transactions and tells subscribers about other
+connections' writes.
+
+- **Writes take turns.** A write transaction first increments the one row of ``changes``;
+  its row lock makes concurrent writers wait, as SQLite's ``BEGIN IMMEDIATE`` does, so the
+  concurrency rule (``append_turn(base=...)``) is checked on what every other writer
+  committed. Under READ COMMITTED each statement after that lock sees their commits.
+- **Reads are served from memory** as in the SQLite store; each call reads the counter (one
+  round trip) to learn whether another connection wrote.
+- **Live across kernels.** Each write transaction also ``NOTIFY``s channel ``slotmagic``
+  with its schema; delivered on commit, never for a rollback. ``subscribe(callback)`` starts
+  one listener thread (its own connection, ``LISTEN``, no table polling) that calls back
+  within a fraction of a second of another connection's commit.
+- **Text.** PostgreSQL text cannot hold NUL characters; a message or tool result that holds
+  one (or starts with U+E000) is stored as U+E000 followed by its JSON string, and read back
+  exactly.
+- **Credentials** in the URL are used to connect and shown nowhere: ``path``, ``repr()`` and
+  every error show ``postgresql://***@host/db``, and any error text has the password
+  redacted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any, ClassVar, Literal
+
+import psycopg
+import psycopg_pool
+from psycopg import errors as pg_errors
+
+from ..core.messages import Message
+from ..errors import StoreError
+from ..providers.transport import redact
+from .postgres_schema import CELL_ID_SQL, CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
+from .rows import Connection, Cursor, RowStore
+from .urls import PostgresTarget, parse_postgres_url
+
+logger = logging.getLogger("slotmagic")
+
+__all__ = ["PostgresStore"]
+
+_ESCAPE = "\ue000"  # marks text stored as a JSON string (it held a NUL)
+
+
+class _UniqueViolation(StoreError):
+    """A unique index refused a row (a slot name another connection took meanwhile)."""
+
+
+class _Connection:
+    """A psycopg connection that takes the shared code's ``?`` placeholders and raises
+    slotmagic's errors: one line, credentials redacted."""
+
+    def __init__(self, conn: psycopg.Connection[Any], target: PostgresTarget) -> None:
+        self.conn = conn
+        self._target = target
+        self._sql: dict[str, str] = {}
+        self.broken = False
+
+    def _translate(self, sql: str) -> str:
+        found = self._sql.get(sql)
+        if found is None:
+            assert "%" not in sql, "the shared SQL must not hold '%'"
+            found = self._sql[sql] = sql.replace("?", "%s")
+        return found
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+        with self.errors():
+            return self.conn.execute(self._translate(sql), parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
+        with self.errors():
+            cursor = self.conn.cursor()
+            cursor.executemany(self._translate(sql), parameters)
+            return cursor
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        try:
+            yield
+        except pg_errors.UniqueViolation as exc:
+            raise _UniqueViolation(self.message(exc)) from None
+        except psycopg.OperationalError as exc:
+            self.broken = self.conn.closed or self.conn.broken
+            raise StoreError(self.message(exc)) from None
+        except psycopg.Error as exc:
+            raise StoreError(self.message(exc)) from None
+
+    def message(self, exc: BaseException) -> str:
+        return error_line(self._target, exc)
+
+
+def error_line(target: PostgresTarget, exc: BaseException) -> str:
+    """One line about a database error, naming the store without its credentials."""
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    if target.password:
+        detail = redact(detail, target.password)
+    if "NUL (0x00)" in detail:
+        detail = "PostgreSQL cannot store a NUL character in a name or id; remove it"
+    return f"PostgreSQL store {target.shown}: {detail}"
+
+
+class PostgresStore(RowStore):
+    """A store in a PostgreSQL schema. Safe to share between threads."""
+
+    _CELL_ID_SQL: ClassVar[str] = CELL_ID_SQL
+    _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = (_UniqueViolation,)
+    _CONTAINS_KEY_SQL: ClassVar[str] = "strpos(m.content, namespace.key) > 0"
+    _db: _Connection
+
+    def __init__(self, url: str, *, durability: Literal["normal", "full"] = "normal", timeout: float = 10.0) -> None:
+        if durability not in ("normal", "full"):
+            raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
+        self.target = parse_postgres_url(url)
+        self.path = self.target.shown  # what is shown of where the store lives
+        self.schema = self.target.schema
+        self.timeout = timeout
+        self.readonly = False
+        self.damaged = False
+        self.refusal: str | None = None
+        self._init_caches()
+        self._version: int | None = None
+        self._in_transaction = False
+        self._token = secrets.token_hex(8)  # this store's writes, in NOTIFY payloads
+        self._subscribers: list[Callable[[], None]] = []
+        self._listener: _Listener | None = None
+        # "normal": a commit does not wait for the server's disk (a server crash may lose the
+        # last turns, never tear one), as the SQLite store's synchronous=NORMAL.
+        synchronous = "on" if durability == "full" else "off"
+        options = f"-c search_path={self.schema} -c synchronous_commit={synchronous}"
+        self._kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "options": f"{self.target.options} {options}".strip(),
+            "connect_timeout": max(1, int(timeout)),
+            "application_name": "slotmagic",
+        }
+        self._migrate()
+        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
+            self.target.conninfo, min_size=1, max_size=1, kwargs=self._kwargs, open=False, name="slotmagic"
+        )
+        try:
+            self._pool.open(wait=True, timeout=timeout)
+            self._db = _Connection(self._pool.getconn(timeout), self.target)
+        except BaseException as exc:
+            self._pool.close()
+            raise StoreError(error_line(self.target, exc)) from None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.path!r})"
+
+    # -- opening -------------------------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        try:
+            return psycopg.connect(self.target.conninfo, **self._kwargs)
+        except psycopg.Error as exc:
+            raise StoreError(error_line(self.target, exc)) from None
+
+    def _migrate(self) -> None:
+        """Create the schema and bring it to the newest version, once, however many kernels
+        open it at the same moment (an advisory lock held for the transaction)."""
+        conn = self._connect()
+        db = _Connection(conn, self.target)
+        try:
+            db.execute("BEGIN")
+            db.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", (MIGRATION_LOCK, self.schema))
+            if db.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", (self.schema,)).fetchone() is None:
+                db.execute(f'CREATE SCHEMA "{self.schema}"')
+            if db.execute("SELECT to_regclass(?)", (f"{self.schema}.slotmagic_schema",)).fetchone()[0] is None:
+                others = db.execute(
+                    "SELECT count(*) FROM information_schema.tables WHERE table_schema = ?", (self.schema,)
+                ).fetchone()[0]
+                if others:
+                    raise StoreError(
+                        f"schema {self.schema} in {self.path} holds tables that are not slotmagic's; "
+                        "name another schema with ?schema=NAME"
+                    )
+                db.execute(SCHEMA_TABLE)
+                db.execute("INSERT INTO slotmagic_schema (version) VALUES (0)")
+            version = int(db.execute("SELECT version FROM slotmagic_schema").fetchone()[0])
+            if version > len(MIGRATIONS):
+                raise StoreError(
+                    f"schema {self.schema} in {self.path} has slotmagic schema version {version} but this "
+                    f"slotmagic knows only {len(MIGRATIONS)}; upgrade slotmagic (pip install -U slotmagic)"
+                )
+            for number in range(version + 1, len(MIGRATIONS) + 1):
+                for statement in MIGRATIONS[number - 1]:
+                    db.execute(statement)
+                db.execute("UPDATE slotmagic_schema SET version = ?", (number,))
+            db.execute("COMMIT")
+        finally:
+            conn.close()
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _connection(self) -> _Connection:
+        """The connection, replaced from the pool if the last one was lost."""
+        if self._db.broken:
+            with suppress(Exception):
+                self._pool.putconn(self._db.conn)  # the pool discards a broken connection
+            try:
+                self._db = _Connection(self._pool.getconn(self.timeout), self.target)
+            except psycopg_pool.PoolTimeout:
+                raise StoreError(
+                    f"PostgreSQL store {self.path}: the connection was lost and no new one could be made "
+                    f"within {self.timeout:g} s; check the server and run the cell again"
+                ) from None
+            self._forget()
+            self._version = None
+        return self._db
+
+    @contextmanager
+    def _read(self) -> Iterator[_Connection]:
+        with self._lock:
+            if self._in_transaction:
+                yield self._db
+                return
+            db = self._connection()
+            try:
+                version = db.execute("SELECT version FROM changes").fetchone()[0]
+            except StoreError:
+                if not db.broken:
+                    raise
+                db = self._connection()  # lost while idle (a server restart): once more, on a new one
+                version = db.execute("SELECT version FROM changes").fetchone()[0]
+            self._sync(version)
+            yield db
+
+    def _sync(self, version: int) -> None:
+        if version == self._version:
+            return
+        first = self._version is None
+        self._version = version
+        if not first:
+            self._others_wrote()
+
+    @contextmanager
+    def _write(self) -> Iterator[_Connection]:
+        with self._lock:
+            if self.refusal is not None:
+                raise StoreError(self.refusal)
+            if self._in_transaction:
+                yield self._db
+                return
+            db = self._connection()
+            self._in_transaction = True
+            try:
+                try:
+                    version = self._begin(db)
+                except StoreError:
+                    if not db.broken:
+                        raise
+                    db = self._connection()  # lost while idle: nothing was sent yet, so once more
+                    version = self._begin(db)
+                if self._version is not None and version != self._version + 1:
+                    self._others_wrote()
+                self._version = version
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                if not db.broken:
+                    with suppress(Exception):
+                        db.conn.execute("ROLLBACK")
+                self._forget()  # the caches may hold what was just rolled back
+                self._version = None
+                raise
+            finally:
+                self._in_transaction = False
+
+    def _begin(self, db: _Connection) -> int:
+        """Open a write transaction; the change counter's new value. The row lock on the
+        counter makes writers take turns: what others committed before it is what this
+        transaction builds on. BEGIN, the lock and the NOTIFY (delivered at COMMIT) go to the
+        server in one round trip."""
+        with db.errors(), db.conn.pipeline():
+            db.conn.execute("BEGIN")
+            counter = db.conn.execute("UPDATE changes SET version = version + 1 RETURNING version")
+            db.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.schema} {self._token}"))
+        return int(counter.fetchone()[0])  # type: ignore[index]
+
+    def _text_in(self, text: str) -> str:
+        if "\x00" in text or text.startswith(_ESCAPE):
+            return _ESCAPE + json.dumps(text)
+        return text
+
+    def _text_out(self, text: str) -> str:
+        return str(json.loads(text[1:])) if text and text[0] == _ESCAPE else text
+
+    def _messages(self, rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
+        messages = super()._messages(rows)
+        for message in messages:
+            content = message.content
+            if content and content[0] == _ESCAPE:
+                message.__dict__["content"] = json.loads(content[1:])
+        return messages
+
+    # -- exploring: the PostgreSQL side of search and gc (see rows.py) --------------------------
+
+    def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
+        # plainto_tsquery reads the words literally (no query syntax) and ANDs them; 'simple'
+        # case-folds without stemming, as FTS5's default tokenizer. Shorter messages first on a
+        # tie, as bm25 ranks them. Each run of letters and digits is looked for first as a
+        # substring: cheap, and a message lacking one is never parsed.
+        text = " ".join(words)
+        parts = re.findall(r"\w+", text) or [""]
+        words_sql = " AND ".join("strpos(lower(m.content), lower(?)) > 0" for _ in parts)
+        document = "to_tsvector('simple', left(m.content, 262144))"
+        return db.execute(
+            "SELECT m.slot, m.seq, m.turn, m.role,"
+            " ts_headline('simple', left(m.content, 262144), q,"
+            " 'StartSel=[, StopSel=], MaxWords=12, MinWords=6, ShortWord=0')"
+            " FROM messages m JOIN slots s ON s.id = m.slot, plainto_tsquery('simple', ?) q"
+            f" WHERE s.session_id = ? AND {words_sql} AND numnode(q) > 0 AND {document} @@ q"
+            f" ORDER BY ts_rank({document}, q, 1) DESC, length(m.content), m.slot, m.seq",
+            (text, session_id, *parts),
+        )
+
+    def _file_size(self) -> int:
+        """The bytes the schema's tables take, indexes and TOAST included."""
+        with self._read() as db:
+            found = db.execute(
+                "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relkind = 'r'",
+                (self.schema,),
+            ).fetchone()
+            return int(found[0])
+
+    def _compact_file(self) -> bool:
+        """A plain VACUUM (never VACUUM FULL, which would lock other kernels out): space at the
+        tables' ends goes back to the file system, the rest is reused by later turns."""
+        with self._lock:
+            db = self._connection()
+            try:
+                for table in ("messages", "turns", "token_counts", "marks", "namespace"):
+                    db.execute(f"VACUUM {table}")
+            except StoreError as exc:
+                logger.info("%s", exc)
+                return False
+            return True
+
+    def close(self) -> None:
+        listener = self._listener
+        if listener is not None:
+            listener.stop()
+        with self._lock:
+            self._listener = None
+            with suppress(Exception):
+                self._pool.putconn(self._db.conn)
+            self._pool.close()
+            self._forget()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- live across kernels -------------------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` (on a background thread) after another connection commits a
+        write to this schema; returns a function that stops it."""
+        with self._lock:
+            self._subscribers.append(callback)
+            if self._listener is None:
+                self._listener = _Listener(self)
+                self._listener.start()
+                self._listener.ready.wait(self.timeout)
+
+        def unsubscribe() -> None:
+            with self._lock, suppress(ValueError):
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _notified(self, payloads: Sequence[str]) -> None:
+        mine = f"{self.schema} {self._token}"
+        if not any(p.startswith(self.schema + " ") and p != mine for p in payloads):
+            return
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            try:
+                callback()
+            except Exception:  # a subscriber's failure is its own business
+                logger.debug("a store change subscriber failed", exc_info=True)
+
+
+class _Listener(threading.Thread):
+    """LISTENs on its own connection and hands each batch of notifications to the store."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        super().__init__(name="slotmagic-listen", daemon=True)
+        self._store = store
+        self._halt = threading.Event()
+        self.ready = threading.Event()
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self is not threading.current_thread():
+            self.join(2)
+
+    def run(self) -> None:
+        missed = False  # a reconnection: what was committed meanwhile was not heard
+        while not self._halt.is_set():
+            try:
+                with psycopg.connect(self._store.target.conninfo, **self._store._kwargs) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    self.ready.set()
+                    if missed:
+                        self._store._notified([f"{self._store.schema} *"])
+                        missed = False
+                    while not self._halt.is_set():
+                        payloads = [n.payload for n in conn.notifies(timeout=0.2)]
+                        if payloads:
+                            self._store._notified(payloads)
+            except psycopg.Error as exc:
+                logger.debug("%s", error_line(self._store.target, exc))
+                self.ready.set()
+                missed = True
+                self._halt.wait(1.0)  # the server went away: try again

@@ -1,0 +1,1345 @@
+"""What both stores share: slot rows, segments, pieces and histories, and the concurrency rule.
+
+``SQLiteStore`` and ``PostgresStore`` keep the same tables (see ``migrations.py`` and
+``postgres_schema.py``) and differ only in how they connect, open a write transaction and
+learn that another connection wrote. Everything else is here, written once, in SQL both
+dialects accept (``?`` placeholders, which the PostgreSQL connection translates).
+
+Layout: a slot is a branch that shares its parent's first ``fork_at`` messages and owns the
+rows from there on, so deriving writes one row whatever the history's length, and a turn
+appends a few rows and updates one.
+
+Reads are served from memory: the slot rows of each session, and the parts of each segment
+already read. Stored messages never change, so a cached segment only ever grows: a turn
+appends to it, and rows another connection appended are read from where the cache ends. A
+store asks, at each call, whether another connection wrote anything (cheaply: SQLite's
+``PRAGMA data_version``, PostgreSQL's change counter); only then are slot rows read again
+(``_others_wrote``).
+
+The concurrency rule: ``append_turn(base=...)`` checks, inside the write transaction that
+appends, that the slot still holds the history the turn was made from, else ``SlotMoved``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from ..core.compaction import Compaction
+from ..core.context import ContextEvent, WorkingContext
+from ..core.messages import Message, fields_from_extra
+from ..core.records import TurnInfo, TurnRecord
+from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
+from ..core.workflow import Workflow, check_workflow_name, no_workflow
+from ..errors import ConfigError, ProtectedSlot, SlotExists, SlotMoved, SlotNotFound, SlotReadonly, StoreError
+from .base import MARKS, CellTurn, GcReport, History, Mark, Piece, SearchHit, Tip, UndoStep
+
+ROW_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo"
+MESSAGE_COLUMNS = "role, content, tokens, extra"
+# Every table that holds rows of a slot (keyed by ``slot``), children before parents.
+SLOT_TABLES = ("messages", "turns", "compactions", "token_counts", "context_events")
+# What a session is, table by table, for copying it between stores (``dump_session``): the
+# tables keyed by slot (their first column) and by session id. A new table joins here.
+COPIED_SLOT_TABLES: dict[str, tuple[str, ...]] = {
+    "messages": ("slot", "seq", "turn", "role", "content", "tokens", "extra", "created_at"),
+    "turns": ("slot", "number", "start", "count", "info", "created_at"),
+    "compactions": ("slot", "number", "at", "record", "created_at"),
+    "token_counts": ("slot", "encoding", "seq", "tokens"),
+    "context_events": ("slot", "number", "at", "turn", "event", "created_at"),
+    "marks": ("slot", "number", "position", "mark", "created_at"),
+}
+COPIED_SESSION_TABLES: dict[str, tuple[str, ...]] = {
+    "namespace": ("session_id", "key", "tool", "content", "created_at"),
+    "workflows": ("session_id", "name", "record", "active", "created_at"),
+}
+_TEXT_COLUMNS = {"messages": 4, "namespace": 3}  # columns that may hold any text (NUL included)
+
+
+@dataclass(frozen=True)
+class SessionDump:
+    """Every stored row of one session, with slot row ids replaced by their rank (0, 1, ...
+    in creation order): the same in any store, so two dumps compare equal exactly when the
+    two stores hold the same session."""
+
+    session_id: str
+    created_at: float
+    current: int | None
+    slots: list[tuple[Any, ...]]  # ROW_COLUMNS, id and parent as ranks
+    tables: dict[str, list[tuple[Any, ...]]]
+
+    def message_digests(self) -> list[str]:
+        """A SHA-256 of every message: its slot's name and rank, position, turn, role,
+        content, token count, extra fields and time."""
+        names = {row[0]: row[1] for row in self.slots}
+        return [
+            hashlib.sha256(
+                json.dumps([names[row[0]], *row], ensure_ascii=False).encode("utf-8", "surrogatepass")
+            ).hexdigest()
+            for row in self.tables["messages"]
+        ]
+
+    def checksum(self) -> str:
+        """One SHA-256 of everything in the dump."""
+        whole = [self.session_id, self.created_at, self.current, self.slots, sorted(self.tables.items())]
+        return hashlib.sha256(json.dumps(whole, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Cursor(Protocol):
+    """What the shared code uses of a DB-API cursor (sqlite3's and psycopg's alike)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Connection(Protocol):
+    """What the shared code uses of a connection: statements with ``?`` placeholders."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor: ...
+
+
+def _messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
+    """Rebuild messages from trusted rows without re-running validation: loading a long
+    history is otherwise dominated by object construction. Fields left unset read the
+    class defaults (no tool calls)."""
+    out: list[Message] = []
+    append = out.append
+    new = object.__new__
+    for role, content, tokens, extra in rows:
+        message = new(Message)
+        fields = message.__dict__
+        fields["role"] = role
+        fields["content"] = content
+        fields["tokens"] = tokens
+        if extra is not None:
+            fields.update(fields_from_extra(json.loads(extra)))
+        append(message)
+    return out
+
+
+def _extra_json(message: Message) -> str | None:
+    extra = message.extra()
+    return None if extra is None else json.dumps(extra, ensure_ascii=False)
+
+
+def _info_json(info: TurnInfo) -> str:
+    return json.dumps(info.to_dict(), ensure_ascii=False)
+
+
+@dataclass(slots=True)
+class _Row:
+    """One row of the slots table, as cached."""
+
+    key: int
+    name: str
+    parent: int | None
+    fork_at: int
+    length: int
+    tokens: int
+    turns: int
+    config: dict[str, Any]
+    created_at: float
+    deleted_at: float | None
+    undo: dict[str, Any] | None = None  # set on a row hidden by %slot undo (see migrations v7)
+    parsed: tuple[str | None, SlotConfig] | None = None  # (parent name, config), parsed once
+
+    @property
+    def live(self) -> bool:
+        return self.deleted_at is None
+
+    def slot_config(self, parent_name: str | None) -> SlotConfig:
+        if self.parsed is None or self.parsed[0] != parent_name:
+            self.parsed = (parent_name, SlotConfig.from_dict(self.config, parent_name))
+        return self.parsed[1]
+
+
+@dataclass(slots=True)
+class _SessionRows:
+    """Every slot row of one session (tombstones included), the live ones by name, and the
+    current slot."""
+
+    rows: dict[int, _Row]
+    current: int | None
+    by_name: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_name = {row.name: key for key, row in self.rows.items() if row.live}
+
+
+@dataclass(slots=True)
+class _Segment:
+    """The part of one slot's own rows read so far: positions ``start`` to ``start + len``."""
+
+    created_at: float
+    start: int
+    messages: list[Message]
+    turns_until: int = 0  # turns starting before this position are in ``turns``
+    turns: list[TurnRecord] = field(default_factory=list)
+    system_until: int = 0  # the first system message was looked for before this position
+    first_system: tuple[int, Message] | None = None
+    compactions: list[Compaction] | None = None  # all of the segment's, once read
+    counts: dict[str, dict[int, int]] = field(default_factory=dict)  # encoding -> position -> tokens
+    marks: list[tuple[int, Mark, float]] | None = None  # (position, mark, created_at), once read
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.messages)
+
+
+class RowStore:
+    """The store logic over slot rows and segments, for a subclass that connects.
+
+    A subclass sets ``self._db`` and implements ``_read`` (the connection, caches brought up
+    to date), ``_write`` (one write transaction, joined inside ``atomic()``), ``close`` and
+    ``__init__``. Safe to share between threads: every call holds ``self._lock``.
+    """
+
+    # How a turn's cell id is read in SQL (indexed in both dialects).
+    _CELL_ID_SQL: ClassVar[str] = "json_extract(turns.info, '$.cell.id')"
+    # The error a unique index raises (a slot name taken by another connection meanwhile).
+    _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = ()
+    # Whether a message's content holds a kept tool result's key (gc keeps those results).
+    _CONTAINS_KEY_SQL: ClassVar[str] = "instr(m.content, namespace.key) > 0"
+
+    _db: Connection
+    refusal: str | None
+
+    def _init_caches(self) -> None:
+        self._lock = threading.RLock()
+        self._sessions: dict[str, _SessionRows] = {}
+        self._segments: dict[int, _Segment] = {}
+        self._created: dict[int, float] = {}  # slot row -> created_at, for segments of rows read
+
+    def _read(self) -> AbstractContextManager[Connection]:
+        raise NotImplementedError
+
+    def _write(self) -> AbstractContextManager[Connection]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _text_in(self, text: str) -> str:
+        """A message's or tool result's text as the database stores it."""
+        return text
+
+    def _text_out(self, text: str) -> str:
+        """Stored text as it was given (the inverse of ``_text_in``)."""
+        return text
+
+    def _messages(self, rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
+        return _messages_from_rows(rows)
+
+    # -- copying whole sessions between stores ---------------------------------------------------
+
+    def dump_session(self, session_id: str) -> SessionDump:
+        """Every row of the session (tombstones, turn records, compactions, counts, working
+        context, workflows and kept tool results included), read in one transaction."""
+        # Under the write lock no other writer changes it half way; a store that refuses writes
+        # (a read-only file) is read as it is.
+        with self._write() if self.refusal is None else self._read() as db:
+            found = db.execute("SELECT created_at, current_slot FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if found is None:
+                raise StoreError(f"there is no session {session_id!r} to copy")
+            rows = db.execute(f"SELECT {ROW_COLUMNS} FROM slots WHERE session_id = ? ORDER BY id", (session_id,))
+            slots = [tuple(r) for r in rows.fetchall()]
+            rank = {row[0]: i for i, row in enumerate(slots)}
+            ranked = [(rank[r[0]], r[1], None if r[2] is None else rank[r[2]], *r[3:]) for r in slots]
+            tables: dict[str, list[tuple[Any, ...]]] = {}
+            for table, columns in COPIED_SLOT_TABLES.items():
+                out: list[tuple[Any, ...]] = []
+                for key in rank:
+                    order = ", ".join(columns[1:3])
+                    for r in db.execute(
+                        f"SELECT {', '.join(columns)} FROM {table} WHERE slot = ? ORDER BY {order}", (key,)
+                    ):
+                        out.append(self._row_out(table, (rank[r[0]], *r[1:])))
+                tables[table] = out
+            for table, columns in COPIED_SESSION_TABLES.items():
+                found_rows = db.execute(
+                    f"SELECT {', '.join(columns)} FROM {table} WHERE session_id = ? ORDER BY {columns[1]}",
+                    (session_id,),
+                )
+                tables[table] = [self._row_out(table, tuple(r)) for r in found_rows]
+            current = None if found[1] is None else rank.get(found[1])
+            return SessionDump(session_id, found[0], current, ranked, tables)
+
+    def _row_out(self, table: str, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        column = _TEXT_COLUMNS.get(table)
+        if column is None:
+            return row
+        return (*row[:column], self._text_out(row[column]), *row[column + 1 :])
+
+    def load_session(self, dump: SessionDump) -> None:
+        """Store a dumped session, all of it or nothing; a session of that id must not exist."""
+        with self._write() as db:
+            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (dump.session_id,)).fetchone() is not None:
+                raise StoreError(f"session {dump.session_id!r} exists already in the destination; nothing was copied")
+            db.execute("INSERT INTO sessions (id, created_at) VALUES (?, ?)", (dump.session_id, dump.created_at))
+            keys: dict[int, int] = {}
+            for rank, name, parent, *rest in dump.slots:
+                keys[rank] = int(
+                    db.execute(
+                        "INSERT INTO slots (session_id, name, parent, fork_at, length, tokens, turns, config,"
+                        " created_at, deleted_at, undo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                        (dump.session_id, name, None if parent is None else keys[parent], *rest),
+                    ).fetchall()[0][0]
+                )
+            if dump.current is not None:
+                db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (keys[dump.current], dump.session_id))
+            for table, columns in {**COPIED_SLOT_TABLES, **COPIED_SESSION_TABLES}.items():
+                rows = dump.tables.get(table, [])
+                if table in COPIED_SLOT_TABLES:
+                    rows = [(keys[r[0]], *r[1:]) for r in rows]
+                column = _TEXT_COLUMNS.get(table)
+                if column is not None:
+                    rows = [(*r[:column], self._text_in(r[column]), *r[column + 1 :]) for r in rows]
+                if rows:
+                    marks = ", ".join("?" * len(columns))
+                    db.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+            self._sessions.pop(dump.session_id, None)
+
+    def _others_wrote(self) -> None:
+        """Another connection committed: slot rows are read again when next needed; segments
+        stay valid (rows never change), unless their slot row was removed, or removed and its
+        id reused by a new slot."""
+        self._sessions.clear()
+        self._created.clear()
+        for segment in self._segments.values():
+            segment.marks = None  # another connection may have pinned or excluded something
+        if self._segments:
+            keys = list(self._segments)
+            alive = dict(
+                self._db.execute(
+                    f"SELECT id, created_at FROM slots WHERE id IN ({','.join('?' * len(keys))})", keys
+                ).fetchall()
+            )
+            for key in keys:
+                if alive.get(key) != self._segments[key].created_at:
+                    del self._segments[key]
+
+    def _forget(self) -> None:
+        self._sessions.clear()
+        self._segments.clear()
+        self._created.clear()
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Make several store calls one transaction: if the block raises, none of them happened."""
+        with self._write():
+            yield
+
+    # -- cached rows -----------------------------------------------------------------------
+
+    def _rows(self, db: Connection, session_id: str) -> _SessionRows:
+        cached = self._sessions.get(session_id)
+        if cached is not None:
+            return cached
+        found = db.execute("SELECT current_slot FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        rows = {}
+        for key, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo in db.execute(
+            f"SELECT {ROW_COLUMNS} FROM slots WHERE session_id = ?", (session_id,)
+        ):
+            rows[key] = _Row(
+                key,
+                name,
+                parent,
+                fork_at,
+                length,
+                tokens,
+                turns,
+                json.loads(config),
+                created_at,
+                deleted_at,
+                None if undo is None else json.loads(undo),
+            )
+            self._created[key] = created_at
+        loaded = _SessionRows(rows, None if found is None else found[0])
+        if found is not None:  # an unknown session is not cached: it may be created any time
+            self._sessions[session_id] = loaded
+        return loaded
+
+    def _row(self, rows: _SessionRows, slot_id: str | None) -> _Row:
+        """The live row of the slot (of the current slot if None)."""
+        if slot_id is None:
+            if rows.current is None:
+                raise StoreError("the session has no current slot: open it with Session.open first")
+            return rows.rows[rows.current]
+        key = rows.by_name.get(slot_id)
+        if key is None:
+            raise SlotNotFound(slot_id, rows.by_name)
+        return rows.rows[key]
+
+    def _live_parent(self, rows: _SessionRows, row: _Row) -> str | None:
+        """The nearest live ancestor: a deleted parent hands its children to its own parent."""
+        found = _live_ancestor(rows, row)
+        return None if found is None else found.name
+
+    def _to_slot(self, rows: _SessionRows, row: _Row) -> Slot:
+        parent_name = self._live_parent(rows, row)
+        meta = SlotMeta(row.name, parent_name, row.length, row.tokens, row.created_at, row.turns, row.fork_at)
+        return Slot(row.name, row.slot_config(parent_name), meta, row.key == rows.current)
+
+    def _pieces(self, rows: _SessionRows, row: _Row, end: int | None = None) -> list[Piece]:
+        """The pieces of a slot's history (its first ``end`` messages), root first."""
+        pieces = []
+        hi = row.length if end is None else min(row.length, end)
+        current: _Row | None = row
+        branched: float | None = None  # when the history left `current` for its child
+        while current is not None:
+            if current.fork_at < hi:
+                pieces.append(Piece(current.key, current.fork_at, hi, branched))
+            hi = min(hi, current.fork_at)
+            branched = current.created_at
+            current = None if current.parent is None else rows.rows[current.parent]
+        pieces.reverse()
+        return pieces
+
+    def _history(self, rows: _SessionRows, row: _Row) -> History:
+        tip, slot = Tip(row.key, row.length, row.turns), self._to_slot(rows, row)
+        return History(self._pieces(rows, row), self, tip, slot, chain=self._chain(rows, row))
+
+    def _chain(self, rows: _SessionRows, row: _Row) -> list[Piece]:
+        """Every row of a slot's history, root first, as ``_pieces`` walks them but keeping
+        the rows that hold no message of it (``lo == hi``): their working context counts."""
+        chain = []
+        hi = row.length
+        current: _Row | None = row
+        branched: float | None = None
+        while current is not None:
+            lo = min(current.fork_at, hi)
+            chain.append(Piece(current.key, lo, hi, branched))
+            hi = lo
+            branched = current.created_at
+            current = None if current.parent is None else rows.rows[current.parent]
+        chain.reverse()
+        return chain
+
+    # -- segments (History reads through these) --------------------------------------------
+
+    def _segment(self, key: int, lo: int) -> _Segment:
+        segment = self._segments.get(key)
+        if segment is None:
+            created = self._created.get(key)
+            if created is None:
+                found = self._db.execute("SELECT created_at FROM slots WHERE id = ?", (key,)).fetchone()
+                created = found[0] if found else 0.0
+            segment = _Segment(created, lo, [])
+            self._segments[key] = segment
+        return segment
+
+    def _load(self, key: int, lo: int, hi: int) -> list[Message]:
+        return self._messages(
+            self._db.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE slot = ? AND seq >= ? AND seq < ? ORDER BY seq",
+                (key, lo, hi),
+            )
+        )
+
+    def read_messages(self, key: int, lo: int, hi: int) -> list[Message]:
+        with self._lock:
+            segment = self._segment(key, lo)
+            if not segment.messages:
+                segment.start = lo
+                segment.messages = self._load(key, lo, hi)
+            else:
+                if lo < segment.start:
+                    segment.messages[:0] = self._load(key, lo, segment.start)
+                    segment.start = lo
+                if hi > segment.end:
+                    segment.messages.extend(self._load(key, segment.end, hi))
+            return segment.messages[lo - segment.start : hi - segment.start]
+
+    def read_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
+        with self._lock:
+            segment = self._segment(key, lo)
+            if hi > segment.turns_until:
+                segment.turns.extend(
+                    TurnRecord(number, start, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number))
+                    for number, start, count, info, created_at in self._db.execute(
+                        "SELECT number, start, count, info, created_at FROM turns"
+                        " WHERE slot = ? AND start >= ? AND start < ? ORDER BY start",
+                        (key, segment.turns_until, hi),
+                    )
+                )
+                segment.turns_until = hi
+            starts = [t.start for t in segment.turns]
+            return segment.turns[bisect.bisect_left(starts, lo) : bisect.bisect_left(starts, hi)]
+
+    def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None:
+        with self._lock:
+            segment = self._segment(key, lo)
+            found = segment.first_system
+            if found is None and hi > segment.system_until:
+                row = self._db.execute(
+                    f"SELECT seq, {MESSAGE_COLUMNS} FROM messages"
+                    " WHERE slot = ? AND role = 'system' AND seq >= ? AND seq < ? ORDER BY seq LIMIT 1",
+                    (key, max(lo, segment.system_until), hi),
+                ).fetchone()
+                segment.system_until = hi
+                if row is not None:
+                    found = segment.first_system = (row[0], self._messages([row[1:]])[0])
+            return found if found is not None and lo <= found[0] < hi else None
+
+    def read_compactions(self, key: int, hi: int, before: float | None) -> list[Compaction]:
+        with self._lock:
+            segment = self._segment(key, 0)
+            if segment.compactions is None:
+                segment.compactions = [
+                    Compaction.from_dict(json.loads(record), created_at, (key, number))
+                    for number, record, created_at in self._db.execute(
+                        "SELECT number, record, created_at FROM compactions WHERE slot = ? ORDER BY number", (key,)
+                    )
+                ]
+            return [c for c in segment.compactions if c.at <= hi and (before is None or c.created_at < before)]
+
+    def read_counts(self, key: int, lo: int, hi: int, encoding: str) -> list[int | None]:
+        with self._lock:
+            known = self._segment(key, lo).counts.setdefault(encoding, {})
+            if any(p not in known for p in range(lo, hi)):
+                known.update(
+                    self._db.execute(
+                        "SELECT seq, tokens FROM token_counts WHERE slot = ? AND encoding = ? AND seq >= ? AND seq < ?",
+                        (key, encoding, lo, hi),
+                    ).fetchall()
+                )
+            return [known.get(p) for p in range(lo, hi)]
+
+    def write_counts(self, key: int, lo: int, counts: Sequence[int], encoding: str) -> None:
+        with self._write() as db:
+            db.executemany(
+                "INSERT INTO token_counts (slot, encoding, seq, tokens) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (slot, encoding, seq) DO UPDATE SET tokens = excluded.tokens",
+                [(key, encoding, lo + i, n) for i, n in enumerate(counts)],
+            )
+            self._segment(key, lo).counts.setdefault(encoding, {}).update((lo + i, n) for i, n in enumerate(counts))
+
+    # -- large tool results (the namespace store) -----------------------------------------
+
+    def namespace_put(self, session_id: str, key: str, tool: str, content: str) -> bool:
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO namespace (session_id, key, tool, content, created_at) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (session_id, key, tool, self._text_in(content), time.time()),
+            )
+            return cursor.rowcount > 0
+
+    def namespace_get(self, session_id: str, key: str) -> str | None:
+        with self._read() as db:
+            row = db.execute("SELECT content FROM namespace WHERE session_id = ? AND key = ?", (session_id, key))
+            found = row.fetchone()
+            return None if found is None else self._messages([("tool", found[0], 0, None)])[0].content
+
+    # -- small values kept across sessions ------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        with self._read() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            return None if row is None else str(row[0])
+
+    def update_meta(self, key: str, update: Callable[[str | None], str]) -> str:
+        """Replace a value by ``update(old value)``, in one transaction (two kernels updating
+        it at once each see the other's update)."""
+        with self._write() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            value = update(None if row is None else str(row[0]))
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+            return value
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def ensure_session(self, session_id: str) -> None:
+        with self._read() as db:
+            if session_id in self._sessions or self._rows(db, session_id).current is not None:
+                return
+        with self._write() as db:
+            if self._rows(db, session_id).current is not None:
+                return  # another process created it while we waited
+            now = time.time()
+            db.execute("INSERT INTO sessions (id, created_at) VALUES (?, ?)", (session_id, now))
+            key = self._insert_slot(db, session_id, DEFAULT_SLOT, SlotConfig(), now)
+            db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (key, session_id))
+            self._sessions.pop(session_id, None)  # read again, whole
+
+    def sessions(self) -> list[str]:
+        with self._read() as db:
+            return [r[0] for r in db.execute("SELECT id FROM sessions ORDER BY created_at, id")]
+
+    def current_slot(self, session_id: str) -> str:
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            row = rows.rows.get(rows.current) if rows.current is not None else None
+            return DEFAULT_SLOT if row is None else row.name
+
+    def set_current_slot(self, session_id: str, slot_id: str) -> None:
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            key = self._row(rows, slot_id).key
+            if rows.current != key:
+                db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (key, session_id))
+                rows.current = key
+
+    # -- slots -----------------------------------------------------------------------------
+
+    def slots(self, session_id: str) -> list[Slot]:
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            return [self._to_slot(rows, row) for row in _tree_order(rows)]
+
+    def slot(self, session_id: str, slot_id: str | None) -> Slot:
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            return self._to_slot(rows, self._row(rows, slot_id))
+
+    def has_slot(self, session_id: str, slot_id: str) -> bool:
+        with self._read() as db:
+            return slot_id in self._rows(db, session_id).by_name
+
+    def _insert_slot(
+        self,
+        db: Connection,
+        session_id: str,
+        slot_id: str,
+        config: SlotConfig,
+        now: float,
+        parent: int | None = None,
+        fork_at: int = 0,
+        tokens: int = 0,
+        turns: int = 0,
+    ) -> int:
+        config_dict = config.to_dict()
+        try:
+            key = int(
+                db.execute(
+                    "INSERT INTO slots (session_id, name, parent, fork_at, length, tokens, turns, config, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    (session_id, slot_id, parent, fork_at, fork_at, tokens, turns, json.dumps(config_dict), now),
+                ).fetchall()[0][0]
+            )
+        except self._UNIQUE_VIOLATION:
+            raise SlotExists(slot_id) from None
+        rows = self._sessions.get(session_id)
+        if rows is not None:
+            rows.rows[key] = _Row(key, slot_id, parent, fork_at, fork_at, tokens, turns, config_dict, now, None)
+            rows.by_name[slot_id] = key
+        self._created[key] = now
+        self._segments.pop(key, None)  # an id SQLite handed out again
+        return key
+
+    def create_slot(
+        self,
+        session_id: str,
+        slot_id: str,
+        config: SlotConfig,
+        messages: Sequence[Message] = (),
+        *,
+        exist_ok: bool = False,
+    ) -> tuple[Slot, bool]:
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            if slot_id in rows.by_name:
+                if exist_ok:
+                    return self._to_slot(rows, self._row(rows, slot_id)), False
+                raise SlotExists(slot_id)
+            now = time.time()
+            key = self._insert_slot(db, session_id, slot_id, config, now)
+            row = rows.rows[key]
+            if messages:
+                self._append(db, row, 0, messages, TurnInfo(kind="preset"), now)
+            return self._to_slot(rows, row), True
+
+    def derive_slot(
+        self,
+        session_id: str,
+        slot_id: str,
+        parent_id: str,
+        config: SlotConfig,
+        at: int | None = None,
+        *,
+        exist_ok: bool = False,
+    ) -> tuple[Slot, bool]:
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            if slot_id in rows.by_name:
+                if exist_ok:
+                    return self._to_slot(rows, self._row(rows, slot_id)), False
+                raise SlotExists(slot_id)
+            parent = self._row(rows, parent_id)
+            length, tokens, turns = parent.length, parent.tokens, parent.turns
+            if at is not None and at != length:
+                self._check_fork_point(rows, parent, at)
+                tokens, turns = self._prefix_totals(db, self._pieces(rows, parent, at))
+                length = at
+            key = self._insert_slot(db, session_id, slot_id, config, time.time(), parent.key, length, tokens, turns)
+            return self._to_slot(rows, rows.rows[key]), True
+
+    def _check_fork_point(self, rows: _SessionRows, parent: _Row, at: int) -> None:
+        """A fork point is a whole turn boundary of the parent's history."""
+        if not 0 <= at <= parent.length:
+            raise ConfigError(
+                f"cannot fork {parent.name!r} at message {at}: it holds {parent.length} messages "
+                f"(use 0 to {parent.length})"
+            )
+        # A boundary is where a piece or a turn starts; only the piece holding `at` can say.
+        piece = next(p for p in self._pieces(rows, parent) if p.lo <= at < p.hi)
+        if (
+            at == piece.lo
+            or self._db.execute("SELECT 1 FROM turns WHERE slot = ? AND start = ?", (piece.key, at)).fetchone()
+        ):
+            return
+        before, after = self._db.execute(
+            "SELECT MAX(CASE WHEN start < ? THEN start END), MIN(CASE WHEN start > ? THEN start END)"
+            " FROM turns WHERE slot = ? AND start >= ? AND start < ?",
+            (at, at, piece.key, piece.lo, piece.hi),
+        ).fetchone()
+        lower = piece.lo if before is None else before
+        upper = piece.hi if after is None else after
+        raise ConfigError(
+            f"cannot fork {parent.name!r} at message {at}: that is inside a turn; "
+            f"fork at a turn boundary such as {lower} or {upper}"
+        )
+
+    def _prefix_totals(self, db: Connection, pieces: Sequence[Piece]) -> tuple[int, int]:
+        """Tokens and last turn number of the messages the pieces hold."""
+        tokens = turns = 0
+        for piece in pieces:
+            piece_tokens, piece_turn = db.execute(
+                "SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT), COALESCE(MAX(turn), 0) FROM messages"
+                " WHERE slot = ? AND seq >= ? AND seq < ?",
+                (piece.key, piece.lo, piece.hi),
+            ).fetchone()
+            tokens += piece_tokens
+            turns = max(turns, piece_turn)
+        return tokens, turns
+
+    def update_config(self, session_id: str, slot_id: str, config: SlotConfig) -> Slot:
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            config_dict = config.to_dict()
+            db.execute("UPDATE slots SET config = ? WHERE id = ?", (json.dumps(config_dict), row.key))
+            row.config, row.parsed = config_dict, None
+            return self._to_slot(rows, row)
+
+    def rename_slot(self, session_id: str, old_id: str, new_id: str) -> Slot:
+        if old_id == DEFAULT_SLOT:
+            raise ProtectedSlot("the 'default' slot cannot be renamed; derive a copy under the new name")
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, old_id)
+            if new_id in rows.by_name and new_id != old_id:
+                raise SlotExists(new_id)
+            db.execute("UPDATE slots SET name = ? WHERE id = ?", (new_id, row.key))
+            del rows.by_name[old_id]
+            row.name = new_id
+            rows.by_name[new_id] = row.key
+            return self._to_slot(rows, row)
+
+    def delete_slot(self, session_id: str, slot_id: str) -> None:
+        if slot_id == DEFAULT_SLOT:
+            raise ProtectedSlot("the 'default' slot cannot be deleted (a session always keeps it)")
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            if rows.current == row.key:
+                default = self._row(rows, DEFAULT_SLOT).key
+                db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (default, session_id))
+                rows.current = default
+            now = time.time()
+            db.execute("UPDATE slots SET deleted_at = ? WHERE id = ?", (now, row.key))
+            row.deleted_at = now
+            del rows.by_name[slot_id]
+            # Drop rows no live slot can reach: this slot's, and tombstone ancestors' that
+            # were kept only for it. A slot with derived slots stays as a tombstone.
+            current: _Row | None = row
+            while current is not None and not current.live:
+                if any(r.parent == current.key for r in rows.rows.values()):
+                    break
+                for table in SLOT_TABLES:
+                    db.execute(f"DELETE FROM {table} WHERE slot = ?", (current.key,))
+                db.execute("DELETE FROM slots WHERE id = ?", (current.key,))
+                del rows.rows[current.key]
+                self._segments.pop(current.key, None)
+                current = None if current.parent is None else rows.rows[current.parent]
+
+    # -- histories and turns ---------------------------------------------------------------
+
+    def history(self, session_id: str, slot_id: str | None) -> History:
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            return self._history(rows, self._row(rows, slot_id))
+
+    def messages(self, session_id: str, slot_id: str) -> list[Message]:
+        return self.history(session_id, slot_id).messages()
+
+    def turns(self, session_id: str, slot_id: str) -> list[TurnRecord]:
+        return self.history(session_id, slot_id).turns()
+
+    def tip(self, session_id: str, slot_id: str) -> Tip:
+        with self._read() as db:
+            row = self._row(self._rows(db, session_id), slot_id)
+            return Tip(row.key, row.length, row.turns)
+
+    def cell_turns(self, session_id: str, cell_id: str, slot_id: str) -> list[CellTurn]:
+        with self._read() as db:
+            found = db.execute(
+                "SELECT turns.slot, number, start, count, info, turns.created_at FROM turns"
+                " JOIN slots ON slots.id = turns.slot"
+                f" WHERE {self._CELL_ID_SQL} = ? AND slots.session_id = ?"
+                " ORDER BY turns.created_at, turns.slot, number",
+                (cell_id, session_id),
+            ).fetchall()
+            if not found:
+                return []
+            rows = self._rows(db, session_id)
+            mine = self._pieces(rows, self._row(rows, slot_id))
+            out = []
+            for key, number, start, count, info, created_at in found:
+                held = any(p.key == key and p.lo <= start < p.hi for p in mine)
+                owner = rows.rows[key]
+                home = owner.name if owner.live else slot_id if held else self._any_holder(rows, key, start)
+                if home is not None:
+                    record = TurnRecord(
+                        number, start, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number)
+                    )
+                    out.append(CellTurn(record, owner.name if owner.live else None, home, held))
+            return out
+
+    def _any_holder(self, rows: _SessionRows, key: int, start: int) -> str | None:
+        """A live slot whose history holds position ``start`` of segment ``key``: a turn whose
+        slot was deleted lives on in the slots derived after it."""
+        for row in _tree_order(rows):
+            if any(p.key == key and p.lo <= start < p.hi for p in self._pieces(rows, row)):
+                return row.name
+        return None
+
+    def unshared_turns(self, session_id: str, slot_id: str) -> list[TurnRecord]:
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            shared: dict[int, int] = {}  # segment -> how far other live slots' histories reach into it
+            for other in rows.rows.values():
+                if other.live and other.key != row.key:
+                    for piece in self._pieces(rows, other):
+                        shared[piece.key] = max(shared.get(piece.key, 0), piece.hi)
+            out: list[TurnRecord] = []
+            for piece in self._pieces(rows, row):
+                out.extend(self.read_turns(piece.key, max(piece.lo, shared.get(piece.key, 0)), piece.hi))
+            return out
+
+    def append_turn(
+        self,
+        session_id: str,
+        slot_id: str | None,
+        messages: Sequence[Message],
+        info: TurnInfo,
+        *,
+        base: Tip | None = None,
+        writable: bool = False,
+    ) -> TurnRecord:
+        if not messages:
+            raise StoreError("a turn needs at least one message")
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            if writable and row.slot_config(self._live_parent(rows, row)).mode is SlotMode.READONLY:
+                raise SlotReadonly(row.name)
+            if base is not None and base != Tip(row.key, row.length, row.turns):
+                raise SlotMoved(row.name)
+            return self._append(db, row, row.turns + 1, messages, info, time.time())
+
+    def add_compaction(
+        self, session_id: str, slot_id: str | None, compaction: Compaction, *, base: Tip | None = None
+    ) -> Compaction:
+        with self._write() as db:
+            row = self._row(self._rows(db, session_id), slot_id)
+            if base is not None and base != Tip(row.key, row.length, row.turns):
+                raise SlotMoved(row.name)
+            if not 0 < compaction.upto <= compaction.at <= row.length:
+                raise StoreError(
+                    f"a compaction of {row.name!r} must fold 1 to {row.length} messages, not {compaction.upto}"
+                )
+            number = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM compactions WHERE slot = ?", (row.key,))
+            number = number.fetchone()[0]
+            now = time.time()
+            db.execute(
+                "INSERT INTO compactions (slot, number, at, record, created_at) VALUES (?, ?, ?, ?, ?)",
+                (row.key, number, compaction.at, json.dumps(compaction.to_dict(), ensure_ascii=False), now),
+            )
+            stored = compaction.replace(created_at=now, origin=(row.key, number))
+            segment = self._segments.get(row.key)
+            if segment is not None and segment.compactions is not None:
+                segment.compactions.append(stored)
+            return stored
+
+    def _append(
+        self,
+        db: Connection,
+        row: _Row,
+        number: int,
+        messages: Sequence[Message],
+        info: TurnInfo,
+        now: float,
+    ) -> TurnRecord:
+        start = row.length
+        db.executemany(
+            "INSERT INTO messages (slot, seq, turn, role, content, tokens, extra, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (row.key, start + i, number, m.role, self._text_in(m.content), m.tokens, _extra_json(m), now)
+                for i, m in enumerate(messages)
+            ],
+        )
+        db.execute(
+            "INSERT INTO turns (slot, number, start, count, info, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (row.key, number, start, len(messages), _info_json(info), now),
+        )
+        length, tokens, turns = (
+            start + len(messages),
+            row.tokens + sum(m.tokens for m in messages),
+            max(row.turns, number),
+        )
+        db.execute("UPDATE slots SET length = ?, tokens = ?, turns = ? WHERE id = ?", (length, tokens, turns, row.key))
+        row.length, row.tokens, row.turns = length, tokens, turns
+        record = TurnRecord(number, start, len(messages), info, now, (row.key, number))
+        segment = self._segments.get(row.key)
+        if segment is not None:  # keep what is cached whole; a gap would be read again anyway
+            if segment.messages and segment.end == start:
+                segment.messages.extend(messages)
+            if segment.turns_until == start:
+                segment.turns.append(record)
+                segment.turns_until = length
+        return record
+
+    # -- working context and workflows ---------------------------------------------------------
+
+    def read_context(self, key: int, hi: int, before: float | None) -> list[ContextEvent]:
+        # Not cached: a handful of rows per slot, and another kernel may have added one.
+        with self._lock:
+            return [
+                ContextEvent.from_dict(json.loads(event), turn, at, created_at, (key, number))
+                for number, at, turn, event, created_at in self._db.execute(
+                    "SELECT number, at, turn, event, created_at FROM context_events"
+                    " WHERE slot = ? AND at <= ? ORDER BY number",
+                    (key, hi),
+                )
+                if before is None or created_at < before
+            ]
+
+    def change_context(
+        self,
+        session_id: str,
+        slot_id: str | None,
+        change: Callable[[WorkingContext], ContextEvent | None],
+    ) -> tuple[WorkingContext, ContextEvent | None]:
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            context = self._history(rows, row).context()
+            event = change(context)
+            if event is None:
+                return context, None
+            number = db.execute(
+                "SELECT COALESCE(MAX(number), 0) + 1 FROM context_events WHERE slot = ?", (row.key,)
+            ).fetchone()[0]
+            now = time.time()
+            stamped = event.stamped(row.turns + 1, row.length, now, (row.key, number))
+            db.execute(
+                "INSERT INTO context_events (slot, number, at, turn, event, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (row.key, number, stamped.at, stamped.turn, json.dumps(stamped.to_dict(), ensure_ascii=False), now),
+            )
+            return context.apply(stamped), stamped
+
+    def workflows(self, session_id: str) -> list[Workflow]:
+        with self._read() as db:
+            return [
+                Workflow.from_dict(name, json.loads(record), active=bool(active))
+                for name, record, active in db.execute(
+                    "SELECT name, record, active FROM workflows WHERE session_id = ? ORDER BY created_at, name",
+                    (session_id,),
+                )
+            ]
+
+    def active_workflow(self, session_id: str) -> Workflow | None:
+        with self._read() as db:
+            found = db.execute(
+                "SELECT name, record FROM workflows WHERE session_id = ? AND active = 1", (session_id,)
+            ).fetchone()
+            return None if found is None else Workflow.from_dict(found[0], json.loads(found[1]), active=True)
+
+    def update_workflow(
+        self,
+        session_id: str,
+        name: str,
+        change: Callable[[Workflow | None], Workflow | None],
+        *,
+        activate: bool = False,
+    ) -> Workflow | None:
+        check_workflow_name(name)
+        with self._write() as db:
+            found = db.execute(
+                "SELECT record, active FROM workflows WHERE session_id = ? AND name = ?", (session_id, name)
+            ).fetchone()
+            before = None if found is None else Workflow.from_dict(name, json.loads(found[0]), active=bool(found[1]))
+            after = change(before)
+            if after is None:
+                db.execute("DELETE FROM workflows WHERE session_id = ? AND name = ?", (session_id, name))
+                return None
+            if after.name != name:
+                raise StoreError(f"a change of workflow {name!r} cannot rename it to {after.name!r}")
+            record = json.dumps(after.to_dict(), ensure_ascii=False)
+            if before is None:
+                db.execute(
+                    "INSERT INTO workflows (session_id, name, record, created_at) VALUES (?, ?, ?, ?)",
+                    (session_id, name, record, time.time()),
+                )
+            elif after.to_dict() != before.to_dict():
+                db.execute(
+                    "UPDATE workflows SET record = ? WHERE session_id = ? AND name = ?", (record, session_id, name)
+                )
+            active = before is not None and before.active
+            if activate and not active:
+                self._activate(db, session_id, name)
+                active = True
+            return after.replace(active=active)
+
+    def use_workflow(self, session_id: str, name: str | None) -> Workflow | None:
+        with self._write() as db:
+            if name is None:
+                db.execute("UPDATE workflows SET active = 0 WHERE session_id = ? AND active = 1", (session_id,))
+                return None
+            found = db.execute(
+                "SELECT record, active FROM workflows WHERE session_id = ? AND name = ?", (session_id, name)
+            ).fetchone()
+            if found is None:
+                names = [r[0] for r in db.execute("SELECT name FROM workflows WHERE session_id = ?", (session_id,))]
+                raise no_workflow(name, names)
+            if not found[1]:
+                self._activate(db, session_id, name)
+            return Workflow.from_dict(name, json.loads(found[0]), active=True)
+
+    def _activate(self, db: Connection, session_id: str, name: str) -> None:
+        db.execute("UPDATE workflows SET active = 0 WHERE session_id = ? AND active = 1", (session_id,))
+        db.execute("UPDATE workflows SET active = 1 WHERE session_id = ? AND name = ?", (session_id, name))
+
+    # -- exploring: pins and exclusions ----------------------------------------------------------
+
+    def read_marks(self, key: int, hi: int, before: float | None) -> list[tuple[int, Mark]]:
+        # Cached per segment (every view reads them); dropped when another connection writes.
+        with self._lock:
+            segment = self._segment(key, 0)
+            if segment.marks is None:
+                segment.marks = [
+                    (position, mark, created_at)
+                    for position, mark, created_at in self._db.execute(
+                        "SELECT position, mark, created_at FROM marks WHERE slot = ? ORDER BY number", (key,)
+                    )
+                    if mark in MARKS
+                ]
+            return [(p, m) for p, m, at in segment.marks if p < hi and (before is None or at < before)]
+
+    def mark_message(self, session_id: str, slot_id: str | None, position: int, mark: Mark) -> None:
+        if mark not in MARKS:
+            raise ConfigError(f"unknown mark {mark!r}; use one of {', '.join(MARKS)}")
+        with self._write() as db:
+            row = self._row(self._rows(db, session_id), slot_id)
+            if not 0 <= position < row.length:
+                raise ConfigError(
+                    f"slot {row.name!r} has no message {position + 1}: it holds {row.length} (%slot show lists them)"
+                )
+            now = self._insert_numbered(db, "marks", row.key, "position, mark", (position, mark))
+            segment = self._segments.get(row.key)
+            if segment is not None and segment.marks is not None:
+                segment.marks.append((position, mark, now))
+
+    def _insert_numbered(self, db: Connection, table: str, key: int, columns: str, values: tuple[Any, ...]) -> float:
+        """Insert a row numbered after the segment's last; returns its created_at."""
+        number = db.execute(f"SELECT COALESCE(MAX(number), 0) + 1 FROM {table} WHERE slot = ?", (key,)).fetchone()[0]
+        marks = ", ".join("?" * (len(values) + 3))
+        now = time.time()
+        db.execute(
+            f"INSERT INTO {table} (slot, number, {columns}, created_at) VALUES ({marks})", (key, number, *values, now)
+        )
+        return now
+
+    # -- exploring: undo and redo ----------------------------------------------------------------
+
+    def _undo_step(self, rows: _SessionRows, hidden: _Row, slot: str, repeated: bool = False) -> UndoStep:
+        assert hidden.undo is not None and hidden.deleted_at is not None
+        undo = hidden.undo
+        return UndoStep(
+            slot,
+            int(undo["turns"]),
+            int(undo["at"]),
+            hidden.length,
+            undo.get("cell"),
+            hidden.deleted_at,
+            self._history(rows, hidden),
+            repeated,
+        )
+
+    def undo(self, session_id: str, slot_id: str | None, turns: int, *, cell: str | None = None) -> UndoStep:
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            if cell is not None:
+                for hidden in rows.rows.values():
+                    if (
+                        hidden.undo is not None
+                        and hidden.undo.get("cell") == cell
+                        and _replacement(rows, hidden) is row
+                    ):
+                        return self._undo_step(rows, hidden, row.name, repeated=True)
+            records = [t for t in self._history(rows, row).turns() if t.info.kind != "preset"]
+            if not 1 <= turns <= len(records):
+                have = f"only {len(records)}" if records else "no"
+                raise ConfigError(f"cannot undo {turns} turns of slot {row.name!r}: it has {have} turns to undo")
+            at = records[-turns].start
+            tokens, last = self._prefix_totals(db, self._pieces(rows, row, at))
+            now = time.time()
+            # Hide the old row first: a slot's name is unique among live rows.
+            db.execute("UPDATE slots SET deleted_at = ? WHERE id = ?", (now, row.key))
+            key = int(
+                db.execute(
+                    "INSERT INTO slots (session_id, name, parent, fork_at, length, tokens, turns, config, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    (session_id, row.name, row.key, at, at, tokens, last, json.dumps(row.config), now),
+                ).fetchall()[0][0]
+            )
+            undo = {"by": key, "turns": turns, "at": at, "cell": cell}
+            db.execute("UPDATE slots SET undo = ? WHERE id = ?", (json.dumps(undo), row.key))
+            if rows.current == row.key:
+                db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (key, session_id))
+            self._sessions.pop(session_id, None)
+            rows = self._rows(db, session_id)
+            return self._undo_step(rows, rows.rows[row.key], row.name)
+
+    def redo(self, session_id: str, slot_id: str | None, *, branch: str | None = None) -> UndoStep:
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            if branch is not None:
+                return self._branch_undone(db, session_id, rows, row, branch)
+            hidden = next((h for h in rows.rows.values() if h.undo is not None and h.undo.get("by") == row.key), None)
+            if hidden is None:
+                raise ConfigError(f"nothing to redo in slot {row.name!r}: it has no undo step to return from")
+            if row.length != row.fork_at:
+                raise ConfigError(
+                    f"cannot redo in slot {row.name!r}: it has had turns since the undo; "
+                    "%slot redo --as NAME makes the undone turns a branch of their own"
+                )
+            step = self._undo_step(rows, hidden, row.name)
+            # What the slot gathered since the undo (pins, working context, compactions) stays.
+            for table in ("marks", "context_events", "compactions"):
+                offset = db.execute(f"SELECT COALESCE(MAX(number), 0) FROM {table} WHERE slot = ?", (hidden.key,))
+                db.execute(
+                    f"UPDATE {table} SET slot = ?, number = number + ? WHERE slot = ?",
+                    (hidden.key, offset.fetchone()[0], row.key),
+                )
+            db.execute("UPDATE slots SET parent = ? WHERE parent = ?", (hidden.key, row.key))
+            db.execute("DELETE FROM token_counts WHERE slot = ?", (row.key,))
+            db.execute("DELETE FROM slots WHERE id = ?", (row.key,))
+            db.execute(
+                "UPDATE slots SET deleted_at = NULL, undo = NULL, name = ?, config = ? WHERE id = ?",
+                (row.name, json.dumps(row.config), hidden.key),
+            )
+            if rows.current == row.key:
+                db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (hidden.key, session_id))
+            self._sessions.pop(session_id, None)
+            self._segments.pop(row.key, None)
+            segment = self._segments.get(hidden.key)
+            if segment is not None:
+                segment.compactions = segment.marks = None  # some were just moved here
+            return step
+
+    def _branch_undone(self, db: Connection, session_id: str, rows: _SessionRows, row: _Row, branch: str) -> UndoStep:
+        steps = [h for h in rows.rows.values() if h.undo is not None and _replacement(rows, h) is row]
+        if not steps:
+            raise ConfigError(f"slot {row.name!r} has no undone turns to make a branch of")
+        hidden = max(steps, key=lambda h: h.deleted_at or 0.0)
+        step = self._undo_step(rows, hidden, row.name)
+        # A slot on the hidden row's whole history; the hidden row stays, as a tombstone does.
+        self._insert_slot(
+            db,
+            session_id,
+            branch,
+            SlotConfig.from_dict(hidden.config, row.name),
+            time.time(),
+            hidden.key,
+            hidden.length,
+            hidden.tokens,
+            hidden.turns,
+        )
+        return step
+
+    def undo_steps(self, session_id: str, slot_id: str | None) -> list[UndoStep]:
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            row = self._row(rows, slot_id)
+            steps = [
+                self._undo_step(rows, hidden, row.name)
+                for hidden in rows.rows.values()
+                if hidden.undo is not None and _replacement(rows, hidden) is row
+            ]
+            return sorted(steps, key=lambda s: s.created_at, reverse=True)
+
+    # -- exploring: search -----------------------------------------------------------------------
+
+    def search(self, session_id: str, query: str, slot_id: str | None = None, *, limit: int = 20) -> list[SearchHit]:
+        words = query.split()
+        if not words:
+            raise ConfigError("nothing to search for: give a word or two, e.g. %slot search deposit")
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            only = None if slot_id is None else self._row(rows, slot_id)
+            holders = [(r, self._pieces(rows, r)) for r in ([only] if only else _tree_order(rows))]
+            hits: list[SearchHit] = []
+            for key, seq, turn, role, snippet in self._matches(db, session_id, words):
+                hit = self._hit_home(rows, holders, key, seq, only is None)
+                if hit is not None:
+                    hits.append(SearchHit(hit[0], turn, seq, role, snippet, hit[1]))
+                    if len(hits) >= limit:
+                        break
+            return hits
+
+    def _hit_home(
+        self, rows: _SessionRows, holders: list[tuple[_Row, list[Piece]]], key: int, seq: int, anywhere: bool
+    ) -> tuple[str, bool] | None:
+        """The slot to name for a message: its owner if live, a live slot holding it, else
+        (``anywhere``) the slot whose undo history holds it."""
+        owner = rows.rows.get(key)
+        if anywhere and owner is not None and owner.live:
+            return owner.name, False
+        for row, pieces in holders:
+            if any(p.key == key and p.lo <= seq < p.hi for p in pieces):
+                return row.name, False
+        if anywhere:
+            for hidden in rows.rows.values():
+                replaced = _replacement(rows, hidden) if hidden.undo is not None else None
+                if replaced is not None and any(
+                    p.key == key and p.lo <= seq < p.hi for p in self._pieces(rows, hidden)
+                ):
+                    return replaced.name, True
+        return None
+
+    # -- exploring: gc ---------------------------------------------------------------------------
+
+    def gc(self, session_id: str, *, drop_undo: bool = False) -> GcReport:
+        if self.refusal is not None:  # before the checkpoint below, which writes
+            raise StoreError(self.refusal)
+        before = self._file_size()
+        with self._write() as db:
+            rows = self._rows(db, session_id)
+            for row in rows.rows.values():
+                if row.undo is not None and (drop_undo or _replacement(rows, row) is None):
+                    # Forgotten on request, or its slot was deleted: a plain tombstone now.
+                    db.execute("UPDATE slots SET undo = NULL WHERE id = ?", (row.key,))
+                    row.undo = None
+            # How far into each segment a live slot or a kept undo step reaches.
+            reach: dict[int, int] = {}
+            for row in rows.rows.values():
+                if row.live or row.undo is not None:
+                    for piece in self._pieces(rows, row):
+                        reach[piece.key] = max(reach.get(piece.key, 0), piece.hi)
+            messages = turns = 0
+            for row in list(rows.rows.values()):
+                if row.live or row.undo is not None:
+                    continue
+                end = reach.get(row.key, row.fork_at)
+                if end <= row.fork_at and not any(r.parent == row.key for r in rows.rows.values()):
+                    end = -1  # nothing of it is reached and nothing hangs from it: the row goes too
+                cut = max(end, 0)
+                messages += db.execute("DELETE FROM messages WHERE slot = ? AND seq >= ?", (row.key, cut)).rowcount
+                turns += db.execute("DELETE FROM turns WHERE slot = ? AND start >= ?", (row.key, cut)).rowcount
+                db.execute("DELETE FROM token_counts WHERE slot = ? AND seq >= ?", (row.key, cut))
+                db.execute("DELETE FROM marks WHERE slot = ? AND position >= ?", (row.key, cut))
+                db.execute("DELETE FROM compactions WHERE slot = ? AND at > ?", (row.key, cut))
+                db.execute("DELETE FROM context_events WHERE slot = ? AND at > ?", (row.key, cut))
+                if end < 0:
+                    db.execute("DELETE FROM slots WHERE id = ?", (row.key,))
+                else:
+                    db.execute("UPDATE slots SET length = ? WHERE id = ?", (max(cut, row.fork_at), row.key))
+            namespace = db.execute(
+                "DELETE FROM namespace WHERE session_id = ? AND NOT EXISTS (SELECT 1 FROM messages m"
+                " JOIN slots s ON s.id = m.slot WHERE s.session_id = namespace.session_id"
+                f" AND {self._CONTAINS_KEY_SQL})",
+                (session_id,),
+            ).rowcount
+            self._forget()
+        compacted = self._compact_file()
+        return GcReport(messages, turns, namespace, before, self._file_size(), compacted)
+
+    def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
+        """Messages of the session matching every word, best first: (slot row, position, turn,
+        role, snippet with the matches marked ``[…]``). The dialect's full-text search."""
+        raise NotImplementedError
+
+    def _file_size(self) -> int:
+        """How many bytes the store takes (gc reports the difference)."""
+        raise NotImplementedError
+
+    def _compact_file(self) -> bool:
+        """Give the space gc freed back; False when it could not be done now."""
+        return True
+
+
+def _tree_order(rows: _SessionRows) -> list[_Row]:
+    """Live slots depth first, each after its nearest live ancestor, siblings by fork point
+    then id: the same order whatever order they were made in, so a re-run notebook lists
+    its slots as the first run did."""
+    children: dict[int | None, list[_Row]] = {}
+    for row in rows.rows.values():
+        if row.live:
+            parent = _live_ancestor(rows, row)
+            children.setdefault(None if parent is None else parent.key, []).append(row)
+    out: list[_Row] = []
+    stack = sorted(children.get(None, []), key=lambda r: (r.name != DEFAULT_SLOT, r.fork_at, r.name), reverse=True)
+    while stack:
+        row = stack.pop()
+        out.append(row)
+        stack.extend(sorted(children.get(row.key, []), key=lambda r: (r.fork_at, r.name), reverse=True))
+    return out
+
+
+def _replacement(rows: _SessionRows, row: _Row) -> _Row | None:
+    """The live row that now holds the slot a row hidden by undo was (None: not hidden by
+    undo, or that slot is gone)."""
+    seen: set[int] = set()
+    current: _Row | None = row
+    while current is not None and not current.live and current.undo is not None and current.key not in seen:
+        seen.add(current.key)
+        current = rows.rows.get(current.undo.get("by", -1))
+    return current if current is not None and current.live else None
+
+
+def _live_ancestor(rows: _SessionRows, row: _Row) -> _Row | None:
+    """The nearest live ancestor: a deleted parent hands its children to its own parent; one
+    hidden by undo, to the slot that replaced it (unless that is ``row`` itself)."""
+    parent = row.parent
+    while parent is not None:
+        ancestor = rows.rows[parent]
+        if ancestor.live:
+            return ancestor
+        replaced = _replacement(rows, ancestor)
+        if replaced is not None and replaced.key != row.key:
+            return replaced
+        parent = ancestor.parent
+    return None

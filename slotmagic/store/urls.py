@@ -1,0 +1,79 @@
+"""PostgreSQL URLs: parsing ``schema=`` off them, and showing them without credentials.
+
+Plain string work (no driver): the SQLite-only paths import it too. Every message,
+``repr()`` and listing that names a store goes through ``shown_target``
+(``postgresql://***@host/db``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from ..errors import ConfigError
+from ..providers.endpoint import masked_url
+
+__all__ = ["DEFAULT_SCHEMA", "PostgresTarget", "is_postgres_url", "parse_postgres_url", "shown_target"]
+
+_SCHEMES = ("postgresql", "postgres")
+_SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+DEFAULT_SCHEMA = "slotmagic"
+
+
+def is_postgres_url(value: object) -> bool:
+    return isinstance(value, str) and value.strip().lower().startswith(tuple(s + "://" for s in _SCHEMES))
+
+
+@dataclass(frozen=True)
+class PostgresTarget:
+    """A parsed ``postgresql://`` URL: what libpq is given (``conninfo``, without our own
+    ``schema`` parameter), the schema, and the URL as it may be shown (no credentials)."""
+
+    conninfo: str = field(repr=False)
+    schema: str
+    shown: str
+    password: str | None = field(default=None, repr=False)
+    options: str = ""  # the URL's own ``options=`` (e.g. ``-c role=team_a``), kept before slotmagic's
+
+
+def parse_postgres_url(url: str) -> PostgresTarget:
+    """Split off ``schema=`` (default ``slotmagic``); anything wrong is one ConfigError line
+    that does not show the URL's credentials."""
+    text = url.strip()
+    shown = shown_target(text)
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - a malformed port raises here
+    except ValueError as exc:
+        raise ConfigError(f"db_path {shown} is not a valid PostgreSQL URL ({exc})") from None
+    if not parts.hostname and not parts.path.strip("/") and "host=" not in parts.query:
+        raise ConfigError(
+            f"db_path {shown} names no server or database; write postgresql://USER@HOST:5432/DATABASE?schema=NAME"
+        )
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [v for k, v in query if k == "schema"]
+    schema = schemas[-1] if schemas else DEFAULT_SCHEMA
+    if not _SCHEMA.fullmatch(schema):
+        raise ConfigError(
+            f"schema={schema!r:.70} in db_path {shown} is not a schema name slotmagic uses: "
+            "1-63 lowercase letters, digits and _, not starting with a digit (e.g. schema=team_a)"
+        )
+    options = " ".join(v for k, v in query if k == "options")
+    rest = [(k, v) for k, v in query if k not in ("schema", "options")]
+    conninfo = parts._replace(query=urlencode(rest)).geturl()
+    password = parts.password or next((v for k, v in rest if k == "password"), None)
+    return PostgresTarget(conninfo, schema, shown, password, options)
+
+
+def shown_target(target: str) -> str:
+    """``target`` as it may be printed: a URL without its credentials (user, password, and a
+    ``password=`` parameter)."""
+    if not is_postgres_url(target):
+        return target
+    text = masked_url(target.strip())
+    base, sep, query = text.partition("?")
+    if not sep:
+        return text
+    kept = [(k, "***" if k in ("password", "passfile", "sslpassword") else v) for k, v in parse_qsl(query, True)]
+    return base + "?" + urlencode(kept, safe="*")

@@ -1,0 +1,127 @@
+"""Live across kernels: two kernels (two processes) on one PostgreSQL session. A change made in
+one reaches the other's widgets without a cell running there (LISTEN/NOTIFY), and its
+``%slot list``."""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager, start_new_kernel
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def kernels(postgres_url: str) -> Iterator[tuple[BlockingKernelClient, BlockingKernelClient]]:
+    env = {**os.environ, "SLOTMAGIC_DB": postgres_url, "SLOTMAGIC_SESSION": "shared", "SLOTMAGIC_MODEL": "echo"}
+    started: list[tuple[KernelManager, BlockingKernelClient]] = []
+    try:
+        for _ in range(2):
+            started.append(start_new_kernel(kernel_name="python3", env=env))
+        yield started[0][1], started[1][1]
+    finally:
+        for manager, client in started:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+
+
+def run(client: BlockingKernelClient, code: str) -> tuple[str, list[dict[str, Any]]]:
+    """Run a cell; its stdout, and every iopub message it sent."""
+    msg_id = client.execute(code)
+    out, seen = "", []
+    while True:
+        msg = client.get_iopub_msg(timeout=60)
+        seen.append(msg)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout":
+            out += msg["content"]["text"]
+        if msg["msg_type"] == "error":
+            raise AssertionError("\n".join(msg["content"]["traceback"]))
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return out, seen
+
+
+def comm_data(client: BlockingKernelClient, comm_id: str, until: float) -> Iterator[dict[str, Any]]:
+    """What the kernel sends on one comm (without a cell running there), until the deadline."""
+    while (left := until - time.monotonic()) > 0:
+        try:
+            msg = client.get_iopub_msg(timeout=left)
+        except queue.Empty:
+            return
+        if msg["msg_type"] == "comm_msg" and msg["content"].get("comm_id") == comm_id:
+            yield msg["content"]["data"]
+
+
+def tree_updates(client: BlockingKernelClient, comm_id: str, until: float) -> Iterator[list[dict[str, Any]]]:
+    """The tree widget's ``nodes`` as the kernel sends them."""
+    return (data["state"]["nodes"] for data in comm_data(client, comm_id, until) if "nodes" in data.get("state", {}))
+
+
+def sidebar_states(client: BlockingKernelClient, comm_id: str, until: float) -> Iterator[dict[str, Any]]:
+    """The states the kernel pushes to the sidebar's comm."""
+    return (data for data in comm_data(client, comm_id, until) if data.get("type") == "state")
+
+
+def test_a_turn_in_one_kernel_reaches_the_others_tree_and_list_within_a_second(
+    kernels: tuple[BlockingKernelClient, BlockingKernelClient],
+) -> None:
+    writer, watcher = kernels
+    run(writer, "%load_ext slotmagic")
+    _, seen = run(watcher, "%load_ext slotmagic\n%slot tree")
+    (comm_id,) = [
+        m["content"]["comm_id"]
+        for m in seen
+        if m["msg_type"] == "comm_open" and "nodes" in m["content"]["data"].get("state", {})
+    ]
+
+    run(writer, "%%turn\nhello from the other kernel")
+    deadline = time.monotonic() + 1.0  # the turn is committed before the writer's cell ends
+    nodes = next(
+        (n for n in tree_updates(watcher, comm_id, deadline) if n and n[0]["messages"] == 2),
+        None,
+    )
+    assert nodes is not None, "the watcher's tree did not follow the other kernel's turn within a second"
+    assert nodes[0]["last_user"] == "hello from the other kernel"
+
+    run(writer, "%slot derive elsewhere")
+    deadline = time.monotonic() + 1.0
+    names = next(
+        ({n["id"] for n in nodes} for nodes in tree_updates(watcher, comm_id, deadline) if len(nodes) == 2),
+        None,
+    )
+    assert names == {"default", "elsewhere"}, "a derive in the other kernel did not reach the tree"
+
+    listing, _ = run(watcher, "%slot list")
+    assert "elsewhere" in listing
+    default = next(line for line in listing.splitlines() if " default " in f" {line} ")
+    assert default.split()[-2] == "2"  # messages
+
+    run(writer, "%slot switch default\n%slot delete elsewhere")
+    deadline = time.monotonic() + 1.0
+    left = next((n for n in tree_updates(watcher, comm_id, deadline) if len(n) == 1), None)
+    assert left is not None and left[0]["id"] == "default", "a switch and delete did not reach the tree"
+
+
+def test_the_sidebar_follows_another_kernels_turn(kernels: tuple[BlockingKernelClient, BlockingKernelClient]) -> None:
+    writer, watcher = kernels
+    run(writer, "%load_ext slotmagic")
+    run(watcher, "%load_ext slotmagic")
+    comm_id = uuid.uuid4().hex  # what the Slots panel does: open a comm to the kernel's target
+    opening = watcher.session.msg("comm_open", {"comm_id": comm_id, "target_name": "slotmagic.sidebar", "data": {}})
+    watcher.shell_channel.send(opening)
+    first = next(sidebar_states(watcher, comm_id, time.monotonic() + 30), None)
+    assert first is not None and first["slots"][0]["messages"] == 0
+
+    run(writer, "%%turn\nseen in the panel")
+    deadline = time.monotonic() + 1.0
+    state = next((s for s in sidebar_states(watcher, comm_id, deadline) if s["slots"][0]["messages"] == 2), None)
+    assert state is not None, "the watcher's sidebar did not follow the other kernel's turn within a second"
+    assert state["slots"][0]["last_user"] == "seen in the panel"

@@ -1,0 +1,325 @@
+"""What only the PostgreSQL store has: URLs and schemas, its migrations, its driver imported
+only when used, credentials shown nowhere, text PostgreSQL cannot hold as is, a lost
+connection. (The store contract itself runs on both stores: test_session.py,
+test_concurrency.py, test_durability.py.)"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from conftest import POSTGRES
+from slotmagic import ConfigError, Message, Session, StoreError
+from slotmagic.store import open_store
+from slotmagic.store.postgres import PostgresStore
+from slotmagic.store.postgres_schema import MIGRATIONS
+from slotmagic.store.urls import parse_postgres_url, shown_target
+
+SECRET = "Planted-Secret-pw-4711"
+
+
+def with_password(url: str) -> str:
+    return url.replace("postgresql://postgres@", f"postgresql://postgres:{SECRET}@")
+
+
+def schema_of(url: str) -> str:
+    return parse_postgres_url(url).schema
+
+
+def test_a_url_selects_the_postgres_store_everywhere(
+    postgres_url: str, ip: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Session.open("a", db_path=postgres_url) as session:
+        assert isinstance(session.store, PostgresStore)
+        session.submit_turn("from db_path=")
+    monkeypatch.setenv("SLOTMAGIC_DB", postgres_url)
+    with Session.open("a") as session:  # $SLOTMAGIC_DB
+        assert isinstance(session.store, PostgresStore)
+        assert session.messages()[0].content == "from db_path="
+    ip.run_cell(f"%config SlotMagic.db_path = {postgres_url!r}")
+    ip.run_cell("%config SlotMagic.session_id = 'a'")
+    ip.run_cell("%%turn\nfrom %config")
+    with Session.open("a", db_path=postgres_url) as session:
+        assert [m.content for m in session.messages() if m.role == "user"] == ["from db_path=", "from %config"]
+
+
+def test_schemas_keep_sessions_apart_and_bad_ones_are_one_line(postgres_url: str) -> None:
+    other = postgres_url.replace("?schema=", "?schema=other_")
+    try:
+        with Session.open("same", db_path=postgres_url) as one, Session.open("same", db_path=other) as two:
+            one.submit_turn("only in the first schema")
+            assert two.messages() == []
+    finally:
+        with psycopg.connect(POSTGRES, autocommit=True) as db:
+            db.execute(f"DROP SCHEMA IF EXISTS {schema_of(other)} CASCADE")
+    for bad in ("Team-A", "1team", "x" * 64, "a;drop"):
+        with pytest.raises(ConfigError, match="schema=") as caught:
+            Session.open("s", db_path=f"{POSTGRES}?schema={bad}")
+        assert "\n" not in str(caught.value)
+
+
+def test_a_schema_holding_other_tables_is_refused_untouched(postgres_url: str) -> None:
+    schema = schema_of(postgres_url)
+    with psycopg.connect(POSTGRES, autocommit=True) as db:
+        db.execute(f"CREATE SCHEMA {schema}")
+        db.execute(f"CREATE TABLE {schema}.invoices (id int)")
+    with pytest.raises(StoreError, match="not slotmagic's"):
+        Session.open("s", db_path=postgres_url)
+    with psycopg.connect(POSTGRES) as db:
+        tables = db.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))
+        assert [r[0] for r in tables] == ["invoices"]
+
+
+def test_a_newer_schema_is_refused(postgres_url: str) -> None:
+    open_store(postgres_url).close()
+    with psycopg.connect(POSTGRES, autocommit=True) as db:
+        db.execute(f"UPDATE {schema_of(postgres_url)}.slotmagic_schema SET version = {len(MIGRATIONS) + 1}")
+    with pytest.raises(StoreError, match="upgrade slotmagic"):
+        open_store(postgres_url)
+
+
+OPEN_AT_ONCE = """
+import sys, time
+from slotmagic import Session
+start = float(sys.argv[2])
+while time.time() < start:
+    time.sleep(0.001)
+with Session.open("race", db_path=sys.argv[1]) as session:
+    session.submit_turn(sys.argv[3])
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_kernels_starting_at_once_migrate_once(postgres_url: str) -> None:
+    import time
+
+    start = str(time.time() + 2.0)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_AT_ONCE, postgres_url, start, f"k{n}"], stdout=subprocess.PIPE, text=True
+        )
+        for n in range(6)
+    ]
+    for proc in procs:
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and out.strip() == "ok"
+    schema = schema_of(postgres_url)
+    with psycopg.connect(POSTGRES) as db:
+        assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)]
+        assert db.execute(f"SELECT count(*) FROM {schema}.sessions").fetchone() == (1,)
+    with Session.open("race", db_path=postgres_url) as session:
+        stored = {m.content for s in session.list_slots() for m in session.messages(s.id) if m.role == "user"}
+        assert stored == {f"k{n}" for n in range(6)}
+
+
+def test_the_driver_is_imported_only_for_a_url(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from slotmagic import Session\n"
+        "Session.open('s', db_path=sys.argv[1]).close()\n"
+        "print('psycopg' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s.sqlite3")], capture_output=True, text=True)
+    assert done.stdout.strip() == "False", done.stderr
+    missing = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"  # as if the postgres extra were not installed
+        "from slotmagic import Session, StoreError\n"
+        "try:\n"
+        "    Session.open('s', db_path=sys.argv[1])\n"
+        "except StoreError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", missing, with_password(POSTGRES)], capture_output=True, text=True, timeout=60
+    )
+    assert "pip install 'slotmagic[postgres]'" in done.stdout, done.stderr
+    assert SECRET not in done.stdout + done.stderr and done.stdout.count("\n") == 1
+
+
+def test_credentials_are_shown_nowhere(
+    postgres_url: str, ip: Any, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The password of the URL is used to connect (the test server ignores it) and appears in
+    no output, repr, error, log record or stored row."""
+    url = with_password(postgres_url)
+    caplog.set_level(logging.DEBUG)
+    ip.run_cell(f"import os; os.environ['SLOTMAGIC_DB'] = {url!r}")
+    ip.run_cell("%reload_ext slotmagic")
+    ip.run_cell("%%turn\nhello")
+    ip.run_cell("%slot session")
+    ip.run_cell("%slot list")
+    seen = [capsys.readouterr().out]
+    with Session.open("s", db_path=url) as session:
+        seen += [repr(session.store), str(session.store.path)]
+        with pytest.raises(Exception) as caught:
+            session.switch_slot("nope")
+        seen.append(str(caught.value))
+    for broken in (url.replace("127.0.0.1:5432", "127.0.0.1:1"), url.replace("/test?", "/no_such_db?")):
+        with pytest.raises(StoreError) as refused:
+            Session.open("s", db_path=broken)
+        seen.append(str(refused.value))
+        assert "postgresql://***@127.0.0.1" in str(refused.value) and "\n" not in str(refused.value)
+    seen += [r.getMessage() for r in caplog.records]
+    with psycopg.connect(POSTGRES) as db:
+        for table in ("sessions", "slots", "messages", "turns", "meta"):
+            rows = db.execute(f"SELECT t::text FROM {schema_of(url)}.{table} t").fetchall()
+            seen += [r[0] for r in rows]
+    assert "session " in seen[0] and "postgresql://***@127.0.0.1:5432/test" in seen[0]
+    assert not [text for text in seen if SECRET in text]
+    assert shown_target(f"postgresql://u@h/db?password={SECRET}") == "postgresql://***@h/db?password=***"
+
+
+def test_any_text_is_stored_exactly(postgres_url: str) -> None:
+    texts = ["NUL \x00 byte", "\ue000 starts with the escape mark", "\ue000", "", "x" * 5_000_000, "😀 ' \" \\ %s ?"]
+    with Session.open("t", db_path=postgres_url) as session:
+        session.append([Message.user(t) for t in texts])
+    with Session.open("t", db_path=postgres_url) as session:
+        assert [m.content for m in session.messages()] == texts
+    with pytest.raises(StoreError, match="NUL") as caught:
+        Session.open("a \x00 session", db_path=postgres_url)
+    assert "\n" not in str(caught.value)
+
+
+def terminate(pid: int | None = None) -> None:
+    """The server drops one backend (``pid``), or every slotmagic connection: a restart, a failover."""
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        if pid is not None:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            return
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name = 'slotmagic' AND pid <> pg_backend_pid()"
+        )
+
+
+def test_a_connection_lost_while_idle_is_replaced_unnoticed(postgres_url: str) -> None:
+    with Session.open("s", db_path=postgres_url) as session:
+        session.submit_turn("before")
+        terminate()
+        assert session.list_slots()[0].meta.message_count == 2  # a read on a new connection
+        terminate()
+        session.submit_turn("after")  # a write: nothing had been sent, so it begins again
+        assert [m.content for m in session.messages() if m.role == "user"] == ["before", "after"]
+
+
+def test_a_connection_lost_mid_turn_is_one_line_and_stores_nothing(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Session.open("s", db_path=postgres_url) as session:
+        session.submit_turn("before")
+        store: Any = session.store
+        real_append = PostgresStore._append
+
+        def append_then_lose(self: Any, *args: Any) -> Any:
+            record = real_append(self, *args)
+            terminate(self._db.conn.info.backend_pid)  # between the turn's rows and COMMIT
+            return record
+
+        monkeypatch.setattr(PostgresStore, "_append", append_then_lose)
+        with pytest.raises(StoreError) as lost:
+            session.submit_turn("lost with the connection")
+        assert "\n" not in str(lost.value) and "postgresql://***@" in str(lost.value)
+        monkeypatch.setattr(PostgresStore, "_append", real_append)
+        assert store.tip("s", "default").length == 2
+        session.submit_turn("after")
+        assert [m.content for m in session.messages() if m.role == "user"] == ["before", "after"]
+
+
+def test_a_team_schema_owned_by_a_group_role(postgres_url: str) -> None:
+    """The README's grants: a group role owns the schema, members open it as that role, and
+    a role without grants is refused in one line."""
+    schema, tag = schema_of(postgres_url), schema_of(postgres_url)[2:]
+    team, member, outsider = f"team_{tag}", f"bob_{tag}", f"eve_{tag}"
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {team} NOLOGIN")
+        admin.execute(f"CREATE ROLE {member} LOGIN IN ROLE {team}")
+        admin.execute(f"CREATE ROLE {outsider} LOGIN")
+        admin.execute(f"CREATE SCHEMA {schema} AUTHORIZATION {team}")
+        admin.execute(f"REVOKE ALL ON SCHEMA {schema} FROM PUBLIC")
+    base = POSTGRES.replace("postgresql://postgres@", "postgresql://{}@")
+    try:
+        as_member = f"{base.format(member)}?schema={schema}&options=-c%20role%3D{team}"
+        with Session.open("team", db_path=as_member) as session:
+            session.submit_turn("for the team")
+        with psycopg.connect(POSTGRES) as admin:
+            owners = admin.execute("SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = %s", (schema,))
+            assert [r[0] for r in owners] == [team]
+        with pytest.raises(StoreError, match="permission denied") as refused:
+            Session.open("team", db_path=f"{base.format(outsider)}?schema={schema}")
+        assert "\n" not in str(refused.value)
+    finally:
+        with psycopg.connect(POSTGRES, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            for role in (member, outsider, team):
+                admin.execute(f"DROP ROLE IF EXISTS {role}")
+
+
+def test_config_shows_no_credentials_and_refuses_a_typed_password(
+    ip: Any,
+    postgres_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ip.run_cell(f"%config SlotMagic.db_path = {with_password(postgres_url)!r}")  # refused, kept as it was
+    assert ip.config.SlotMagic.get("db_path") in (None, "")
+    (refusal,) = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert "PGPASSWORD" in refusal and SECRET not in refusal and "postgresql://***@" in refusal
+    ip.run_cell(f"%config SlotMagic.db_path = {postgres_url!r}")
+    ip.run_cell("%config SlotMagic")
+    shown = capsys.readouterr().out
+    assert "db_path" in shown and "postgresql://***@127.0.0.1:5432/test" in shown
+    monkeypatch.setenv("SLOTMAGIC_DB", with_password(postgres_url))  # from outside the notebook: used
+    ip.config.SlotMagic.pop("db_path")
+    ip.run_cell("%reload_ext slotmagic")
+    ip.run_cell("%config SlotMagic")
+    ip.run_cell("%slot session")
+    shown = capsys.readouterr()
+    assert SECRET not in shown.out + shown.err and "postgresql://***@127.0.0.1:5432/test" in shown.out
+
+
+def test_subscribers_hear_other_connections_and_a_listener_that_lost_its_connection(postgres_url: str) -> None:
+    import threading
+
+    heard = threading.Semaphore(0)
+    with open_store(postgres_url) as mine, open_store(postgres_url) as theirs:
+        assert isinstance(mine, PostgresStore)
+        mine.subscribe(heard.release)
+        mine.ensure_session("s")  # its own writes are not news to it
+        assert not heard.acquire(timeout=0.5)
+        theirs.ensure_session("t")
+        assert heard.acquire(timeout=5)
+        terminate()
+        assert heard.acquire(timeout=10), "a listener that reconnected did not say it may have missed changes"
+        while heard.acquire(timeout=0.5):
+            pass
+        theirs.ensure_session("u")  # on a new connection
+        assert heard.acquire(timeout=5)
+
+
+def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: str) -> None:
+    schema = schema_of(postgres_url)
+    with Session.open("old", db_path=postgres_url) as s:
+        for text in ("the deposit statute", "a second turn"):
+            s.submit_turn(text)
+    with psycopg.connect(POSTGRES, autocommit=True) as db:  # back to the store before issue 15
+        db.execute(f"DROP TABLE {schema}.marks")
+        db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN undo")
+        db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 1")
+    with Session.open("old", db_path=postgres_url) as s:
+        s.pin(0)
+        step = s.undo()
+        assert step.turns == 1 and [m.content for m in s.messages() if m.role == "user"] == ["the deposit statute"]
+        assert [(h.slot, h.turn, h.role) for h in s.search("STATUTE deposit")][:1] == [("default", 1, "user")]
+        s.redo()
+        assert s.marks() == {0: "pin"} and s.gc().messages == 0
+    with psycopg.connect(POSTGRES) as db:
+        assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)]
