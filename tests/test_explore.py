@@ -495,6 +495,16 @@ def test_a_pin_made_by_another_kernel_is_seen_at_the_next_view(db_path: Path) ->
         assert a.marks() == {}
 
 
+def test_a_compaction_made_by_another_kernel_is_seen_at_the_next_view(db_path: Path) -> None:
+    with Session.open("two", db_path=db_path) as a, Session.open("two", db_path=db_path) as b:
+        for n in range(4):
+            a.append([Message.user(f"question {n} about the deposit"), Message.assistant("An answer.")])
+        assert b.compactions() == [] and len(b.preview().entries) == 8  # b has read (and cached) it
+        a.compact(keep=2)
+        assert len(b.compactions()) == 1
+        assert b.preview().entries[0].kind == "compaction" and len(b.preview().entries) == 3
+
+
 def test_an_excluded_message_reaches_no_summary_and_no_merge(s: Session) -> None:
     s.append([Message.user("my card is 4111 1111 1111 1111"), Message.assistant("Noted.")])
     for n in range(3):

@@ -320,7 +320,8 @@ class RowStore:
         self._sessions.clear()
         self._created.clear()
         for segment in self._segments.values():
-            segment.marks = None  # another connection may have pinned or excluded something
+            # Another connection may have pinned, excluded or compacted: those are read again.
+            segment.marks = segment.compactions = None
         if self._segments:
             keys = list(self._segments)
             alive = dict(
