@@ -41,9 +41,9 @@ from .core.workflow import Workflow, check_workflow_name, no_workflow
 from .diff import BranchDiff, diff_slots
 from .engine.budgeting import SlotBudget, cache_totals
 from .engine.fanout import MAX_CONCURRENCY, FanOut, FanOutResult, plan_fan_out
-from .engine.pipeline import View
 from .engine.reply import Reply
 from .engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
+from .engine.view import View
 from .errors import ConfigError, SlotConflict, SlotNotEmpty, SlotReadonly, StoreError
 from .explore import Explorer, Merge
 from .export import export_slot

@@ -7,7 +7,8 @@ import pytest
 from slotmagic import ContextBudget, FocusedConfig, InvalidSlotId, Message, SlotConfig, SlotMode, ToolCall
 from slotmagic.core import estimate_message_tokens, estimate_text_tokens
 from slotmagic.core.slots import DeriveStrategy, validate_slot_id
-from slotmagic.engine.pipeline import SUMMARY_PREFIX, Counting, assemble
+from slotmagic.engine.pipeline import SUMMARY_PREFIX, assemble
+from slotmagic.engine.view import Counting
 from slotmagic.errors import ConfigError
 from slotmagic.store.base import History
 from slotmagic.tokens import TokenCounter

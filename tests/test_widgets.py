@@ -12,8 +12,7 @@ import pytest
 
 from slotmagic import FocusedConfig, Message, Session
 from slotmagic.core.messages import ToolCall
-from slotmagic.engine.pipeline import Omitted, View, ViewEntry
-from slotmagic.render import view_data
+from slotmagic.engine.view import Omitted, View, ViewEntry, view_data
 from slotmagic.tree import SlotTree
 from slotmagic.widgets import (
     SlotBudgetWidget,

@@ -16,13 +16,9 @@ When neither adds anything the request is exactly what it was without them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..core.messages import Message
 from ..store.base import History
-
-if TYPE_CHECKING:
-    from .pipeline import ViewBuild
+from .view import ViewBuild
 
 
 def next_turn(history: History) -> int:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.budget import BudgetReport, ContextBudget
 from ..core.compaction import Compaction, format_tokens
 from ..core.records import TurnRecord
 from ..providers.prices import cache_savings_of
 from ..providers.settings import Price
+from ..render import CATEGORY_LABELS
 
 
 def cache_totals(turns: Iterable[TurnRecord], prices: Mapping[str, Price] | None = None) -> tuple[int, float | None]:
@@ -87,6 +90,78 @@ class SlotBudget:
         return self.to_text()
 
     def _repr_html_(self) -> str:
-        from ..render import budget_html
-
         return budget_html(self)
+
+
+# -- the data a budget widget is sent, and HTML ---------------------------------------------------
+
+
+def budget_data(budget: SlotBudget) -> dict[str, Any]:
+    """The budget by category within the model's window, where each category's allowance starts
+    in it, and where the compaction threshold falls (tokens from the window's start)."""
+    categories: list[dict[str, Any]] = []
+    start = history_start = 0
+    for name, use in budget.report.categories.items():
+        if name == "history":
+            history_start = start
+        categories.append(
+            {
+                "name": name,
+                "label": CATEGORY_LABELS.get(name, name),
+                "used": use.used,
+                "allowed": use.allowed,
+                "start": start,
+                "over": use.over,
+            }
+        )
+        start += use.allowed
+    report = budget.report
+    scale = max(budget.window, report.allowed, 1)
+    return {
+        "slot": budget.slot,
+        "model": budget.model,
+        "window": budget.window,
+        "window_known": budget.window_known,
+        "scale": scale,
+        "exact": budget.exact,
+        "categories": categories,
+        "used": report.used,
+        "allowed": report.allowed,
+        "threshold": budget.threshold,
+        "threshold_at": history_start + budget.threshold,
+        "history_used": report.history.used,
+        "needs_compaction": report.needs_compaction,
+        "compactions": len(budget.compactions),
+        "folded": sum(c.replaced for c in budget.compactions),
+        "cached_tokens": budget.cached_tokens,
+        "cache_saved": budget.cache_saved,
+    }
+
+
+def budget_line(data: dict[str, Any]) -> str:
+    about = "" if data["exact"] else "~"
+    window = f"{data['window']:,}" + ("" if data["window_known"] else " (assumed)")
+    line = (
+        f"slot {data['slot']} · {data['model']} · {about}{data['used']:,} of {window} tokens · "
+        f"compaction past {data['threshold']:,} tokens of history ({about}{data['history_used']:,} now)"
+    )
+    if data.get("cached_tokens"):
+        saved = "" if data.get("cache_saved") is None else f", saved ${data['cache_saved']:.4f}"
+        line += f" · {data['cached_tokens']:,} tokens from the prompt cache{saved}"
+    return line + (" · the next turn compacts" if data["needs_compaction"] else "")
+
+
+def budget_html(budget: SlotBudget) -> str:
+    """The budget as a table (category, used, allowed), every text escaped."""
+    data = budget_data(budget)
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{e(c['label'])}</td><td style='text-align:right'>{c['used']:,}</td>"
+        f"<td style='text-align:right'>{c['allowed']:,}</td><td>{'over' if c['over'] else ''}</td></tr>"
+        for c in data["categories"]
+    )
+    return (
+        f'<div class="slotmagic-budget"><div>{e(budget_line(data))}</div>'
+        f"<table><thead><tr><th>category</th><th>used</th><th>allowed</th><th></th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></div>"
+    )

@@ -27,7 +27,7 @@ from ..errors import ProviderError
 from ..providers import parse_model
 from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
 from ..store.base import History
-from .pipeline import Counting
+from .view import Counting
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,9 @@ and token counts come from the store (each message is counted once per encoding)
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Sequence
 
-from ..core.budget import BudgetReport, ContextBudget
+from ..core.budget import ContextBudget
 from ..core.compaction import Compaction
 from ..core.context import DEFAULT_RECENT_TURNS
 from ..core.messages import Message
@@ -28,93 +25,10 @@ from ..core.slots import SlotConfig, SlotMode
 from ..core.workflow import Workflow
 from ..providers.base import ToolSpec
 from ..store.base import History
-from ..tokens import ESTIMATE, TokenCounter
 from .blocks import context_block, workflow_block
+from .view import Counting, Omitted, Step, View, ViewBuild, ViewEntry
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
-
-EntryKind = Literal["system", "history", "summary", "compaction", "context", "workflow", "new"]
-OmitReason = Literal["compacted", "filtered", "excluded"]
-
-
-@dataclass(frozen=True, slots=True)
-class ViewEntry:
-    """One message of a view: ``history`` entries carry their position in the stored history;
-    the others were put there by a step (the ``system`` prompt, a focused slot's ``summary``,
-    a ``compaction``'s summary) or are the turn's ``new`` message. ``tokens`` is the message's
-    count as the model will count it (exact, or a calibrated estimate)."""
-
-    message: Message
-    kind: EntryKind
-    position: int | None = None
-    tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Omitted:
-    """Stored positions ``lo`` to ``hi - 1`` the model does not see, and why."""
-
-    lo: int
-    hi: int
-    reason: OmitReason
-
-    @property
-    def count(self) -> int:
-        return self.hi - self.lo
-
-
-@dataclass
-class Counting:
-    """How a view's tokens are counted: the model's counter, and for models counted by an
-    estimate, the factor that calibrates it."""
-
-    counter: TokenCounter
-    factor: float = 1.0
-
-    @property
-    def encoding(self) -> str:
-        return self.counter.encoding
-
-    def scale(self, estimate: int) -> int:
-        return estimate if self.factor == 1.0 else math.ceil(estimate * self.factor - 1e-9)
-
-    def count(self, message: Message) -> int:
-        if self.counter.exact:
-            return self.counter.count_message(message)
-        return self.scale(message.tokens or self.counter.count_message(message))
-
-
-@dataclass
-class ViewBuild:
-    """What the steps work on. ``system`` is the system side of the request (prompt, summaries,
-    injected blocks), ``conversation`` the rest, in order; ``start`` the first stored position
-    the conversation may draw from (after a compaction's folded part)."""
-
-    config: SlotConfig
-    history: History
-    prompt: str | None
-    counting: Counting
-    budget: ContextBudget
-    reserve: int = 0  # what the reply may take (the turn's max_tokens), for the budget report
-    compaction: Compaction | None = None  # the one to apply; None: the history's latest
-    pending_compaction: bool = False  # ``compaction`` is not stored yet
-    new: Message | None = None  # the turn's new message (None for a preview)
-    tools: tuple[ToolSpec, ...] = ()  # the tool definitions the request carries
-    system: list[ViewEntry] = field(default_factory=list)
-    conversation: list[ViewEntry] = field(default_factory=list)
-    omitted: list[Omitted] = field(default_factory=list)
-    start: int = 0
-    report: BudgetReport | None = None
-    workflow: Workflow | None = None  # the session's active workflow
-    context_turns: int = DEFAULT_RECENT_TURNS  # how many turns a working-context change is sent
-    pinned: frozenset[int] = frozenset()  # stored positions kept whatever the filter or a compaction
-
-    def inject(self, message: Message, kind: EntryKind) -> ViewEntry:
-        """An entry for a message a step made."""
-        return ViewEntry(message, kind)
-
-
-Step = Callable[[ViewBuild], None]
 
 
 def system_prompt(build: ViewBuild) -> None:
@@ -297,80 +211,6 @@ STEPS: tuple[Step, ...] = (
     counted,
     budgeted,
 )
-
-
-@dataclass(frozen=True)
-class View:
-    """What the model is sent for a slot's next turn, entry by entry, and how it stands
-    against the slot's budget."""
-
-    slot: str
-    entries: tuple[ViewEntry, ...]
-    omitted: tuple[Omitted, ...] = ()  # positions of the stored history left out, and why
-    history_length: int = 0
-    report: BudgetReport | None = None
-    budget: ContextBudget | None = None
-    encoding: str = ESTIMATE
-    compaction: Compaction | None = None  # the one applied
-    pinned: frozenset[int] = frozenset()  # stored positions pinned (kept whatever the filter)
-
-    @property
-    def messages(self) -> tuple[Message, ...]:
-        return tuple(e.message for e in self.entries)
-
-    @property
-    def tokens(self) -> int:
-        return sum(e.tokens for e in self.entries)
-
-    @property
-    def exact(self) -> bool:
-        return self.encoding != ESTIMATE
-
-    def to_text(self, mode: str | None = None) -> str:
-        """Each message with its role, tokens and text, in order, and what was left out where
-        it was: the form ``%slot preview`` prints (``mode`` describes the slot's mode)."""
-        what = f"slot {self.slot}" + (f" ({mode})" if mode else "")
-        total = f"{self.tokens:,} tokens" if self.exact else f"~{self.tokens:,} tokens"
-        lines = [f"{what} would send {_plural(len(self.entries), 'message')}, {total}, then the new user message:"]
-        shown: list[tuple[int, str]] = []  # (sort position, text): the system side first
-        labels = {
-            "compaction": " · summary of a compaction",
-            "summary": " · summary",
-            "workflow": " · workflow",
-            "context": " · working context",
-            "new": " · new",
-        }
-        for number, entry in enumerate(self.entries, 1):
-            label = (
-                " · pinned" if entry.kind == "history" and entry.position in self.pinned else labels.get(entry.kind, "")
-            )
-            head = f"[{number}] {entry.message.role} ({_plural(entry.tokens, 'token')}{label})"
-            body = [head, *("    " + line for line in (entry.message.content or "(no text)").splitlines() or [""])]
-            body += [f"    -> tool call {c.name}({c.arguments})" for c in entry.message.tool_calls]
-            at = entry.position if entry.kind == "history" and entry.position is not None else -1
-            shown.append((at, "\n".join(body)))
-        for gap in sorted(self.omitted, key=lambda o: o.lo):
-            what = {
-                "compacted": "folded into the summary",
-                "filtered": "left out by the focused filter",
-                "excluded": "excluded: the model never sees it",
-            }[gap.reason]
-            where = f"positions {gap.lo}-{gap.hi - 1}"
-            shown.append((gap.lo, f"    … {_plural(gap.count, 'stored message')} {what} ({where})"))
-        lines += [text for _, text in sorted(shown, key=lambda item: item[0])]
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def _repr_html_(self) -> str:
-        from ..render import view_html
-
-        return view_html(self)
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def assemble(

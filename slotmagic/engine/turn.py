@@ -43,9 +43,10 @@ from ..tokens import Calibration, TokenCounter, window_for
 from ..tools import Tool, ToolRegistry, default_registry
 from .compactor import Fold, Summarizer, plan_fold
 from .loop import ToolRounds, ToolStep, read_namespace_tool, steps_of
-from .pipeline import Counting, View, assemble
+from .pipeline import assemble
 from .plan import CellPlan, fork_name, plan_cell_turn
 from .reply import Reply
+from .view import Counting, View
 
 _CALIBRATION = "calibration"  # the store's meta key
 

@@ -4,12 +4,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
+from .command import Context
 from .parsing import CommandParser
-
-if TYPE_CHECKING:
-    from .slot_commands import Context
 
 
 def compare_parser() -> CommandParser:

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from IPython.core.error import UsageError
 
 from ..core.context import STEP_STATUSES, DecisionItem, GoalItem, QuestionItem, StepInfo
+from .command import Command, Context, Handler
 from .parsing import CommandParser, did_you_mean, parse
-from .slot_commands import Command, Context, Handler
 
 GOAL_ACTIONS = ("add", "done", "cancel")
 

@@ -4,13 +4,10 @@ search and gc. Handlers only parse, call the Session and print."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from ..store.base import UndoStep
+from .command import Command, Context
 from .parsing import CommandParser, at_least
-
-if TYPE_CHECKING:
-    from .slot_commands import Command, Context
 
 
 def _plural(n: int, noun: str) -> str:
@@ -199,8 +196,6 @@ def _gc(ctx: Context, args: argparse.Namespace) -> None:
 
 
 def explore_commands() -> list[Command]:
-    from .slot_commands import Command
-
     return [
         Command("merge", _merge_parser, _merge, slot_args=("--into",), slot_positionals=1),
         Command("undo", _undo_parser, _undo, slot_args=("--slot",)),

@@ -22,10 +22,11 @@ from ..providers import parse_model
 from ..session import Session
 from ..widgets.live import live_widgets
 from . import ctx_commands, workflow_commands
+from .command import Context
 from .errors import user_errors
 from .options import SlotMagicOptions
 from .parsing import HelpShown
-from .slot_commands import Context, dispatch, overview
+from .slot_commands import dispatch, overview
 from .turn import parse_turn_line, run_turn, turn_parser
 from .workspace import Workspace
 

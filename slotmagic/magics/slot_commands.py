@@ -6,9 +6,7 @@ Handlers only parse, call the Session and print; what they do is the Session's b
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -20,41 +18,13 @@ from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
 from ..render import describe_mode
 from ..session import Session
 from ..store.urls import is_postgres_url, parse_postgres_url, shown_target
+from .command import Command, Context, Handler
 from .compare_command import compare, compare_parser
 from .explore_commands import explore_commands
-from .options import SlotMagicOptions
 from .parsing import CommandParser, at_least, did_you_mean, parse, split_line
 
 if TYPE_CHECKING:
-    from ..widgets.live import LiveWidgets
-
-
-@dataclass
-class Context:
-    """What a subcommand may use: the session, and the settings (``session`` changes them)."""
-
-    session: Session
-    options: SlotMagicOptions
-    db_path: str
-    widgets: LiveWidgets | None = None  # the kernel's live widgets; None: text only
-    cell_id: str | None = None  # the notebook cell running the line, when the front end says
-
-
-Handler = Callable[[Context, argparse.Namespace], None]
-
-
-@dataclass(frozen=True)
-class Command:
-    name: str
-    make_parser: Callable[[], CommandParser]
-    run: Handler
-    slot_args: tuple[str, ...] = ()  # options after which a slot id is expected (for completion)
-    slot_positionals: int = 0  # how many leading positionals are slot ids (for completion)
-
-    @cached_property
-    def parser(self) -> CommandParser:
-        """Built once: a parser is not changed by parsing, and building one costs ~1 ms."""
-        return self.make_parser()
+    pass
 
 
 # -- formatting -------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ from IPython.core.error import UsageError
 
 from ..core.context import STEP_STATUSES
 from ..core.workflow import Workflow
+from .command import Command, Context, Handler
 from .parsing import CommandParser, did_you_mean, parse, split_line
-from .slot_commands import Command, Context, Handler, show_widget
+from .slot_commands import show_widget
 
 EMPTY_CELL = "--empty-cell"  # how an empty %%workflow cell reaches the line magic (see below)
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from traitlets import Dict
 
+from ..engine.budgeting import budget_data, budget_html
 from ..errors import SlotMagicError
-from ..render import budget_data, budget_html
 from .base import SessionSource, SessionWidget, asset
 
 if TYPE_CHECKING:

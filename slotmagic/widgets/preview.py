@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from traitlets import Dict
 
-from ..render import describe_mode, view_data, view_html, view_summary
+from ..engine.view import view_data, view_html, view_summary
+from ..render import describe_mode
 from .base import SessionSource, SessionWidget, asset
 from .budget import view_key
 

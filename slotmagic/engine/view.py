@@ -1,0 +1,305 @@
+"""A view: what the model is sent for a slot's next turn, entry by entry, with what was left
+out and how it stands against the budget; the state the pipeline's steps build it in
+(:class:`ViewBuild`); and its forms: text (``%slot preview``), the data a preview widget is
+sent, and escaped HTML (where widgets are not available: GitHub, nbconvert).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..core.budget import BudgetReport, ContextBudget
+from ..core.compaction import Compaction
+from ..core.context import DEFAULT_RECENT_TURNS
+from ..core.messages import Message
+from ..core.slots import SlotConfig
+from ..core.workflow import Workflow
+from ..providers.base import ToolSpec
+from ..render import BODY_LIMIT, NAMESPACE_REF, ROW_LIMIT, entry_label, plural
+from ..store.base import History
+from ..tokens import ESTIMATE, TokenCounter
+
+EntryKind = Literal["system", "history", "summary", "compaction", "context", "workflow", "new"]
+OmitReason = Literal["compacted", "filtered", "excluded"]
+
+
+@dataclass(frozen=True, slots=True)
+class ViewEntry:
+    """One message of a view: ``history`` entries carry their position in the stored history;
+    the others were put there by a step (the ``system`` prompt, a focused slot's ``summary``,
+    a ``compaction``'s summary) or are the turn's ``new`` message. ``tokens`` is the message's
+    count as the model will count it (exact, or a calibrated estimate)."""
+
+    message: Message
+    kind: EntryKind
+    position: int | None = None
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Omitted:
+    """Stored positions ``lo`` to ``hi - 1`` the model does not see, and why."""
+
+    lo: int
+    hi: int
+    reason: OmitReason
+
+    @property
+    def count(self) -> int:
+        return self.hi - self.lo
+
+
+@dataclass
+class Counting:
+    """How a view's tokens are counted: the model's counter, and for models counted by an
+    estimate, the factor that calibrates it."""
+
+    counter: TokenCounter
+    factor: float = 1.0
+
+    @property
+    def encoding(self) -> str:
+        return self.counter.encoding
+
+    def scale(self, estimate: int) -> int:
+        return estimate if self.factor == 1.0 else math.ceil(estimate * self.factor - 1e-9)
+
+    def count(self, message: Message) -> int:
+        if self.counter.exact:
+            return self.counter.count_message(message)
+        return self.scale(message.tokens or self.counter.count_message(message))
+
+
+@dataclass
+class ViewBuild:
+    """What the steps work on. ``system`` is the system side of the request (prompt, summaries,
+    injected blocks), ``conversation`` the rest, in order; ``start`` the first stored position
+    the conversation may draw from (after a compaction's folded part)."""
+
+    config: SlotConfig
+    history: History
+    prompt: str | None
+    counting: Counting
+    budget: ContextBudget
+    reserve: int = 0  # what the reply may take (the turn's max_tokens), for the budget report
+    compaction: Compaction | None = None  # the one to apply; None: the history's latest
+    pending_compaction: bool = False  # ``compaction`` is not stored yet
+    new: Message | None = None  # the turn's new message (None for a preview)
+    tools: tuple[ToolSpec, ...] = ()  # the tool definitions the request carries
+    system: list[ViewEntry] = field(default_factory=list)
+    conversation: list[ViewEntry] = field(default_factory=list)
+    omitted: list[Omitted] = field(default_factory=list)
+    start: int = 0
+    report: BudgetReport | None = None
+    workflow: Workflow | None = None  # the session's active workflow
+    context_turns: int = DEFAULT_RECENT_TURNS  # how many turns a working-context change is sent
+    pinned: frozenset[int] = frozenset()  # stored positions kept whatever the filter or a compaction
+
+    def inject(self, message: Message, kind: EntryKind) -> ViewEntry:
+        """An entry for a message a step made."""
+        return ViewEntry(message, kind)
+
+
+Step = Callable[["ViewBuild"], None]
+
+
+@dataclass(frozen=True)
+class View:
+    """What the model is sent for a slot's next turn, entry by entry, and how it stands
+    against the slot's budget."""
+
+    slot: str
+    entries: tuple[ViewEntry, ...]
+    omitted: tuple[Omitted, ...] = ()  # positions of the stored history left out, and why
+    history_length: int = 0
+    report: BudgetReport | None = None
+    budget: ContextBudget | None = None
+    encoding: str = ESTIMATE
+    compaction: Compaction | None = None  # the one applied
+    pinned: frozenset[int] = frozenset()  # stored positions pinned (kept whatever the filter)
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return tuple(e.message for e in self.entries)
+
+    @property
+    def tokens(self) -> int:
+        return sum(e.tokens for e in self.entries)
+
+    @property
+    def exact(self) -> bool:
+        return self.encoding != ESTIMATE
+
+    def to_text(self, mode: str | None = None) -> str:
+        """Each message with its role, tokens and text, in order, and what was left out where
+        it was: the form ``%slot preview`` prints (``mode`` describes the slot's mode)."""
+        what = f"slot {self.slot}" + (f" ({mode})" if mode else "")
+        total = f"{self.tokens:,} tokens" if self.exact else f"~{self.tokens:,} tokens"
+        lines = [f"{what} would send {plural(len(self.entries), 'message')}, {total}, then the new user message:"]
+        shown: list[tuple[int, str]] = []  # (sort position, text): the system side first
+        labels = {
+            "compaction": " · summary of a compaction",
+            "summary": " · summary",
+            "workflow": " · workflow",
+            "context": " · working context",
+            "new": " · new",
+        }
+        for number, entry in enumerate(self.entries, 1):
+            label = (
+                " · pinned" if entry.kind == "history" and entry.position in self.pinned else labels.get(entry.kind, "")
+            )
+            head = f"[{number}] {entry.message.role} ({plural(entry.tokens, 'token')}{label})"
+            body = [head, *("    " + line for line in (entry.message.content or "(no text)").splitlines() or [""])]
+            body += [f"    -> tool call {c.name}({c.arguments})" for c in entry.message.tool_calls]
+            at = entry.position if entry.kind == "history" and entry.position is not None else -1
+            shown.append((at, "\n".join(body)))
+        for gap in sorted(self.omitted, key=lambda o: o.lo):
+            what = {
+                "compacted": "folded into the summary",
+                "filtered": "left out by the focused filter",
+                "excluded": "excluded: the model never sees it",
+            }[gap.reason]
+            where = f"positions {gap.lo}-{gap.hi - 1}"
+            shown.append((gap.lo, f"    … {plural(gap.count, 'stored message')} {what} ({where})"))
+        lines += [text for _, text in sorted(shown, key=lambda item: item[0])]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return view_html(self)
+
+
+# -- the data a preview widget is sent, and HTML ------------------------------------------------
+
+
+def _entry_row(number: int, entry: ViewEntry, pinned: bool = False) -> dict[str, Any]:
+    message = entry.message
+    text = message.content or ""
+    cut = max(0, len(text) - BODY_LIMIT)
+    return {
+        "type": "entry",
+        "number": number,
+        "kind": entry.kind,
+        "label": "pinned" if pinned else entry_label(entry.kind),
+        "pinned": pinned,
+        "injected": entry.kind not in ("history", "new"),
+        "role": message.role,
+        "tokens": entry.tokens,
+        "position": entry.position,
+        "text": text[:BODY_LIMIT] if cut else text,
+        "cut": cut,
+        "calls": [f"{c.name}({c.arguments})" for c in message.tool_calls],
+        "refs": sorted(set(NAMESPACE_REF.findall(text))),
+    }
+
+
+def _gap_row(lo: int, hi: int, reason: str) -> dict[str, Any]:
+    what = {
+        "compacted": "folded into the compaction summary",
+        "filtered": "left out by the focused filter",
+        "excluded": "excluded: the model never sees it",
+    }.get(reason, f"left out ({reason})")
+    where = f"position {lo}" if hi - lo == 1 else f"positions {lo}-{hi - 1}"
+    return {
+        "type": "omitted",
+        "reason": reason,
+        "lo": lo,
+        "hi": hi,
+        "count": hi - lo,
+        "text": f"{plural(hi - lo, 'stored message')} {what} ({where})",
+    }
+
+
+def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT) -> dict[str, Any]:
+    """The view in order, as ``%slot preview`` prints it: each entry (role, tokens, label, its
+    body) and, where they were, the stored positions left out. Entries on the system side
+    come first; stored messages at their positions."""
+    placed: list[tuple[int, dict[str, Any]]] = []
+    for number, entry in enumerate(view.entries, 1):
+        at = entry.position if entry.kind == "history" and entry.position is not None else -1
+        pinned = entry.kind == "history" and entry.position in view.pinned
+        placed.append((at, _entry_row(number, entry, pinned)))
+    for gap in view.omitted:
+        placed.append((gap.lo, _gap_row(gap.lo, gap.hi, gap.reason)))
+    rows = [row for _, row in sorted(placed, key=lambda item: item[0])]
+    hidden = 0
+    stored = [i for i, row in enumerate(rows) if row["type"] == "entry" and row["kind"] == "history"]
+    if len(stored) > row_limit:
+        drop = set(stored[: len(stored) - row_limit])
+        hidden = len(drop)
+        note = {
+            "type": "hidden",
+            "count": hidden,
+            "text": f"{plural(hidden, 'earlier message')} sent but not shown here (%slot preview prints them all)",
+        }
+        rows = [note if i == stored[0] else row for i, row in enumerate(rows) if i == stored[0] or i not in drop]
+    report = view.report
+    budget = view.budget
+    return {
+        "slot": view.slot,
+        "mode": mode or "",
+        "count": len(view.entries),
+        "tokens": view.tokens,
+        "exact": view.exact,
+        "encoding": view.encoding,
+        "history_length": view.history_length,
+        "omitted": sum(o.count for o in view.omitted),
+        "hidden": hidden,
+        "budget": None
+        if report is None or budget is None
+        else {
+            "total": budget.total,
+            "used": report.used,
+            "history_used": report.history.used,
+            "history_available": report.history_available,
+            "needs_compaction": report.needs_compaction,
+            "over": list(report.over),
+        },
+        "rows": rows,
+    }
+
+
+def view_summary(data: dict[str, Any]) -> str:
+    """The line above a preview: how many messages, how many tokens, against the budget."""
+    about = "" if data["exact"] else "~"
+    line = f"slot {data['slot']}" + (f" ({data['mode']})" if data["mode"] else "")
+    line += f" would send {plural(data['count'], 'message')}, {about}{data['tokens']:,} tokens"
+    budget = data["budget"]
+    if budget is not None:
+        line += (
+            f" · history {about}{budget['history_used']:,} of {budget['history_available']:,} before compaction"
+            f" · budget {budget['total']:,}"
+        )
+        if budget["needs_compaction"]:
+            line += " · past the threshold: the next turn compacts"
+    if data["omitted"]:
+        line += f" · {plural(data['omitted'], 'stored message')} left out"
+    return line
+
+
+def view_html(view: View, mode: str | None = None) -> str:
+    """The preview as HTML: one collapsed ``<details>`` per message, what was left out greyed
+    where it was. Every text escaped."""
+    data = view_data(view, mode)
+    e = html.escape
+    out = [f'<div class="slotmagic-preview"><div>{e(view_summary(data))}</div>']
+    for row in data["rows"]:
+        if row["type"] != "entry":
+            out.append(f'<div style="opacity:0.6"><i>… {e(row["text"])}</i></div>')
+            continue
+        label = f" · {e(row['label'])}" if row["label"] else ""
+        head = f"[{row['number']}] <b>{e(row['role'])}</b> ({plural(row['tokens'], 'token')}{label})"
+        body = e(row["text"]) + (f"\n… {row['cut']:,} more characters" if row["cut"] else "")
+        calls = "".join(f"\n-> tool call {e(c)}" for c in row["calls"])
+        refs = "".join(f"\nnamespace reference: {e(r)}" for r in row["refs"])
+        out.append(
+            f'<details><summary>{head}</summary><pre style="white-space:pre-wrap">{body}{calls}{refs}</pre></details>'
+        )
+    out.append("</div>")
+    return "".join(out)
