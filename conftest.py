@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import secrets
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,10 @@ os.environ["SLOTMAGIC_DB"] = str(Path(_run_dir) / "notebooks.sqlite3")
 # echo model answers in far less than the stream throttle; a long throttle keeps it so on a
 # loaded machine too.
 os.environ.setdefault("SLOTMAGIC_STREAM_THROTTLE", "5")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(_run_dir, ignore_errors=True)  # the notebooks' store of this run
 
 
 @pytest.fixture(autouse=True)
