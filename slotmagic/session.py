@@ -394,10 +394,10 @@ class Session:
 
     def budget(self, slot: str | None = None, *, model: str | None = None) -> SlotBudget:
         """The slot's next request against its budget by category, the compaction threshold,
-        and the compactions so far (``model`` defaults to the session's)."""
-        model = _check_model(model) if model else self.model
+        and the compactions so far (``model`` defaults to the slot's, else the session's)."""
         history = self.store.history(self.session_id, _optional_slot(slot))
         assert history.slot is not None
+        model = _check_model(model) if model else history.slot.config.model or self.model
         view = self._engine.view(history.slot, history, model=model)
         window, known = self._engine.window(model)
         assert view.report is not None and view.budget is not None

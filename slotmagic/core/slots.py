@@ -170,6 +170,7 @@ class SlotConfig:
     tools: tuple[str, ...] | None = None  # the tools its turns offer by name; None: all of the session's
     compact: bool = True
     system: str | None = None  # this slot's system prompt; None uses the session's
+    model: str | None = None  # this slot's model (a fan-out's model branch); None uses the session's
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", SlotMode.parse(self.mode))
@@ -187,6 +188,10 @@ class SlotConfig:
         if not isinstance(self.compact, bool):
             raise ConfigError(f"compact must be True or False, not {self.compact!r:.60}")
         check_optional_text(self.system, "a slot's system prompt")
+        if self.model is not None and (not isinstance(self.model, str) or not self.model.strip()):
+            raise ConfigError(
+                f"a slot's model must be a model name such as 'openai:gpt-4o-mini', not {self.model!r:.60}"
+            )
 
     @classmethod
     def focused_mode(
@@ -212,6 +217,7 @@ class SlotConfig:
             "tools": None if self.tools is None else list(self.tools),
             "compact": self.compact,
             "system": self.system,
+            **({"model": self.model} if self.model is not None else {}),  # stored configs without one stay as they were
         }
 
     @classmethod
@@ -224,6 +230,7 @@ class SlotConfig:
             tools=None if data.get("tools") is None else tuple(str(t) for t in data["tools"]),
             compact=bool(data.get("compact", True)),
             system=system if isinstance(system := data.get("system"), str) else None,  # as summary_override
+            model=model if isinstance(model := data.get("model"), str) and model.strip() else None,
         )
 
 

@@ -246,7 +246,7 @@ class TurnEngine:
     ) -> View:
         """What the model would be sent for the slot's next turn (``new`` last, if given;
         ``tools`` counted in the budget's tools share)."""
-        model = model or self.model
+        model = model or slot.config.model or self.model
         prompt = system if system is not None else slot.config.system or self.system
         return assemble(
             slot.id,
@@ -322,7 +322,7 @@ class TurnEngine:
         assert slot is not None
         if slot.mode is SlotMode.READONLY:
             raise SlotReadonly(slot.id)
-        model = options.model or self.model
+        model = options.model or slot.config.model or self.model
         provider = self.provider(model)
         if fork_before is not None:
             history = history.prefix(fork_before.start)  # what the sibling will share
@@ -451,7 +451,7 @@ class TurnEngine:
                     if turn.follow:
                         store.set_current_slot(session_id, slot)
                 elif turn.branch is not None:  # forked where the request was made: nothing can move it
-                    slot = self._fork(turn.slot, turn.base.length, turn.branch)
+                    slot = self._fork(turn.slot, turn.base.length, turn.branch, model=turn.model)
                     record = self._store(slot, turn, messages, info, None)
                 else:
                     try:
@@ -479,9 +479,10 @@ class TurnEngine:
             self.store.add_compaction(self.session_id, slot, turn.compaction, base=base)
         return self.store.append_turn(self.session_id, slot, messages, info, base=base, writable=base is not None)
 
-    def _fork(self, parent_id: str, at: int, name: str | None = None) -> str:
+    def _fork(self, parent_id: str, at: int, name: str | None = None, *, model: str | None = None) -> str:
         """Derive the sibling a turn runs on (``name``, or ``<name>.2`` … when it is taken);
-        it behaves like the branch it forks."""
+        it behaves like the branch it forks, and with ``model`` (a fan-out's model branch)
+        its later turns use that model."""
         parent = self.store.slot(self.session_id, parent_id)
         strategy = (
             DeriveStrategy.focused_on(parent.config.focused)
@@ -491,6 +492,8 @@ class TurnEngine:
         taken = frozenset(s.id for s in self.store.slots(self.session_id))
         name = name if name is not None and name not in taken else fork_name(name or parent.id, taken)
         config = parent.config.replace(source=SlotSource.derived(parent.id, strategy))
+        if model is not None:
+            config = config.replace(model=model)
         self.store.derive_slot(self.session_id, name, parent.id, config, at)
         return name
 

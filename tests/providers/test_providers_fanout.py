@@ -254,3 +254,20 @@ def test_the_columns_show_while_the_replies_are_awaited_and_stream(
     assert any("one two" in d["text/plain"] and "four" not in d["text/plain"] for _, d in shown)  # mid-stream
     assert "one two three four" in shown[-1][1]["text/plain"] and "2 of 2 replies" in shown[-1][1]["text/plain"]
     assert len(shown) < 20  # ~2 s at one update per 0.2 s, not one per piece and column
+
+
+def test_a_model_branch_goes_on_with_its_model(wire: WireServer, session: Session) -> None:
+    """A turn on ``default.claude-sonnet-4-5`` after the fan-out asks that model, not the
+    session's, and so does an edit fork of it; its budget is counted for that model too."""
+    wire.route("claude-sonnet-4-5", *[sse_response(an_text_stream("anthropic says"))] * 2)
+    session.fan_out("Go", models="anthropic:claude-sonnet-4-5")
+    assert session.model == "openai:gpt-4o-mini"
+    assert session.slot("default.claude-sonnet-4-5").config.model == "anthropic:claude-sonnet-4-5"
+    reply = session.submit_turn("And then?", slot="default.claude-sonnet-4-5")
+    assert reply.model == "anthropic:claude-sonnet-4-5" and reply.text == "anthropic says"
+    assert [r.path.endswith("/messages") for r in wire.requests] == [True, True]
+    assert session.budget("default.claude-sonnet-4-5").model == "anthropic:claude-sonnet-4-5"
+    assert session.budget("default").model == "openai:gpt-4o-mini"
+    session.switch_slot("default.claude-sonnet-4-5")
+    session.derive_slot("claude-side")
+    assert session.slot("claude-side").config.model == "anthropic:claude-sonnet-4-5"  # a branch of it too
