@@ -4,6 +4,7 @@ run on both stores (``store_target`` in ``conftest.py``): a SQLite file, a Postg
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -478,8 +479,9 @@ def test_a_store_of_the_previous_schema_upgrades_and_every_feature_works_on_it(t
         s.merge("side")
         assert s.turns()[-1].info.kind == "merge"
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 7
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 8
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")  # raises if out of step
     db.close()
     assert (tmp_path / "state.sqlite3.v6.bak").exists()
 
@@ -493,6 +495,42 @@ def test_a_pin_made_by_another_kernel_is_seen_at_the_next_view(db_path: Path) ->
         assert b.marks() == {0: "exclude"} and len(b.preview().entries) == 3
         b.unmark(0)
         assert a.marks() == {}
+
+
+def test_the_search_index_catches_up_at_search_and_stays_in_step_through_gc(tmp_path: Path) -> None:
+    """A turn does not index its messages; the next search does. Deleting messages (gc) keeps
+    the index in step even when SQLite gives a removed top rowid to the next message."""
+    path = tmp_path / "fts.sqlite3"
+
+    def in_step() -> int:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+            return int(db.execute("SELECT count(*) FROM messages_fts_docsize").fetchone()[0])
+
+    with Session.open("nb", db_path=path) as s:
+        s.append([Message.user("the deposit was 900"), Message.assistant("noted")])
+        assert in_step() == 0  # nothing indexed by the turn itself
+        assert [h.position for h in s.search("deposit")] == [0]
+        assert in_step() == 2
+        s.derive_slot("side")
+        s.append([Message.user("side: the statute of limitations"), Message.assistant("three years")], slot="side")
+        assert [h.slot for h in s.search("statute")] == ["side"]
+        s.delete_slot("side", force=True)
+        s.gc()
+        s.append([Message.user("a new question about the statute"), Message.assistant("ok")])
+        assert [(h.slot, h.position) for h in s.search("statute")] == [("default", 2)]
+        assert [h.position for h in s.search("deposit")] == [0]
+    in_step()
+
+
+def test_a_store_that_refuses_writes_finds_messages_no_search_has_indexed(tmp_path: Path) -> None:
+    """A read-only store cannot index: what no search indexed is matched word by word (the
+    read-only file test in test_files.py searches such a store from an unprivileged process)."""
+    with Session.open("nb", db_path=tmp_path / "ro.sqlite3") as s:
+        s.append([Message.user("what about the 100% deposit_fee?"), Message.assistant("noted")])
+        s.store.refusal = "the state file is read-only"  # as a read-only file sets it at open
+        assert [h.position for h in s.search("deposit_fee")] == [0]
+        assert s.search("100%") and not s.search("deposit-fee") and not s.search("10_%")  # wildcards escaped
 
 
 def test_a_compaction_made_by_another_kernel_is_seen_at_the_next_view(db_path: Path) -> None:

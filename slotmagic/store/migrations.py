@@ -215,6 +215,30 @@ def _v7_exploring(db: sqlite3.Connection) -> None:
     )
 
 
+def _v8_search_indexed_when_searched(db: sqlite3.Connection) -> None:
+    # Indexing a message costs more than storing it (~130 µs for 1,500 characters): a turn
+    # no longer pays for it. Messages up to rowid ``fts_upto`` are in the index; the rest are
+    # indexed by the next search. Deleting a message takes it out of the index only if it is
+    # in it, and lowers ``fts_upto`` to the highest rowid left, since SQLite may give a
+    # removed top rowid to the next message.
+    _run(
+        db,
+        """
+        DROP TRIGGER messages_fts_insert;
+        DROP TRIGGER messages_fts_delete;
+        INSERT INTO meta (key, value) VALUES ('fts_upto', (SELECT COALESCE(MAX(rowid), 0) FROM messages))
+            ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, content)
+                SELECT 'delete', old.rowid, old.content
+                WHERE old.rowid <= (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_upto');
+            UPDATE meta SET value = MIN(CAST(value AS INTEGER), (SELECT COALESCE(MAX(rowid), 0) FROM messages))
+                WHERE key = 'fts_upto';
+        END;
+        """,
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _v1_initial,
     _v2_turns_by_cell,
@@ -223,6 +247,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _v5_namespace,
     _v6_working_context_and_workflows,
     _v7_exploring,
+    _v8_search_indexed_when_searched,
 )
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from ..errors import StoreError
+from .base import SearchHit
 from .files import (
     FileInfo,
     GuardedConnection,
@@ -184,16 +185,46 @@ class SQLiteStore(RowStore):
 
     # -- exploring: the SQLite side of search and gc (see rows.py) ------------------------------
 
+    def search(self, session_id: str, query: str, slot_id: str | None = None, *, limit: int = 20) -> list[SearchHit]:
+        self._index_new_messages()
+        return super().search(session_id, query, slot_id, limit=limit)
+
+    def _index_new_messages(self) -> None:
+        """Put the messages stored since the last search into the index (see migration v8);
+        a store that cannot be written searches them without it (``_matches``)."""
+        if self.refusal is not None:
+            return
+        with self._write() as db:
+            upto = db.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_upto'").fetchone()[0]
+            top = db.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0]
+            if top > upto:
+                db.execute(
+                    "INSERT INTO messages_fts (rowid, content) SELECT rowid, content FROM messages WHERE rowid > ?",
+                    (upto,),
+                )
+                db.execute("UPDATE meta SET value = ? WHERE key = 'fts_upto'", (str(top),))
+
     def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
         # Each word as a quoted FTS5 string: the user's text is never read as query syntax.
         match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
-        return db.execute(
+        indexed = db.execute(
             "SELECT m.slot, m.seq, m.turn, m.role, snippet(messages_fts, 0, '[', ']', '…', 12)"
             " FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid"
             " JOIN slots s ON s.id = m.slot"
             " WHERE messages_fts MATCH ? AND s.session_id = ? ORDER BY rank",
             (match, session_id),
-        )
+        ).fetchall()
+        # Messages not indexed yet (a store opened read-only): every word, anywhere in the text.
+        likes = " AND ".join("m.content LIKE ? ESCAPE '\\'" for _ in words)
+        patterns = ["%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for w in words]
+        unindexed = db.execute(
+            "SELECT m.slot, m.seq, m.turn, m.role, substr(m.content, 1, 120) FROM messages m"
+            " JOIN slots s ON s.id = m.slot"
+            " WHERE m.rowid > (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_upto')"
+            f" AND s.session_id = ? AND {likes}",
+            (session_id, *patterns),
+        ).fetchall()
+        return [*indexed, *unindexed]
 
     def _file_size(self) -> int:
         with self._lock:
@@ -214,7 +245,10 @@ class SQLiteStore(RowStore):
                 logger.info("gc could not compact %s now: %s", self.path, exc)
                 return False
             with self._write() as db:
-                db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
+                db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")  # every message
+                db.execute(
+                    "UPDATE meta SET value = (SELECT COALESCE(MAX(rowid), 0) FROM messages) WHERE key = 'fts_upto'"
+                )
             self._forget()
             if self.path == ":memory:":
                 return True
