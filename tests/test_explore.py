@@ -314,6 +314,10 @@ def test_pin_and_exclude_through_the_magic(ip: Any, capsys: pytest.CaptureFixtur
     assert run(ip, "%slot pin -1", capsys).startswith("slot default: pinned message 4")
     preview = run(ip, "%slot preview", capsys)
     assert "excluded: the model never sees it" in preview and "    My secret is swordfish." not in preview.splitlines()
+    heads = [line for line in run(ip, "%slot show", capsys).splitlines() if line.startswith("[")]
+    assert heads[0].startswith("[1] user (") and heads[0].endswith(" · excluded: the model never sees it)")
+    assert heads[3].startswith("[4] assistant (") and heads[3].endswith(" · pinned)")
+    assert "·" not in heads[1] + heads[2]  # unmarked messages say nothing more
     assert run(ip, "%slot include 1", capsys).startswith("slot default: cleared the mark of message 1")
     assert "numbered from 1" in usage_error(ip, "%slot pin 0")
     assert "not a message number" in usage_error(ip, "%slot exclude first")

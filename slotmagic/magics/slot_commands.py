@@ -6,7 +6,7 @@ Handlers only parse, call the Session and print; what they do is the Session's b
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -43,10 +43,14 @@ def describe_slot(slot: Slot) -> str:
     )
 
 
-def format_messages(messages: Sequence[Message], first_number: int = 1) -> str:
+def format_messages(messages: Sequence[Message], first_number: int = 1, marks: Mapping[int, str] | None = None) -> str:
+    """Messages numbered from ``first_number``; ``marks`` (by stored position, 0-based) labels
+    the pinned and excluded ones."""
+    labels = {"pin": " · pinned", "exclude": " · excluded: the model never sees it"}
     lines = []
     for number, message in enumerate(messages, first_number):
-        lines.append(f"[{number}] {message.role} ({_plural(message.tokens, 'token')})")
+        label = labels.get((marks or {}).get(number - 1, ""), "")
+        lines.append(f"[{number}] {message.role} ({_plural(message.tokens, 'token')}{label})")
         body = message.content or "(no text)"
         lines.extend("    " + line for line in body.splitlines() or [""])
         for call in message.tool_calls:
@@ -267,7 +271,7 @@ def _show(ctx: Context, args: argparse.Namespace) -> None:
     shown = messages[-args.last :] if args.last else messages if args.last is None else []
     print(f"slot {describe_slot(slot)}")
     if shown:
-        print(format_messages(shown, len(messages) - len(shown) + 1))
+        print(format_messages(shown, len(messages) - len(shown) + 1, ctx.session.marks(slot.id)))
 
 
 def _preview_parser() -> CommandParser:
