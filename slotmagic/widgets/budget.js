@@ -1,6 +1,6 @@
 // The budget widget's view: one bar for the model's window, a region per category (its
 // allowance) filled by what the next request uses, the compaction threshold marked; hover
-// a region for its numbers. All numbers and texts come from the model (render.budget_data).
+// a region for its numbers. All numbers and texts come from the model (engine/budgeting.py: budget_data).
 
 function h(tag, className, text) {
   const node = document.createElement(tag);

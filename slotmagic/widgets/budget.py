@@ -48,7 +48,7 @@ def view_key(session: Session, slot: str | None, model: str | None) -> str:
 class SlotBudgetWidget(SessionWidget):
     """The budget of ``slot`` (None: whichever slot is current), by category, against the
     model's window, with the compaction threshold marked. ``budget`` is
-    :func:`slotmagic.render.budget_data` of :meth:`Session.budget`."""
+    :func:`slotmagic.engine.budgeting.budget_data` of :meth:`Session.budget`."""
 
     _esm = asset("budget.js")
     _css = asset("common.css", "budget.css")

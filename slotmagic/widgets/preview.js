@@ -1,6 +1,6 @@
 // The preview widget's view: what the model will be sent next, in order. Each entry is a row
 // (role, label, tokens, first line) that opens to its body; what was left out is a greyed row
-// where it was. Rows, labels and the summary line come from the model (render.view_data).
+// where it was. Rows, labels and the summary line come from the model (engine/view.py: view_data).
 
 function h(tag, className, text) {
   const node = document.createElement(tag);

@@ -20,7 +20,7 @@ __all__ = ["SlotPreviewWidget"]
 
 class SlotPreviewWidget(SessionWidget):
     """The view of ``slot`` (None: whichever slot is current) as :meth:`Session.preview` gives
-    it. ``view`` is :func:`slotmagic.render.view_data` plus a ``summary`` line."""
+    it. ``view`` is :func:`slotmagic.engine.view.view_data` plus a ``summary`` line."""
 
     _esm = asset("preview.js")
     _css = asset("common.css", "preview.css")
