@@ -340,6 +340,49 @@ def test_configure_slot_refuses_unknown_fields(session: Session) -> None:
         session.configure_slot(colour="blue")
 
 
+def test_a_kept_preview_follows_every_change_from_here_and_from_another_kernel(db_path: Path) -> None:
+    """A preview asked for again is the one made before (widgets and %slot preview ask often),
+    until anything it was made from changes: a write here or in another kernel, a rolled-back
+    write, the session's settings."""
+    with Session.open("kept", db_path=db_path, model="echo") as here, reopen(db_path, "kept") as other:
+        here.submit_turn("first question")
+        first = here.preview()
+        assert here.preview() is first and here.view() == list(first.messages)
+
+        other.submit_turn("a turn from another kernel")
+        assert contents(here.view())[-2:] == ["a turn from another kernel", other.messages()[-1].content]
+
+        other.exclude(0)
+        assert "first question" not in contents(here.view())
+        other.unmark(0)
+        assert "first question" in contents(here.view())
+
+        here.exclude(1)
+        stored = contents(here.messages())
+        assert contents(here.view()) == stored[:1] + stored[2:]
+        here.unmark(1)
+        other.add_goal("settle the deposit")
+        assert any("settle the deposit" in m.content for m in here.view() if m.role == "system")
+        other.workflow("claim", "draft -> file")
+        assert any("draft" in e.message.content for e in here.preview().entries if e.kind == "workflow")
+
+        before = here.preview()
+        with pytest.raises(RuntimeError), here.store.atomic():
+            here.append([Message.user("rolled back"), Message.assistant("never stored")])
+            assert contents(here.view())[-1] == "never stored"  # inside the transaction: seen
+            raise RuntimeError
+        assert "rolled back" not in contents(here.view())
+        assert here.preview().messages == before.messages
+
+        here.system = "a new system prompt"
+        assert here.view()[0].content == "a new system prompt"
+        allowed = here.preview().report
+        here.context_windows = {"echo": 4_000}
+        assert here.preview().report != allowed
+        assert here.preview("default", model="openai:gpt-4o").encoding == "o200k_base"
+        assert here.preview().encoding != "o200k_base"
+
+
 def test_view_is_what_the_model_is_sent(session: Session) -> None:
     session.system = "system line"
     session.submit_turn("one")

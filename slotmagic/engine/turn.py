@@ -10,6 +10,7 @@ from, and its footer says so. Nothing is lost and no reply sits after messages i
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -49,6 +50,7 @@ from .reply import Reply
 from .view import Counting, View
 
 _CALIBRATION = "calibration"  # the store's meta key
+_KEPT_VIEWS = 8  # previews kept (see TurnEngine.view): a full slot's holds an entry per message
 
 
 def count_tokens(message: Message) -> int:
@@ -164,6 +166,8 @@ class TurnEngine:
         self._calibration: Calibration | None = None
         self._windows_noted: set[str] = set()
         self._counters: dict[str, TokenCounter] = {}
+        self._views: dict[str, tuple[tuple[object, ...], View]] = {}  # see view()
+        self._views_lock = threading.Lock()
         self._read_namespace = read_namespace_tool(self.namespace)
 
     # -- providers -------------------------------------------------------------------------
@@ -248,13 +252,26 @@ class TurnEngine:
         ``tools`` counted in the budget's tools share)."""
         model = model or slot.config.model or self.model
         prompt = system if system is not None else slot.config.system or self.system
-        return assemble(
+        counting, budget = self.counting(model), self.budget(slot, model)
+        # A preview of the store as it stands is kept until anything it was made from may have
+        # changed: the store's generation (any write, or another connection's noticed), the
+        # slot, and the settings below. Widgets and %slot preview ask again and again.
+        key: tuple[object, ...] | None = None
+        if compaction is None and new is None and tools is None and history.generation is not None:
+            generation = self.store.generation()
+            if generation == history.generation:
+                key = (generation, slot, prompt, model, counting.factor, budget, reserve, self.working_context_turns)
+                with self._views_lock:
+                    kept = self._views.get(slot.id)
+                if kept is not None and kept[0] == key:
+                    return kept[1]
+        view = assemble(
             slot.id,
             slot.config,
             history,
             prompt,
-            self.counting(model),
-            self.budget(slot, model),
+            counting,
+            budget,
             reserve=reserve,
             compaction=compaction,
             new=new,
@@ -262,6 +279,13 @@ class TurnEngine:
             workflow=self.store.active_workflow(self.session_id),
             context_turns=self.working_context_turns,
         )
+        if key is not None:
+            with self._views_lock:  # widgets following other kernels ask from a background thread
+                self._views.pop(slot.id, None)
+                self._views[slot.id] = (key, view)
+                while len(self._views) > _KEPT_VIEWS:  # the least recently made goes
+                    del self._views[next(iter(self._views))]
+        return view
 
     def plan_compaction(self, view: View, history: History, model: str, keep: int | None = None) -> Fold | None:
         """What to fold so the history fits again: keep what fits in half of the room left

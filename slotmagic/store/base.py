@@ -165,10 +165,13 @@ class History:
         slot: Slot | None = None,
         *,
         chain: Sequence[Piece] | None = None,
+        generation: int | None = None,
     ) -> None:
         self.pieces = tuple(pieces)
         self.tip = tip
         self.slot = slot  # the slot as it was when this history was read (None: not a slot's)
+        # The store's generation when it was read (None: not read from a store as it stands).
+        self.generation = generation
         # Every slot row from the root to this one, as pieces, those holding no message of
         # the history included (a slot derived and not yet written to): what the history
         # sees of state kept per row other than messages (the working context).
@@ -406,6 +409,11 @@ class Store(Protocol):
 
     def history(self, session_id: str, slot_id: str | None) -> History:
         """The slot's history (the current slot's if None), with the slot as read with it."""
+
+    def generation(self) -> int:
+        """A number that changes whenever what the store holds may have changed (a write of
+        this store's, another connection's noticed): what was computed from the store at one
+        generation is still right while it stays the same."""
 
     def tip(self, session_id: str, slot_id: str) -> Tip: ...
 

@@ -249,8 +249,13 @@ class PostgresStore(RowStore):
         with self._lock:
             if self.refusal is not None:
                 raise StoreError(self.refusal)
+            # Before and after any change: nothing computed from the store during it stays current.
+            self._generation += 1
             if self._in_transaction:
-                yield self._db
+                try:
+                    yield self._db
+                finally:
+                    self._generation += 1
                 return
             db = self._connection()
             self._in_transaction = True
@@ -266,6 +271,7 @@ class PostgresStore(RowStore):
                     self._others_wrote()
                 self._version = version
                 yield db
+                self._generation += 1
                 db.execute("COMMIT")
             except BaseException:
                 if not db.broken:
@@ -358,12 +364,6 @@ class PostgresStore(RowStore):
                 self._pool.putconn(self._db.conn)
             self._pool.close()
             self._forget()
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- live across kernels -------------------------------------------------------------------
 

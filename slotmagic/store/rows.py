@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, Self
 
 from ..core.compaction import Compaction
 from ..core.context import ContextEvent, WorkingContext
@@ -194,6 +194,7 @@ class _Segment:
     compactions: list[Compaction] | None = None  # all of the segment's, once read
     counts: dict[str, dict[int, int]] = field(default_factory=dict)  # encoding -> position -> tokens
     marks: list[tuple[int, Mark, float]] | None = None  # (position, mark, created_at), once read
+    context: list[ContextEvent] | None = None  # all of the row's working-context changes, once read
 
     @property
     def end(self) -> int:
@@ -223,6 +224,8 @@ class RowStore:
         self._sessions: dict[str, _SessionRows] = {}
         self._segments: dict[int, _Segment] = {}
         self._created: dict[int, float] = {}  # slot row -> created_at, for segments of rows read
+        self._generation = 0  # see generation(): bumped by every write and every change noticed
+        self._active_workflows: dict[str, tuple[int, Workflow | None]] = {}  # session -> (generation, it)
 
     def _read(self) -> AbstractContextManager[Connection]:
         raise NotImplementedError
@@ -232,6 +235,12 @@ class RowStore:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _text_in(self, text: str) -> str:
         """A message's or tool result's text as the database stores it."""
@@ -317,11 +326,12 @@ class RowStore:
         """Another connection committed: slot rows are read again when next needed; segments
         stay valid (rows never change), unless their slot row was removed, or removed and its
         id reused by a new slot."""
+        self._generation += 1
         self._sessions.clear()
         self._created.clear()
         for segment in self._segments.values():
             # Another connection may have pinned, excluded or compacted: those are read again.
-            segment.marks = segment.compactions = None
+            segment.marks = segment.compactions = segment.context = None
         if self._segments:
             keys = list(self._segments)
             alive = dict(
@@ -334,6 +344,7 @@ class RowStore:
                     del self._segments[key]
 
     def _forget(self) -> None:
+        self._generation += 1
         self._sessions.clear()
         self._segments.clear()
         self._created.clear()
@@ -412,7 +423,8 @@ class RowStore:
 
     def _history(self, rows: _SessionRows, row: _Row) -> History:
         tip, slot = Tip(row.key, row.length, row.turns), self._to_slot(rows, row)
-        return History(self._pieces(rows, row), self, tip, slot, chain=self._chain(rows, row))
+        pieces, chain = self._pieces(rows, row), self._chain(rows, row)
+        return History(pieces, self, tip, slot, chain=chain, generation=self._generation)
 
     def _chain(self, rows: _SessionRows, row: _Row) -> list[Piece]:
         """Every row of a slot's history, root first, as ``_pieces`` walks them but keeping
@@ -783,6 +795,10 @@ class RowStore:
 
     # -- histories and turns ---------------------------------------------------------------
 
+    def generation(self) -> int:
+        with self._read():
+            return self._generation
+
     def history(self, session_id: str, slot_id: str | None) -> History:
         with self._read() as db:
             rows = self._rows(db, session_id)
@@ -933,17 +949,18 @@ class RowStore:
     # -- working context and workflows ---------------------------------------------------------
 
     def read_context(self, key: int, hi: int, before: float | None) -> list[ContextEvent]:
-        # Not cached: a handful of rows per slot, and another kernel may have added one.
+        # Cached per segment as marks are (every view reads them); dropped when anyone writes some.
         with self._lock:
-            return [
-                ContextEvent.from_dict(json.loads(event), turn, at, created_at, (key, number))
-                for number, at, turn, event, created_at in self._db.execute(
-                    "SELECT number, at, turn, event, created_at FROM context_events"
-                    " WHERE slot = ? AND at <= ? ORDER BY number",
-                    (key, hi),
-                )
-                if before is None or created_at < before
-            ]
+            segment = self._segment(key, 0)
+            if segment.context is None:
+                segment.context = [
+                    ContextEvent.from_dict(json.loads(event), turn, at, created_at, (key, number))
+                    for number, at, turn, event, created_at in self._db.execute(
+                        "SELECT number, at, turn, event, created_at FROM context_events WHERE slot = ? ORDER BY number",
+                        (key,),
+                    )
+                ]
+            return [e for e in segment.context if e.at <= hi and (before is None or e.created_at < before)]
 
     def change_context(
         self,
@@ -967,6 +984,9 @@ class RowStore:
                 "INSERT INTO context_events (slot, number, at, turn, event, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (row.key, number, stamped.at, stamped.turn, json.dumps(stamped.to_dict(), ensure_ascii=False), now),
             )
+            segment = self._segments.get(row.key)
+            if segment is not None:
+                segment.context = None  # read again, as stored, when next needed
             return context.apply(stamped), stamped
 
     def workflows(self, session_id: str) -> list[Workflow]:
@@ -981,10 +1001,16 @@ class RowStore:
 
     def active_workflow(self, session_id: str) -> Workflow | None:
         with self._read() as db:
+            # Every view asks: kept while the store's generation stands (any write moves it on).
+            kept = self._active_workflows.get(session_id)
+            if kept is not None and kept[0] == self._generation:
+                return kept[1]
             found = db.execute(
                 "SELECT name, record FROM workflows WHERE session_id = ? AND active = 1", (session_id,)
             ).fetchone()
-            return None if found is None else Workflow.from_dict(found[0], json.loads(found[1]), active=True)
+            workflow = None if found is None else Workflow.from_dict(found[0], json.loads(found[1]), active=True)
+            self._active_workflows[session_id] = (self._generation, workflow)
+            return workflow
 
     def update_workflow(
         self,
@@ -1168,7 +1194,7 @@ class RowStore:
             self._segments.pop(row.key, None)
             segment = self._segments.get(hidden.key)
             if segment is not None:
-                segment.compactions = segment.marks = None  # some were just moved here
+                segment.compactions = segment.marks = segment.context = None  # some were just moved here
             return step
 
     def _branch_undone(self, db: Connection, session_id: str, rows: _SessionRows, row: _Row, branch: str) -> UndoStep:

@@ -160,8 +160,13 @@ class SQLiteStore(RowStore):
             db = self._db
             if self.refusal is not None:
                 raise StoreError(self.refusal)
+            # Before and after any change: nothing computed from the store during it stays current.
+            self._generation += 1
             if db.in_transaction:
-                yield db
+                try:
+                    yield db
+                finally:
+                    self._generation += 1
                 return
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -172,6 +177,7 @@ class SQLiteStore(RowStore):
                 db.execute("ROLLBACK")
                 self._forget()  # the caches may hold what was just rolled back
                 raise
+            self._generation += 1
             db.execute("COMMIT")
 
     def _sync(self) -> None:
@@ -273,9 +279,3 @@ class SQLiteStore(RowStore):
             else:
                 self._db.close()
             self._forget()
-
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
