@@ -497,3 +497,22 @@ def test_the_preview_widget_shows_pins_and_exclusions(session: Session) -> None:
     assert [(r["position"], r["label"]) for r in pinned] == [(0, "pinned")]
     [gap] = [r for r in rows if r["type"] == "omitted"]
     assert gap["reason"] == "excluded" and "the model never sees it" in gap["text"]
+
+
+def test_the_preview_and_budget_widgets_follow_what_changes_no_slot_row(session: Session) -> None:
+    # The working context and the workflow go into the system side of the request without a
+    # new message: the widgets follow them too, and draw nothing when nothing changed.
+    session.submit_turn("How do I get my deposit back?")
+    live = LiveWidgets()
+    preview, budget = SlotPreviewWidget(session, live=live), SlotBudgetWidget(session, live=live)
+    system_used = budget.budget["categories"][0]["used"]
+    session.add_goal("get the deposit back")
+    live.refresh()
+    assert any(r["type"] == "entry" and "get the deposit back" in r["text"] for r in preview.view["rows"])
+    assert budget.budget["categories"][0]["used"] > system_used
+    session.workflow("claim", "letter -> small-claims-court")
+    live.refresh()
+    assert any(r["type"] == "entry" and "small-claims-court" in r["text"] for r in preview.view["rows"])
+    drawn = preview.view
+    live.refresh()
+    assert preview.view is drawn  # nothing changed: not drawn again

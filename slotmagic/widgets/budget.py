@@ -2,50 +2,22 @@
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from traitlets import Dict
 
 from ..engine.budgeting import budget_data, budget_html
-from ..errors import SlotMagicError
-from .base import SessionSource, SessionWidget, asset
+from .base import asset
+from .slotview import SlotViewWidget
 
 if TYPE_CHECKING:
+    from ..engine.view import View
     from ..session import Session
-    from .live import LiveWidgets
 
-__all__ = ["SlotBudgetWidget", "view_key"]
-
-
-class SlotGone(SlotMagicError):
-    """The slot a widget shows was deleted or renamed after it was shown."""
+__all__ = ["SlotBudgetWidget"]
 
 
-def view_key(session: Session, slot: str | None, model: str | None) -> str:
-    """What a slot's view depends on, read cheaply (the slot row and its compactions): when it
-    is unchanged, the view and its budget are too, and are not computed again."""
-    if slot is not None and not session.has_slot(slot):
-        raise SlotGone(f"slot {slot} is gone (deleted or renamed): shown as it was last")
-    found = session.slot(slot)
-    meta = found.meta
-    return json.dumps(
-        [
-            found.id,
-            meta.created_at,
-            meta.message_count,
-            found.config.to_dict(),
-            model or session.model,
-            session.system,
-            sorted(session.context_windows.items()),
-            len(session.compactions(found.id)),
-            sorted(session.marks(found.id).items()),  # pins and exclusions change the view
-        ],
-        default=str,
-    )
-
-
-class SlotBudgetWidget(SessionWidget):
+class SlotBudgetWidget(SlotViewWidget):
     """The budget of ``slot`` (None: whichever slot is current), by category, against the
     model's window, with the compaction threshold marked. ``budget`` is
     :func:`slotmagic.engine.budgeting.budget_data` of :meth:`Session.budget`."""
@@ -55,22 +27,7 @@ class SlotBudgetWidget(SessionWidget):
 
     budget = Dict().tag(sync=True)
 
-    def __init__(
-        self,
-        session: Session | SessionSource,
-        slot: str | None = None,
-        *,
-        model: str | None = None,
-        live: LiveWidgets | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._slot, self._model, self._key = slot, model, ""
-        super().__init__(session, live=live, **kwargs)
-
-    def _update(self, session: Session) -> None:
-        key = view_key(session, self._slot, self._model)
-        if key == self._key:
-            return
+    def _show(self, session: Session, view: View) -> None:
         found = session.budget(self._slot, model=self._model)
         data = budget_data(found)
         for category in data["categories"]:
@@ -82,4 +39,3 @@ class SlotBudgetWidget(SessionWidget):
         self.budget = data
         self._text = found.to_text()
         self._html = budget_html(found)
-        self._key = key

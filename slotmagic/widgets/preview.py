@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from traitlets import Dict
 
-from ..engine.view import view_data, view_html, view_summary
+from ..engine.view import View, view_data, view_html, view_summary
 from ..render import describe_mode
-from .base import SessionSource, SessionWidget, asset
-from .budget import view_key
+from .base import asset
+from .slotview import SlotViewWidget
 
 if TYPE_CHECKING:
     from ..session import Session
-    from .live import LiveWidgets
 
 __all__ = ["SlotPreviewWidget"]
 
 
-class SlotPreviewWidget(SessionWidget):
+class SlotPreviewWidget(SlotViewWidget):
     """The view of ``slot`` (None: whichever slot is current) as :meth:`Session.preview` gives
     it. ``view`` is :func:`slotmagic.engine.view.view_data` plus a ``summary`` line."""
 
@@ -27,27 +26,10 @@ class SlotPreviewWidget(SessionWidget):
 
     view = Dict().tag(sync=True)
 
-    def __init__(
-        self,
-        session: Session | SessionSource,
-        slot: str | None = None,
-        *,
-        model: str | None = None,
-        live: LiveWidgets | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._slot, self._model, self._key = slot, model, ""
-        super().__init__(session, live=live, **kwargs)
-
-    def _update(self, session: Session) -> None:
-        key = view_key(session, self._slot, self._model)
-        if key == self._key:
-            return
-        view = session.preview(self._slot, model=self._model)
+    def _show(self, session: Session, view: View) -> None:
         mode = describe_mode(session.slot(view.slot).config)
         data = view_data(view, mode)
         data["summary"] = view_summary(data)
         self.view = data
         self._text = view.to_text(mode)
         self._html = view_html(view, mode)
-        self._key = key
