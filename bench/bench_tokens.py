@@ -2,7 +2,9 @@
 
 Counting is timed for an ASCII and a CJK message in each encoding, against a baseline run in
 the same process on the same texts: ``len(encoding.encode(text))``, tiktoken with nothing of
-ours around it. "first" counts a text never seen before (every sample is a different text);
+ours around it. slotmagic counts with rs-bpe when the ``fast-count`` extra is installed (the
+same counts, see ``slotmagic/tokens/fast.py``), else with tiktoken; the header says which.
+"first" counts a text never seen before (every sample is a different text);
 "(best)" is the fastest sample of "first" (the least disturbed by other work on the machine);
 "again" counts a text already counted (slotmagic remembers recent texts, and a history is
 counted again at every turn). Samples of ours and of the baseline alternate, so a noisy machine
@@ -35,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from slotmagic.core.messages import Message
 from slotmagic.tokens import ENCODINGS, TokenCounter, get_encoding
+from slotmagic.tokens.fast import FAST_VERSION, fast_counter
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -127,6 +130,29 @@ print(t1 - t0, t3 - t2)
 """
 
 
+_FAST = """
+import time, sys
+from slotmagic.tokens.fast import fast_counter
+t0 = time.perf_counter()
+assert fast_counter(sys.argv[1]) is not None
+print(time.perf_counter() - t0)
+"""
+
+
+def bench_fast_cold_load(runs: int) -> dict[str, float]:
+    """rs-bpe building each encoding in a fresh interpreter (its ranks are compiled in)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out: dict[str, float] = {}
+    for name in ENCODINGS:
+        times = [
+            float(subprocess.run([sys.executable, "-c", _FAST, name], capture_output=True, text=True, env=env,
+                                 check=True).stdout)
+            for _ in range(runs)
+        ]  # fmt: skip
+        out[name] = statistics.median(times)
+    return out
+
+
 def bench_cold_load(runs: int) -> list[tuple[str, float, float, float]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TIKTOKEN_CACHE_DIR": ""}  # "" turns tiktoken's cache off
     rows = []
@@ -160,7 +186,10 @@ def main() -> int:
     args = parser.parse_args()
     samples, per_sample, runs = (5, 50, 2) if args.quick else (15, 100, 5)
 
-    print(f"count one {CHARS:,}-character message (median of {samples} samples of {per_sample} messages)\n")
+    fast = fast_counter("o200k_base") is not None
+    counted_by = f"rs-bpe {FAST_VERSION} (the fast-count extra)" if fast else "tiktoken (no fast-count extra installed)"
+    print(f"count one {CHARS:,}-character message (median of {samples} samples of {per_sample} messages)")
+    print(f"exact counts by {counted_by}; baseline: tiktoken alone\n")
     columns = ("first", "(best)", "baseline", "ratio", "again")
     header = f"{'encoding':<12} {'text':<6} {'tokens':>7} " + " ".join(f"{c:>9}" for c in columns)
     print(header)
@@ -182,6 +211,10 @@ def main() -> int:
         print(
             f"{name:<12} {ours * 1e3:>5.0f} ms {base * 1e3:>13.0f} ms {ours / base:>5.2f}x {imported * 1e3:>13.0f} ms"
         )
+
+    if fast:
+        built = ", ".join(f"{name} {t * 1e3:.0f} ms" for name, t in bench_fast_cold_load(runs).items())
+        print(f"\nrs-bpe cold (fresh interpreter, what counting loads with the extra): {built}")
 
     print(f"\ntarget: counting a {CHARS:,}-character message <= {TARGET_US:.0f} us")
     for encoding, label, first, _, _, again, _ in rows:

@@ -36,6 +36,7 @@ from ..core.tokens import estimate_message_tokens, estimate_text_tokens
 from ..providers.base import ChatRequest, ToolSpec
 from .calibration import Calibration
 from .encodings import get_encoding
+from .fast import fast_counter
 
 __all__ = ["ESTIMATE", "RequestTokens", "TokenCounter", "encoding_for_model", "render_tools"]
 
@@ -247,18 +248,24 @@ _CACHED_TEXT_CHARS = 16_384  # longer texts are counted every time rather than k
 def _text_counter(encoding: str) -> Callable[[str], int]:
     """Token counts of texts in ``encoding``, remembered for the last 2,048 texts of up to 16 KB:
     a history is counted again at every turn, mostly from texts already seen."""
-    encode = get_encoding(encoding).encode_ordinary  # text is text: "<|endoftext|>" in a message is not special
+    uncached = fast_counter(encoding) or tiktoken_counter(encoding)
 
     @lru_cache(maxsize=2048)
     def cached(text: str) -> int:
-        return len(encode(text))
+        return uncached(text)
 
     def count(text: str) -> int:
         if not text:
             return 0
-        return cached(text) if len(text) <= _CACHED_TEXT_CHARS else len(encode(text))
+        return cached(text) if len(text) <= _CACHED_TEXT_CHARS else uncached(text)
 
     return count
+
+
+def tiktoken_counter(encoding: str) -> Callable[[str], int]:
+    """The reference count: the length of tiktoken's encoding of the text as plain text."""
+    encode = get_encoding(encoding).encode_ordinary  # text is text: "<|endoftext|>" in a message is not special
+    return lambda text: len(encode(text))
 
 
 # -- tool definitions as the model sees them ----------------------------------------------------

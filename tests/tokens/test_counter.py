@@ -3,8 +3,6 @@ how estimates are counted for everyone else."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from slotmagic.core.budget import ContextBudget
@@ -12,6 +10,7 @@ from slotmagic.core.messages import Message, ToolCall
 from slotmagic.core.tokens import estimate_message_tokens, estimate_text_tokens
 from slotmagic.providers.base import ChatRequest, ToolSpec
 from slotmagic.tokens import ESTIMATE, Calibration, RequestTokens, TokenCounter, encoding_for_model, render_tools
+from slotmagic.tokens import counter as counter_module
 
 
 @pytest.mark.parametrize(
@@ -190,13 +189,26 @@ def test_special_token_text_in_a_message_is_plain_text() -> None:
     assert counter.count_text("<|endoftext|>") > 1  # not the single special token, and no error
 
 
-def test_counting_a_1500_character_message_is_fast() -> None:
-    # The bench (bench/bench_tokens.py) measures this properly; here a loose bound catches a
-    # regression by an order of magnitude even on a loaded CI machine.
-    counter = TokenCounter.for_model("openai:gpt-4o")
-    message = Message.user(("The landlord kept most of the deposit for cleaning. " * 40)[:1500])
-    counter.count_message(message)
-    started = time.perf_counter()
-    for _ in range(200):
-        counter.count_message(message)
-    assert (time.perf_counter() - started) / 200 < 100e-6
+def test_a_text_counted_again_is_not_encoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A history is counted again at every turn: texts seen recently come from memory. (How fast
+    # the first count is, bench/bench_tokens.py measures.)
+    encoded: list[str] = []
+    real = counter_module.tiktoken_counter("o200k_base")
+
+    def recording(text: str) -> int:
+        encoded.append(text)
+        return real(text)
+
+    monkeypatch.setattr(counter_module, "fast_counter", lambda encoding: recording)
+    counter_module._text_counter.cache_clear()
+    try:
+        counter = TokenCounter("openai:gpt-4o", "o200k_base")
+        message = Message.user(("The landlord kept most of the deposit for cleaning. " * 40)[:1500])
+        first = counter.count_message(message)
+        assert [counter.count_message(message) for _ in range(3)] == [first] * 3
+        assert encoded.count(message.content) == 1
+        long = "x " * 10_000  # past the size kept in memory: counted each time, nothing held
+        counter.count_text(long), counter.count_text(long)
+        assert encoded.count(long) == 2
+    finally:
+        counter_module._text_counter.cache_clear()

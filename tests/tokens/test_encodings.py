@@ -76,16 +76,17 @@ def test_encodings_load_offline_without_writing_anywhere(tmp_path: Path) -> None
         "import socket\n"
         "def refuse(*a, **k): raise OSError('network used')\n"
         "socket.socket.connect = refuse; socket.create_connection = refuse; socket.getaddrinfo = refuse\n"
-        "from slotmagic.tokens import TokenCounter\n"
+        "from slotmagic.tokens import TokenCounter, get_encoding\n"
         "print(TokenCounter.for_model('openai:gpt-4o').count_text('hello world'),"
-        " TokenCounter.for_model('openai:gpt-4').count_text('hello world'))\n"
+        " TokenCounter.for_model('openai:gpt-4').count_text('hello world'),"
+        " *(len(get_encoding(e).encode('hello world')) for e in ('o200k_base', 'cl100k_base')))\n"
     )
     env = {"TIKTOKEN_CACHE_DIR": str(cache), "DATA_GYM_CACHE_DIR": str(cache), "HOME": str(tmp_path / "home")}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env={**_base_env(), **env}, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["2", "2"]
+    assert done.stdout.split() == ["2", "2", "2", "2"]  # counted (rs-bpe when installed), and tiktoken's
     assert list(cache.iterdir()) == []
     assert not (tmp_path / "home").exists()
 

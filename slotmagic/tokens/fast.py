@@ -1,0 +1,37 @@
+"""A faster exact counter, when installed: ``pip install 'slotmagic[fast-count]'``.
+
+tiktoken's merge step is quadratic in the length of a pre-split piece, and text without spaces
+(Chinese, Japanese) splits into long pieces: a 1,500-character Chinese message takes ~150 µs
+where English takes ~40 µs. rs-bpe wraps GitHub's ``bpe`` crate (linear-time BPE, OpenAI's
+ranks compiled in, no download) and counts the same message in ~50 µs, English in ~25 µs.
+
+It is only used to count, never to encode, and only for the two encodings it knows; tiktoken
+stays the reference: the tests compare the two on random text of every script
+(``tests/tokens/test_fast.py``). It is optional because its wheels are ~25 MB and stop at
+Python 3.13; without it counts are the same, only slower on such text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+__all__ = ["fast_counter"]
+
+# The version whose counts the tests compared with tiktoken's (pinned by the extra too).
+FAST_VERSION = "0.1.0"
+
+
+@cache
+def fast_counter(encoding: str) -> Callable[[str], int] | None:
+    """rs-bpe's ``count`` for ``encoding``, or None (not installed, or an encoding it lacks)."""
+    try:
+        from rs_bpe.bpe import openai  # type: ignore[import-not-found, unused-ignore]  # a compiled module, no stubs
+    except ImportError:
+        return None
+    factories = {"o200k_base": openai.o200k_base, "cl100k_base": openai.cl100k_base}
+    factory = factories.get(encoding)
+    if factory is None:
+        return None
+    count: Callable[[str], int] = factory().count
+    return count
