@@ -104,7 +104,8 @@ def check_whole(path: Path) -> None:
                 assert slot.meta.total_tokens == sum(m.tokens for m in messages)
                 for turn in turns:
                     if turn.info.kind == "turn":
-                        assert [m.role for m in messages[turn.start : turn.end]] == ["user", "assistant"]
+                        roles = [m.role for m in messages[turn.start : turn.end]]
+                        assert roles[0] == "user" and roles[-1] == "assistant", roles  # tool rounds between
 
 
 # -- damaged files --------------------------------------------------------------------------------
@@ -264,6 +265,83 @@ def test_recover_an_intact_file_copies_it_whole(store_copy: Path) -> None:
     report = slotmagic.recover(store_copy)
     assert report.complete and "nothing was lost" in str(report)
     assert histories(Path(report.target), "nb") == histories(store_copy, "nb")
+
+
+def stateful_session(path: Path) -> dict[str, Any]:
+    """A session holding everything beside its histories: a large tool result, pins and an
+    exclusion, a compaction, working context on two slots, a workflow, a calibration."""
+    lease = "".join(f"row {i:05d} of the lease, with its clauses\n" for i in range(8_000))
+    with Session.open("nb", db_path=path, model="echo") as session:
+
+        def fetch_lease() -> str:
+            """The whole lease."""
+            return lease
+
+        session.tools.add(fetch_lease)
+        session.submit_turn("Read the lease.\ncall fetch_lease")
+        for i in range(6):
+            session.submit_turn(f"question {i} " + "q" * 1500)
+        session.pin(0)
+        session.exclude(5)
+        session.add_goal("get the deposit back")
+        session.decide("court or letter", "letter first", "cheaper")
+        session.compact(keep=4)
+        session.workflow("claim", "letter -> court")
+        session.derive_slot("branch")
+        session.add_goal("try mediation", slot="branch")
+        session.store.update_meta("calibration", lambda _: json.dumps({"anthropic:claude-sonnet-4-5": [1.2]}))
+        return {
+            "views": {slot: session.view(slot) for slot in ("default", "branch")},
+            "expanded": session.messages(expand=True),
+            "marks": session.marks(),
+            "compactions": session.compactions(),
+            "context": {slot: str(session.context(slot)) for slot in ("default", "branch")},
+            "workflow": session.workflow(),
+            "calibration": session.store.meta("calibration"),
+        }
+
+
+def test_recover_carries_what_a_session_holds_beside_its_histories(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    before = stateful_session(path)
+    assert lease_in(before["expanded"]) and before["marks"] and before["compactions"]
+    report = slotmagic.recover(path)
+    assert report.complete, str(report)
+    with Session.open("nb", db_path=report.target, model="echo") as recovered:
+        assert {slot: recovered.view(slot) for slot in ("default", "branch")} == before["views"]
+        assert recovered.messages(expand=True) == before["expanded"]  # the large result, whole
+        assert recovered.marks() == before["marks"]
+        assert recovered.compactions() == before["compactions"]
+        assert {slot: str(recovered.context(slot)) for slot in ("default", "branch")} == before["context"]
+        assert recovered.workflow() == before["workflow"]
+        assert recovered.store.meta("calibration") == before["calibration"]
+        recovered.submit_turn("and it goes on")
+
+
+def test_recover_drops_state_that_no_longer_fits_a_cut_history_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    stateful_session(path)
+    with Session.open("other", db_path=path, model="echo") as other:
+        other.submit_turn("elsewhere")
+        other.pin(1)
+    leaves = pages_of(path, "messages")
+    overwrite_page(path, leaves[len(leaves) // 2])  # the middle of the nb session's turns
+    report = slotmagic.recover(path)
+    assert report.lost_turns >= 1 and not report.complete
+    assert report.dropped.get("marks", 0) >= 2 and report.dropped.get("compactions") == 1
+    assert "not kept:" in str(report) and "pins or exclusions" in str(report)
+    check_whole(Path(report.target))
+    with Session.open("nb", db_path=report.target, model="echo") as recovered:
+        assert recovered.marks() == {} and recovered.compactions() == []  # would point elsewhere now
+        assert recovered.workflow().name == "claim"  # per session: kept
+        # A plain full view again: the workflow block, then every message kept.
+        assert [m for m in recovered.view() if m.role != "system"] == recovered.messages()
+    with Session.open("other", db_path=report.target, model="echo") as other:
+        assert other.marks() == {1: "pin"}  # an intact history keeps its pins
+
+
+def lease_in(messages: list[Message]) -> bool:
+    return any(m.content.startswith("row 00000 of the lease") for m in messages)
 
 
 # -- read-only files ---------------------------------------------------------------------------------

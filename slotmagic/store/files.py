@@ -290,10 +290,14 @@ class RecoveryReport:
     lost_messages: int = 0
     lost_slots: list[str] = field(default_factory=list)  # "session/slot" cut short or emptied
     unreadable: dict[str, int] = field(default_factory=dict)  # table -> stretches of rows that could not be read
+    # table -> rows read but not kept: pins, compactions and working-context changes of a slot
+    # whose history lost turns (their positions would point elsewhere), rows a damaged page
+    # left without their slot or session, and rows that do not parse
+    dropped: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
-        return not (self.lost_turns or self.lost_messages or self.lost_slots or self.unreadable)
+        return not (self.lost_turns or self.lost_messages or self.lost_slots or self.unreadable or self.dropped)
 
     def __str__(self) -> str:
         saved = (
@@ -311,10 +315,12 @@ class RecoveryReport:
             else ""
         )
         rows = ", ".join(f"{n} stretch{'es' * (n != 1)} of {t} rows" for t, n in sorted(self.unreadable.items()))
+        dropped = ", ".join(f"{n} {_STATE_WORDS.get(t, t)}" for t, n in sorted(self.dropped.items()))
         return (
             f"{where}: {saved}; lost {self.lost_turns} turn{'s' * (self.lost_turns != 1)} "
             f"({self.lost_messages} message{'s' * (self.lost_messages != 1)}){cut}"
             + (f"; unreadable: {rows}" if rows else "")
+            + (f"; not kept: {dropped}" if dropped else "")
         )
 
 
@@ -415,7 +421,9 @@ def recover(
 
     The damaged file is only read. The new file (``new_path``, default
     ``<name>.recovered.sqlite3`` beside it) holds every session and slot whose rows could be
-    read, each slot's history up to its first unreadable turn, whole turns only. With
+    read, each slot's history with every turn that was read whole, in order; the sessions'
+    large tool results, workflows and calibration; and each slot's pins, compactions and
+    working context where its history kept every turn (see ``RecoveryReport.dropped``). With
     ``replace=True`` the damaged file (and its WAL) is moved aside to ``<file>.damaged`` and
     the recovered one takes its place, so notebooks that use it open the recovered one.
     """
@@ -454,12 +462,14 @@ def recover(
         try:
             migrate(dst)
             dst.execute("BEGIN IMMEDIATE")
-            for table in ("sessions", "slots", "turns", "messages"):
+            for table in ("sessions", "slots", "turns", "messages", *_STATE_TABLES):
                 if table not in names:
+                    if table in _STATE_TABLES and version < len(MIGRATIONS):
+                        continue  # a file from before the table existed
                     report.unreadable[table] = report.unreadable.get(table, 0)
                     continue
                 _copy_table(src, dst, table, report)
-            _make_consistent(dst, report)
+            _keep_state(dst, _make_consistent(dst, report), report)
             dst.execute("COMMIT")
             check = dst.execute("PRAGMA integrity_check").fetchone()[0]
             if check != "ok":  # pragma: no cover - a bug in the copy, not in the damaged file
@@ -523,10 +533,11 @@ def _insert(dst: sqlite3.Connection, insert: str, rows: list[tuple[Any, ...]]) -
                 dst.execute(insert, row)
 
 
-def _make_consistent(db: sqlite3.Connection, report: RecoveryReport) -> None:
+def _make_consistent(db: sqlite3.Connection, report: RecoveryReport) -> set[int]:
     """Keep every turn whose rows were all read, in order, and close the gaps the others
     leave (positions and fork points move up); make each slot's counters match its rows and
-    every session hold its default slot and a current slot."""
+    every session hold its default slot and a current slot. Returns the slot rows whose
+    positions moved."""
     from ..core.messages import ROLES
     from ..core.slots import DEFAULT_SLOT, SlotConfig
 
@@ -707,6 +718,81 @@ def _make_consistent(db: sqlite3.Connection, report: RecoveryReport) -> None:
     report.slots = db.execute("SELECT COUNT(*) FROM slots WHERE deleted_at IS NULL").fetchone()[0]
     report.turns = db.execute("SELECT COUNT(*) FROM turns WHERE number > 0").fetchone()[0]
     report.messages = db.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    return set(moves)
+
+
+# What a session holds beside its histories, carried by recover(): large tool results and
+# workflows (per session), then pins, compactions and working-context changes (per slot row, at
+# positions of its history). Token counts are not carried: they are counted again when needed.
+_STATE_TABLES = ("namespace", "workflows", "marks", "compactions", "context_events", "meta")
+_STATE_WORDS = {
+    "namespace": "large tool results",
+    "workflows": "workflows",
+    "marks": "pins or exclusions",
+    "compactions": "compactions",
+    "context_events": "working-context changes",
+    "meta": "calibration values",
+}
+
+
+def _keep_state(db: sqlite3.Connection, moved: set[int], report: RecoveryReport) -> None:
+    """Keep the state rows that still fit the recovered histories and parse; count the rest."""
+    from ..core.compaction import Compaction
+    from ..core.context import ContextEvent
+    from ..core.workflow import Workflow
+    from ..tokens.calibration import Calibration
+
+    lengths = dict(db.execute("SELECT id, length FROM slots").fetchall())
+    sessions = {row[0] for row in db.execute("SELECT id FROM sessions")}
+
+    def parses(read: Callable[[], object]) -> bool:
+        try:
+            read()
+        except Exception:
+            return False
+        return True
+
+    def fits(slot: int, position: int) -> bool:
+        return slot in lengths and slot not in moved and isinstance(position, int) and 0 <= position <= lengths[slot]
+
+    checks: dict[str, tuple[str, Callable[[tuple[Any, ...]], bool]]] = {
+        "namespace": (
+            "session_id, key, tool, content",
+            lambda r: r[0] in sessions and all(isinstance(v, str) for v in r[1:]),
+        ),
+        "workflows": (
+            "session_id, name, record",
+            lambda r: r[0] in sessions and parses(lambda: Workflow.from_dict(r[1], json.loads(r[2]))),
+        ),
+        "marks": (
+            "slot, position, mark",
+            lambda r: fits(r[0], r[1]) and r[1] < lengths[r[0]] and r[2] in ("pin", "exclude", "clear"),
+        ),
+        "compactions": (
+            "slot, at, record",
+            lambda r: fits(r[0], r[1]) and parses(lambda: Compaction.from_dict(json.loads(r[2]))),
+        ),
+        "context_events": (
+            "slot, at, turn, event",
+            lambda r: fits(r[0], r[1]) and parses(lambda: ContextEvent.from_dict(json.loads(r[3]), r[2], r[1])),
+        ),
+        "meta": (
+            "key, value",
+            lambda r: r[0] != "calibration" or parses(lambda: Calibration.from_dict(json.loads(r[1]))),
+        ),
+    }
+    for table, (columns, keep) in checks.items():
+        gone = [
+            (rowid,) for rowid, *row in db.execute(f"SELECT rowid, {columns} FROM {table}").fetchall() if not keep(row)
+        ]
+        if gone:
+            db.executemany(f"DELETE FROM {table} WHERE rowid = ?", gone)
+            report.dropped[table] = report.dropped.get(table, 0) + len(gone)
+    # At most one active workflow per session survives a damaged page that left two.
+    db.execute(
+        "UPDATE workflows SET active = 0 WHERE active = 1 AND rowid NOT IN"
+        " (SELECT MIN(rowid) FROM workflows WHERE active = 1 GROUP BY session_id)"
+    )
 
 
 def _unrecorded_turns(
