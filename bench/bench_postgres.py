@@ -29,7 +29,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store import SIZES, Baseline, timed_us, turn_messages
+from bench_store import HEADER, SIZES, Baseline, row, timed_us, turn_messages
 
 from slotmagic import Message, Session, TurnInfo
 from slotmagic.core.tokens import estimate_message_tokens
@@ -131,19 +131,10 @@ def report(results: dict[str, dict[int, dict[str, float]]]) -> list[tuple[str, f
     for name, by_size in results.items():
         base = "psycopg" if name == "postgres" else "sqlite3"
         print(f"\n{name} store vs a plain {base} baseline")
-        header = (
-            f"{'messages':>9} | {'persist turn µs':>15} {'base':>7} {'ratio':>6} | {'load ms':>8} {'base':>7}"
-            f" {'ratio':>6} | {'derive µs':>9} {'base':>6} {'ratio':>6}"
-        )
-        print(header)
-        print("-" * len(header))
+        print(HEADER)
+        print("-" * len(HEADER))
         for n, r in by_size.items():
-            print(
-                f"{n:>9,} | {r['persist_us']:>15.1f} {r['persist_base_us']:>7.1f} "
-                f"{r['persist_us'] / r['persist_base_us']:>5.2f}x | {r['load_ms']:>8.2f} {r['load_base_ms']:>7.2f} "
-                f"{r['load_ms'] / r['load_base_ms']:>5.2f}x | {r['derive_us']:>9.1f} {r['derive_base_us']:>6.1f} "
-                f"{r['derive_us'] / r['derive_base_us']:>5.2f}x"
-            )
+            print(row(n, r))
         big, small = by_size[SIZES[-1]], by_size[SIZES[0]]
         checks += [
             (f"{name}: persist at 10k / baseline <= 3", big["persist_us"] / big["persist_base_us"], 3.0),

@@ -151,6 +151,22 @@ def bench_size(n: int, samples: int, workdir: Path) -> dict[str, float]:
     }
 
 
+HEADER = (
+    f"{'messages':>9} | {'persist turn µs':>15} {'base':>7} {'ratio':>6} | {'load ms':>8} {'base':>7}"
+    f" {'ratio':>6} | {'derive µs':>9} {'base':>6} {'ratio':>6}"
+)
+
+
+def row(n: int, r: dict[str, float]) -> str:
+    """One history size of the table: persist, load and derive beside their baselines."""
+    return (
+        f"{n:>9,} | {r['persist_us']:>15.1f} {r['persist_base_us']:>7.1f} "
+        f"{r['persist_us'] / r['persist_base_us']:>5.2f}x | {r['load_ms']:>8.2f} {r['load_base_ms']:>7.2f} "
+        f"{r['load_ms'] / r['load_base_ms']:>5.2f}x | {r['derive_us']:>9.1f} {r['derive_base_us']:>6.1f} "
+        f"{r['derive_us'] / r['derive_base_us']:>5.2f}x"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
@@ -167,20 +183,11 @@ def main() -> int:
         f" Python {sys.version.split()[0]}, {os.cpu_count()} cores"
     )
     print("WAL journal, synchronous=NORMAL for both; messages of ~300 (user) and ~1,500 (assistant) chars\n")
-    header = (
-        f"{'messages':>9} | {'persist turn µs':>15} {'base':>7} {'ratio':>6} | {'load ms':>8} {'base':>7}"
-        f" {'ratio':>6} | {'derive µs':>9} {'base':>6} {'ratio':>6} | {'derive B':>8} {'base':>6}"
-    )
+    header = f"{HEADER} | {'derive B':>8} {'base':>6}"
     print(header)
     print("-" * len(header))
     for n, r in results.items():
-        print(
-            f"{n:>9,} | {r['persist_us']:>15.1f} {r['persist_base_us']:>7.1f} "
-            f"{r['persist_us'] / r['persist_base_us']:>5.2f}x | {r['load_ms']:>8.2f} {r['load_base_ms']:>7.2f} "
-            f"{r['load_ms'] / r['load_base_ms']:>5.2f}x | {r['derive_us']:>9.1f} {r['derive_base_us']:>6.1f} "
-            f"{r['derive_us'] / r['derive_base_us']:>5.2f}x | "
-            f"{r['derive_bytes']:>8.0f} {r['derive_base_bytes']:>6.0f}"
-        )
+        print(f"{row(n, r)} | {r['derive_bytes']:>8.0f} {r['derive_base_bytes']:>6.0f}")
 
     big, small = results[SIZES[-1]], results[SIZES[0]]
     checks = [
