@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from slotmagic import (
 )
 from slotmagic.engine.pipeline import SUMMARY_PREFIX
 from slotmagic.store import open_store
+from slotmagic.store.base import SupportsChanges
 
 
 @pytest.fixture
@@ -381,6 +383,22 @@ def test_a_kept_preview_follows_every_change_from_here_and_from_another_kernel(d
         assert here.preview().report != allowed
         assert here.preview("default", model="openai:gpt-4o").encoding == "o200k_base"
         assert here.preview().encoding != "o200k_base"
+
+
+def test_the_store_tells_of_another_kernels_write_and_not_of_its_own(db_path: Path) -> None:
+    with Session.open("live", db_path=db_path, model="echo") as here, reopen(db_path, "live") as other:
+        assert isinstance(here.store, SupportsChanges)
+        heard = threading.Event()
+        stop = here.store.subscribe(heard.set)
+        here.submit_turn("my own turn")
+        assert not heard.wait(1.0)  # its own writes are not news
+        other.submit_turn("a turn from another kernel")
+        assert heard.wait(5.0)
+        assert contents(here.messages())[-2] == "a turn from another kernel"
+        stop()
+        heard.clear()
+        other.submit_turn("after unsubscribing")
+        assert not heard.wait(1.0)
 
 
 def test_view_is_what_the_model_is_sent(session: Session) -> None:

@@ -64,7 +64,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     sidebar = attach_sidebar(shell, loaded.session, on_action=live.refresh)  # the "Slots" panel, in a kernel
     if sidebar is not None:
         live.listeners.append(sidebar.push)  # a click in a widget updates the panel at once, and back
-    loaded.workspace.on_change = live.from_elsewhere  # another kernel's change (PostgreSQL: NOTIFY)
+    loaded.workspace.on_change = live.from_elsewhere  # another kernel's change (seen by the store's subscribe)
     completer = getattr(shell, "Completer", None)
     if completer is not None:
         completer.custom_matchers.append(

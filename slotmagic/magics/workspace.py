@@ -71,7 +71,7 @@ class Workspace:
             self.close()
             self._store = open_store(db_path)
             self._target = db_path
-            if isinstance(self._store, SupportsChanges):  # PostgreSQL: LISTEN for other kernels
+            if isinstance(self._store, SupportsChanges):  # follow other kernels (NOTIFY, or data_version)
                 self._store.subscribe(self._changed)
         if self._session is None or self._session.session_id != session_id:
             self._session = Session.open(session_id, store=self._store)

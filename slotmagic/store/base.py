@@ -538,8 +538,9 @@ class Store(Protocol):
 
 @runtime_checkable
 class SupportsChanges(Protocol):
-    """A store that tells when another connection changed it (the PostgreSQL store, through
-    LISTEN/NOTIFY), so widgets and the sidebar can follow other kernels."""
+    """A store that tells when another connection changed it (PostgreSQL through
+    LISTEN/NOTIFY, a SQLite file by asking ``PRAGMA data_version`` four times a second), so
+    widgets and the sidebar can follow other kernels."""
 
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` (on a background thread) after another connection's write;

@@ -225,6 +225,7 @@ class RowStore:
         self._segments: dict[int, _Segment] = {}
         self._created: dict[int, float] = {}  # slot row -> created_at, for segments of rows read
         self._generation = 0  # see generation(): bumped by every write and every change noticed
+        self._others_seen = 0  # writes of other connections noticed so far (see SQLiteStore.subscribe)
         self._active_workflows: dict[str, tuple[int, Workflow | None]] = {}  # session -> (generation, it)
 
     def _read(self) -> AbstractContextManager[Connection]:
@@ -327,6 +328,7 @@ class RowStore:
         stay valid (rows never change), unless their slot row was removed, or removed and its
         id reused by a new slot."""
         self._generation += 1
+        self._others_seen += 1
         self._sessions.clear()
         self._created.clear()
         for segment in self._segments.values():

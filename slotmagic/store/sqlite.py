@@ -17,8 +17,9 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -61,6 +62,9 @@ class SQLiteStore(RowStore):
             raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
         self._init_caches()
         self._data_version: int | None = None
+        self._subscribers: list[Callable[[], None]] = []
+        self._watcher: _Watcher | None = None
+        self._others_polled = 0
         self.timeout = timeout
         self.readonly = False  # opened read-only on purpose: the file or its folder cannot be written
         self.damaged = False  # damage was found by a read or a write: nothing more is written
@@ -261,7 +265,47 @@ class SQLiteStore(RowStore):
             busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
             return not busy
 
+    # -- live across kernels -------------------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` (on a background thread) within ~a quarter second of another
+        connection committing a write to this file; returns a function that stops it. SQLite
+        has no notifications: a thread asks ``PRAGMA data_version``, a few microseconds."""
+        with self._lock:
+            self._subscribers.append(callback)
+            if self._watcher is None and self.path != ":memory:":  # no one else can write to that
+                self._others_polled = self._others_seen  # from now on
+                self._watcher = _Watcher(self)
+                self._watcher.start()
+
+        def unsubscribe() -> None:
+            with self._lock, suppress(ValueError):
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _poll(self) -> bool:
+        """Bring the caches up to date; whether other connections wrote since the last poll
+        (noticed now or by a read meanwhile)."""
+        with self._lock:
+            if not self._db.in_transaction:
+                self._sync()
+            seen, self._others_polled = self._others_polled, self._others_seen
+            return seen != self._others_seen
+
+    def _tell_subscribers(self) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            try:
+                callback()
+            except Exception:  # a subscriber's failure is its own business
+                logger.debug("a store change subscriber failed", exc_info=True)
+
     def close(self) -> None:
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.stop()
         with self._lock:
             if self.damaged and not self.readonly:
                 # The last connection to close a file checkpoints its WAL into it; a read-only
@@ -279,3 +323,28 @@ class SQLiteStore(RowStore):
             else:
                 self._db.close()
             self._forget()
+
+
+class _Watcher(threading.Thread):
+    """Asks the store every ``interval`` seconds whether another connection wrote, and tells
+    its subscribers when one did."""
+
+    def __init__(self, store: SQLiteStore, interval: float = 0.25) -> None:
+        super().__init__(name="slotmagic-watch", daemon=True)
+        self._store, self._interval = store, interval
+        self._halt = threading.Event()
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self is not threading.current_thread():
+            self.join(2)
+
+    def run(self) -> None:
+        while not self._halt.wait(self._interval):
+            try:
+                changed = self._store._poll()
+            except Exception:  # closed meanwhile, or damage found (reads say so themselves)
+                logger.debug("watching the store stopped", exc_info=True)
+                return
+            if changed:
+                self._store._tell_subscribers()

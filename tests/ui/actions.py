@@ -23,10 +23,22 @@ def run_all(page: Any) -> None:
 
 
 def restart_and_run_all(page: Any) -> None:
+    # Outputs and prompts of the run before are cleared first: nothing of it can pass for the
+    # new run, however long the restart takes. A new kernel counts from 1, so Run All has
+    # ended when the prompts read [1], [2], … in order.
+    menu(page, "Edit", "Clear Outputs of All Cells")
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+                 .every(p => !/\\d/.test(p.textContent))"""
+    )
     menu(page, "Kernel", "Restart Kernel and Run All Cells…")
     page.get_by_role("button", name="Confirm Kernel Restart").click()
-    page.wait_for_timeout(2000)
-    wait_all_run(page)
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+                 .every((p, i) => (p.textContent.match(/\\[(\\d+)\\]/) || [])[1] === String(i + 1))"""
+    )
+    wait_idle(page)
+    wait_widgets(page)
 
 
 def cell_text(page: Any, index: int) -> str:

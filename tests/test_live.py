@@ -1,6 +1,7 @@
-"""Live across kernels: two kernels (two processes) on one PostgreSQL session. A change made in
-one reaches the other's widgets without a cell running there (LISTEN/NOTIFY), and its
-``%slot list``."""
+"""Live across kernels: two kernels (two processes) on one session, in a SQLite file and in a
+PostgreSQL schema. A change made in one reaches the other's widgets and sidebar within a second
+without a cell running there (``PRAGMA data_version`` asked four times a second; LISTEN/NOTIFY),
+and its ``%slot list``."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def kernels(postgres_url: str) -> Iterator[tuple[BlockingKernelClient, BlockingKernelClient]]:
-    env = {**os.environ, "SLOTMAGIC_DB": postgres_url, "SLOTMAGIC_SESSION": "shared", "SLOTMAGIC_MODEL": "echo"}
+def kernels(store_target: str) -> Iterator[tuple[BlockingKernelClient, BlockingKernelClient]]:
+    env = {**os.environ, "SLOTMAGIC_DB": store_target, "SLOTMAGIC_SESSION": "shared", "SLOTMAGIC_MODEL": "echo"}
     started: list[tuple[KernelManager, BlockingKernelClient]] = []
     try:
         for _ in range(2):
