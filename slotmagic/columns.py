@@ -1,8 +1,9 @@
 """The side-by-side view of a fan-out as plain data, text and HTML.
 
 A column is a plain dict (what the columns widget syncs): ``key``, ``slot``, ``model``,
-``status`` (waiting, streaming, done, replayed, failed, interrupted), ``text``, ``stored`` (where
-the reply went, a line), ``tokens``, ``latency``, ``cost`` and ``error``. The text form is what
+``status`` (waiting, streaming, done, replayed, failed, interrupted), ``text``, ``html`` (the text
+as Markdown, raw HTML escaped: see ``markdown.py``), ``stored`` (where the reply went, a line),
+``tokens``, ``latency``, ``cost`` and ``error``. The text form is what
 ``text/plain`` carries (side by side while the columns fit 100 characters, else one under the
 other); the HTML form is a table with every text escaped, for GitHub and nbconvert.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 from .engine.fanout import ColumnResult, format_seconds
 from .engine.reply import Reply
+from .markdown import reply_html
 
 __all__ = ["column_data", "columns_html", "columns_text", "stored_line"]
 
@@ -64,6 +66,7 @@ def column_data(
                 cost=_cost(reply.cost),
             )
             data["latency"] = result.latency  # a failure's time says nothing about the model
+    data["html"] = reply_html(data["text"])  # the reply as Markdown, as a %%turn shows it
     return data
 
 
@@ -123,16 +126,21 @@ def columns_text(columns: Sequence[Mapping[str, Any]], summary: str) -> str:
 
 
 def columns_html(columns: Sequence[Mapping[str, Any]], summary: str) -> str:
-    """A table, one column per reply, every text escaped."""
+    """A table, one column per reply: replies as Markdown (raw HTML escaped), every other
+    text escaped."""
     esc = html.escape
     heads = "".join(
         "<th style='text-align:left;vertical-align:top'>" + "<br>".join(esc(x) for x in _head(c)) + "</th>"
         for c in columns
     )
     bodies = "".join(
-        "<td style='text-align:left;vertical-align:top'><pre style='white-space:pre-wrap;text-align:left'>"
-        + esc(_body(c))
-        + "</pre></td>"
+        "<td style='text-align:left;vertical-align:top'>"
+        + (
+            c["html"]  # Markdown rendered with raw HTML escaped (markdown.py)
+            if c.get("html") and not c["error"] and c["status"] != "interrupted"
+            else "<pre style='white-space:pre-wrap;text-align:left'>" + esc(_body(c)) + "</pre>"
+        )
+        + "</td>"
         for c in columns
     )
     return f"<table class='slotmagic-columns'><tr>{heads}</tr><tr>{bodies}</tr></table><p><em>{esc(summary)}</em></p>"

@@ -4,7 +4,9 @@ by the front end, and the text fallback of its output.
 A widget is a traitlets model (its synced traits are the whole state) plus one ES module that
 draws it (``*.js`` beside this file, shipped in the package and sent inline: nothing is
 fetched at run time). Text that came from a model or a user travels as plain strings and the
-views insert it with ``textContent``, never as HTML.
+views insert it with ``textContent``, never as HTML. The one exception is a fan-out column's
+reply, shown as Markdown as a ``%%turn`` reply is: the kernel renders it with raw HTML escaped
+and unsafe links refused (``slotmagic/markdown.py``), and the view inserts that.
 """
 
 from __future__ import annotations

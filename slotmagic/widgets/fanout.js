@@ -1,5 +1,6 @@
 // The fan-out widget's view: one column per reply, side by side, each with its slot, model,
-// status, text (as text, never HTML), tokens, latency and cost; the summary line under them.
+// status, reply (as Markdown the kernel rendered safely; else as text), tokens, latency and cost;
+// the summary line under them.
 // Everything shown comes from the model's `columns` and `summary`.
 
 function h(tag, className, text) {
@@ -35,7 +36,14 @@ function render({ model, el }) {
     if (data.error) {
       body.append(h("div", "sm-column-error", `failed: ${data.error}`));
     } else {
-      body.textContent = data.text || (data.status === "waiting" || data.status === "streaming" ? "…" : "");
+      if (data.html) {
+        // The reply as Markdown, rendered in the kernel with raw HTML escaped and unsafe links
+        // refused (slotmagic/markdown.py): the one place model text becomes markup.
+        body.classList.add("sm-markdown");
+        body.innerHTML = data.html;
+      } else {
+        body.textContent = data.text || (data.status === "waiting" || data.status === "streaming" ? "…" : "");
+      }
       if (data.status === "interrupted") body.append(h("div", "sm-column-error", "interrupted: nothing stored"));
     }
     box.append(body);

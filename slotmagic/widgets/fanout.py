@@ -27,7 +27,7 @@ class FanOutWidget(anywidget.AnyWidget):
     _css = asset("common.css", "fanout.css")
 
     columns = List(
-        Dict(), help="one dict per column: key, slot, model, status, text, stored, tokens, latency, cost, error"
+        Dict(), help="one dict per column: key, slot, model, status, text, html, stored, tokens, latency, cost, error"
     ).tag(sync=True)
     summary = Unicode(help="one line under the columns: replies, total cost, slowest, fastest").tag(sync=True)
 

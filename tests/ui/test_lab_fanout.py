@@ -20,7 +20,9 @@ COLUMNS = ".sm-fanout .sm-column"
 
 
 def slow_story(slot: str) -> list[object]:
-    pieces = [f"{slot} begins.", " One", " two", " three", " four", " five", " six", f" {slot} ends."]
+    pieces = [f"{slot} begins.", " One", " two", " three", " four", " five", " six", f" **{slot} ends.**"]
+    if slot == "gamma":  # markup a model might send: shown as text, never run
+        pieces[-1] += " <img src=x onerror=\"document.title='pwned'\"> [click](javascript:alert(1))"
     steps = sse_response(oa_text_stream(*pieces))
     # head, role chunk, the pieces (0.4 s apart), the rest
     return (
@@ -81,7 +83,13 @@ def test_three_columns_stream_side_by_side(lab: Any, page: Any, artifacts: Path)
         for i, slot in enumerate(SLOTS):
             text = columns.nth(i).inner_text()
             assert f"{slot} begins. One two three four five six {slot} ends." in text
+            # Replies read as Markdown, as a single %%turn's do.
+            assert columns.nth(i).locator(".sm-markdown strong").inner_text() == f"{slot} ends."
             assert f"slot {slot}, turn 1" in text and "12 in / 5 out" in text and "openai:gpt-4o-mini" in text
+        gamma = columns.nth(2)
+        assert "<img src=x onerror=" in gamma.inner_text() and gamma.locator(".sm-column-text img").count() == 0
+        assert gamma.locator("a").count() == 0 and "[click](javascript:alert(1))" in gamma.inner_text()
+        assert page.title() != "pwned"
         summary = cell.locator(".sm-fanout .sm-summary").inner_text()
         assert "slowest" in summary and "fastest" in summary and "total cost" in summary
         assert FAKE_KEY not in cell.inner_text()
