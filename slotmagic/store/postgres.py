@@ -132,7 +132,6 @@ class PostgresStore(RowStore):
         self._version: int | None = None
         self._in_transaction = False
         self._token = secrets.token_hex(8)  # this store's writes, in NOTIFY payloads
-        self._subscribers: list[Callable[[], None]] = []
         self._listener: _Listener | None = None
         # "normal": a commit does not wait for the server's disk (a server crash may lose the
         # last turns, never tear one), as the SQLite store's synchronous=NORMAL.
@@ -370,30 +369,18 @@ class PostgresStore(RowStore):
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` (on a background thread) after another connection commits a
         write to this schema; returns a function that stops it."""
+        unsubscribe = self._add_subscriber(callback)
         with self._lock:
-            self._subscribers.append(callback)
             if self._listener is None:
                 self._listener = _Listener(self)
                 self._listener.start()
                 self._listener.ready.wait(self.timeout)
-
-        def unsubscribe() -> None:
-            with self._lock, suppress(ValueError):
-                self._subscribers.remove(callback)
-
         return unsubscribe
 
     def _notified(self, payloads: Sequence[str]) -> None:
         mine = f"{self.schema} {self._token}"
-        if not any(p.startswith(self.schema + " ") and p != mine for p in payloads):
-            return
-        with self._lock:
-            subscribers = list(self._subscribers)
-        for callback in subscribers:
-            try:
-                callback()
-            except Exception:  # a subscriber's failure is its own business
-                logger.debug("a store change subscriber failed", exc_info=True)
+        if any(p.startswith(self.schema + " ") and p != mine for p in payloads):
+            self._tell_subscribers()
 
 
 class _Listener(threading.Thread):

@@ -25,10 +25,11 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self
 
@@ -40,6 +41,8 @@ from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
 from ..core.workflow import Workflow, check_workflow_name, no_workflow
 from ..errors import ConfigError, ProtectedSlot, SlotExists, SlotMoved, SlotNotFound, SlotReadonly, StoreError
 from .base import MARKS, CellTurn, GcReport, History, Mark, Piece, SearchHit, Tip, UndoStep
+
+logger = logging.getLogger("slotmagic")
 
 ROW_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo"
 MESSAGE_COLUMNS = "role, content, tokens, extra"
@@ -226,6 +229,7 @@ class RowStore:
         self._created: dict[int, float] = {}  # slot row -> created_at, for segments of rows read
         self._generation = 0  # see generation(): bumped by every write and every change noticed
         self._others_seen = 0  # writes of other connections noticed so far (see SQLiteStore.subscribe)
+        self._subscribers: list[Callable[[], None]] = []  # told of other connections' writes
         self._active_workflows: dict[str, tuple[int, Workflow | None]] = {}  # session -> (generation, it)
 
     def _read(self) -> AbstractContextManager[Connection]:
@@ -344,6 +348,26 @@ class RowStore:
             for key in keys:
                 if alive.get(key) != self._segments[key].created_at:
                     del self._segments[key]
+
+    def _add_subscriber(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Keep ``callback`` among those ``_tell_subscribers`` calls; returns what removes it."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock, suppress(ValueError):
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _tell_subscribers(self) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            try:
+                callback()
+            except Exception:  # a subscriber's failure is its own business
+                logger.debug("a store change subscriber failed", exc_info=True)
 
     def _forget(self) -> None:
         self._generation += 1

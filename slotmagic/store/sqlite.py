@@ -19,7 +19,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -62,7 +62,6 @@ class SQLiteStore(RowStore):
             raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
         self._init_caches()
         self._data_version: int | None = None
-        self._subscribers: list[Callable[[], None]] = []
         self._watcher: _Watcher | None = None
         self._others_polled = 0
         self.timeout = timeout
@@ -271,17 +270,12 @@ class SQLiteStore(RowStore):
         """Call ``callback()`` (on a background thread) within ~a quarter second of another
         connection committing a write to this file; returns a function that stops it. SQLite
         has no notifications: a thread asks ``PRAGMA data_version``, a few microseconds."""
+        unsubscribe = self._add_subscriber(callback)
         with self._lock:
-            self._subscribers.append(callback)
             if self._watcher is None and self.path != ":memory:":  # no one else can write to that
                 self._others_polled = self._others_seen  # from now on
                 self._watcher = _Watcher(self)
                 self._watcher.start()
-
-        def unsubscribe() -> None:
-            with self._lock, suppress(ValueError):
-                self._subscribers.remove(callback)
-
         return unsubscribe
 
     def _poll(self) -> bool:
@@ -292,15 +286,6 @@ class SQLiteStore(RowStore):
                 self._sync()
             seen, self._others_polled = self._others_polled, self._others_seen
             return seen != self._others_seen
-
-    def _tell_subscribers(self) -> None:
-        with self._lock:
-            subscribers = list(self._subscribers)
-        for callback in subscribers:
-            try:
-                callback()
-            except Exception:  # a subscriber's failure is its own business
-                logger.debug("a store change subscriber failed", exc_info=True)
 
     def close(self) -> None:
         watcher, self._watcher = self._watcher, None
