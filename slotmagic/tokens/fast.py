@@ -13,8 +13,12 @@ Python 3.13; without it counts are the same, only slower on such text.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+
+logger = logging.getLogger("slotmagic")
 
 __all__ = ["fast_counter"]
 
@@ -24,14 +28,26 @@ FAST_VERSION = "0.1.0"
 
 @cache
 def fast_counter(encoding: str) -> Callable[[str], int] | None:
-    """rs-bpe's ``count`` for ``encoding``, or None (not installed, or an encoding it lacks)."""
+    """rs-bpe's ``count`` for ``encoding``, or None: not installed, another version than the one
+    compared with tiktoken, an encoding it lacks, or one it fails to build (tiktoken counts)."""
     try:
+        if version("rs-bpe") != FAST_VERSION:
+            logger.debug(
+                "rs-bpe %s is not %s, whose counts were checked: counting with tiktoken",
+                version("rs-bpe"),
+                FAST_VERSION,
+            )
+            return None
         from rs_bpe.bpe import openai  # type: ignore[import-not-found, unused-ignore]  # a compiled module, no stubs
-    except ImportError:
+    except (PackageNotFoundError, ImportError):
         return None
     factories = {"o200k_base": openai.o200k_base, "cl100k_base": openai.cl100k_base}
     factory = factories.get(encoding)
     if factory is None:
         return None
-    count: Callable[[str], int] = factory().count
+    try:
+        count: Callable[[str], int] = factory().count
+    except Exception:  # a broken install: tiktoken is always there
+        logger.debug("rs-bpe could not build %s: counting with tiktoken", encoding, exc_info=True)
+        return None
     return count

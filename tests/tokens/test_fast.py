@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from slotmagic.tokens import ENCODINGS, TokenCounter
 from slotmagic.tokens import counter as counter_module
+from slotmagic.tokens import fast as fast_module
 from slotmagic.tokens.fast import FAST_VERSION, fast_counter
 
 KNOWN = json.loads((Path(__file__).parent / "known_token_ids.json").read_text(encoding="utf-8"))["samples"]
@@ -92,3 +93,15 @@ def test_counts_are_the_same_with_and_without_it(encoding: str, without_fast_cou
         patch.setattr(counter_module, "fast_counter", fast_counter)
         quick = [TokenCounter(MODELS[encoding], encoding).count_text(t) for t in texts]
     assert quick == slow == [len(KNOWN[s][encoding]) for s in sorted(KNOWN)]
+
+
+def test_another_rs_bpe_version_is_not_trusted() -> None:
+    # Only the version compared with tiktoken counts; any other leaves counting to tiktoken.
+    fast_counter.cache_clear()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(fast_module, "version", lambda name: "0.2.0")
+            assert fast_counter("o200k_base") is None
+    finally:
+        fast_counter.cache_clear()
+    assert fast_counter("o200k_base") is not None
