@@ -50,7 +50,7 @@ from .reply import Reply
 from .view import Counting, View
 
 _CALIBRATION = "calibration"  # the store's meta key
-_KEPT_VIEWS = 8  # previews kept (see TurnEngine.view): a full slot's holds an entry per message
+_KEPT_VIEWS, _KEPT_ENTRIES = 8, 50_000  # previews kept (see TurnEngine.view), and their entries in all
 
 
 def count_tokens(message: Message) -> int:
@@ -283,7 +283,12 @@ class TurnEngine:
             with self._views_lock:  # widgets following other kernels ask from a background thread
                 self._views.pop(slot.id, None)
                 self._views[slot.id] = (key, view)
-                while len(self._views) > _KEPT_VIEWS:  # the least recently made goes
+                # The least recently made go first, past 8 views or past 50,000 entries in all
+                # (a full slot's view holds an entry per message); the newest always stays.
+                while len(self._views) > 1 and (
+                    len(self._views) > _KEPT_VIEWS
+                    or sum(len(v.entries) for _, v in self._views.values()) > _KEPT_ENTRIES
+                ):
                     del self._views[next(iter(self._views))]
         return view
 
