@@ -18,6 +18,7 @@ from IPython.display import DisplayHandle, display
 
 from ..columns import column_data, columns_html, columns_text
 from ..engine.fanout import FanOut, FanOutEvent, FanOutResult
+from ..markdown import reply_html
 from ..session import Session
 from .options import SlotMagicOptions
 
@@ -84,10 +85,12 @@ class ColumnsView:
         return columns_text(self._current(), self._summary)
 
     def _current(self) -> list[dict[str, Any]]:
-        """The columns with the text streamed so far (joined only when shown)."""
+        """The columns with the text streamed so far (joined and rendered only when shown:
+        at most once a throttle interval)."""
         out = []
         for column, chunks in zip(self._columns, self._chunks, strict=True):
-            out.append({**column, "text": "".join(chunks)} if chunks else column)
+            text = "".join(chunks)
+            out.append({**column, "text": text, "html": reply_html(text)} if chunks else column)
         return out
 
     def _show(self, final: bool = False) -> None:

@@ -74,6 +74,7 @@ def test_three_columns_stream_side_by_side(lab: Any, page: Any, artifacts: Path)
         cell.screenshot(path=str(artifacts / "1-streaming.png"))
         for slot, text in zip(SLOTS, partial, strict=True):
             assert f"{slot} begins." in text and f"{slot} ends." not in text
+        assert columns.locator(".sm-column-text.sm-markdown p").count() == 3  # Markdown while it streams
         boxes = [columns.nth(i).bounding_box() for i in range(3)]
         assert boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"]  # side by side
         assert abs(boxes[0]["y"] - boxes[2]["y"]) < 2
