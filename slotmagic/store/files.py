@@ -315,7 +315,7 @@ class RecoveryReport:
             else ""
         )
         rows = ", ".join(f"{n} stretch{'es' * (n != 1)} of {t} rows" for t, n in sorted(self.unreadable.items()))
-        dropped = ", ".join(f"{n} {_STATE_WORDS.get(t, t)}" for t, n in sorted(self.dropped.items()))
+        dropped = ", ".join(f"{n} {_STATE_WORDS.get(t, (t, t))[n != 1]}" for t, n in sorted(self.dropped.items()))
         return (
             f"{where}: {saved}; lost {self.lost_turns} turn{'s' * (self.lost_turns != 1)} "
             f"({self.lost_messages} message{'s' * (self.lost_messages != 1)}){cut}"
@@ -725,13 +725,13 @@ def _make_consistent(db: sqlite3.Connection, report: RecoveryReport) -> set[int]
 # workflows (per session), then pins, compactions and working-context changes (per slot row, at
 # positions of its history). Token counts are not carried: they are counted again when needed.
 _STATE_TABLES = ("namespace", "workflows", "marks", "compactions", "context_events", "meta")
-_STATE_WORDS = {
-    "namespace": "large tool results",
-    "workflows": "workflows",
-    "marks": "pins or exclusions",
-    "compactions": "compactions",
-    "context_events": "working-context changes",
-    "meta": "calibration values",
+_STATE_WORDS = {  # table -> (one, several)
+    "namespace": ("large tool result", "large tool results"),
+    "workflows": ("workflow", "workflows"),
+    "marks": ("pin or exclusion", "pins or exclusions"),
+    "compactions": ("compaction", "compactions"),
+    "context_events": ("working-context change", "working-context changes"),
+    "meta": ("calibration value", "calibration values"),
 }
 
 
