@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from IPython.core.error import UsageError
+
 from .options import SlotMagicOptions
-from .parsing import CommandParser
+from .parsing import CommandParser, did_you_mean, parse
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -42,3 +44,43 @@ class Command:
     def parser(self) -> CommandParser:
         """Built once: a parser is not changed by parsing, and building one costs ~1 ms."""
         return self.make_parser()
+
+
+@dataclass(frozen=True)
+class CommandTable:
+    """A magic's subcommands: its ``--help`` overview, and a line's words to a handler and
+    arguments. ``header`` is the overview's first lines; a line with no words runs
+    ``default`` (summed up as ``default_summary``, else by its parser)."""
+
+    magic: str  # "%slot"
+    commands: Mapping[str, Command]
+    header: tuple[str, ...]
+    default: Handler
+    default_parser: Callable[[], CommandParser]
+    default_summary: str | None = None
+    hint: str = ""  # said after "--help lists the subcommands" when a subcommand is unknown
+
+    def overview(self) -> str:
+        """Every subcommand with its summary, generated from the parsers."""
+        width = max(len(name) for name in self.commands)
+        summary = self.default_summary or self.default_parser().summary()
+        lines = [*self.header, f"  {'(none)':<{width}}  {summary}"]
+        lines += [f"  {name:<{width}}  {command.parser.summary()}" for name, command in self.commands.items()]
+        return "\n".join(lines)
+
+    def dispatch(self, words: Sequence[str]) -> tuple[Handler, argparse.Namespace] | None:
+        """The handler and arguments of a line's words; None when help was printed."""
+        if not words:
+            return self.default, parse(self.default_parser(), [])
+        name, rest = words[0], list(words[1:])
+        if name in ("-h", "--help", "help"):
+            print(self.overview())
+            return None
+        command = self.commands.get(name)
+        if command is None:
+            what = "option" if name.startswith("-") else "subcommand"
+            raise UsageError(
+                f"{self.magic}: unknown {what} {name!r}{did_you_mean(name, self.commands)} "
+                f"({self.magic} --help lists the subcommands{self.hint})"
+            )
+        return command.run, parse(command.parser, rest)

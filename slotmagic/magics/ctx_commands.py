@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from IPython.core.error import UsageError
 
 from ..core.context import STEP_STATUSES, DecisionItem, GoalItem, QuestionItem, StepInfo
-from .command import Command, Context, Handler
-from .parsing import CommandParser, did_you_mean, parse
+from .command import Command, CommandTable, Context, Handler
+from .parsing import CommandParser
 
 GOAL_ACTIONS = ("add", "done", "cancel")
 
@@ -253,38 +253,31 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def overview() -> str:
-    """``%ctx --help``: every subcommand with its summary, generated from the parsers."""
-    width = max(len(name) for name in COMMANDS)
-    lines = [
+TABLE = CommandTable(
+    "%ctx",
+    COMMANDS,
+    header=(
         "usage: %ctx [SUBCOMMAND] [ARGS]   (each subcommand takes --help)",
         "",
         "The working context of a slot: what the model must not forget. The current step is",
         "sent with every request; goals, decisions and questions for a few turns after they",
         "change (%config SlotMagic.working_context_turns), and all of it once after a compaction.",
         "",
-        f"  {'(none)':<{width}}  same as show",
-    ]
-    lines += [f"  {name:<{width}}  {command.make_parser().summary()}" for name, command in COMMANDS.items()]
-    return "\n".join(lines)
+    ),
+    default=_show,
+    default_parser=_show_parser,
+    default_summary="same as show",
+)
+
+
+def overview() -> str:
+    """``%ctx --help``: every subcommand with its summary, generated from the parsers."""
+    return TABLE.overview()
 
 
 def dispatch(line: str) -> tuple[Handler, argparse.Namespace] | None:
     """Parse a ``%ctx`` line into its handler and arguments; None when help was printed."""
-    words = split_text_line(line)
-    if not words:
-        return _show, parse(_show_parser(), [])
-    name, rest = words[0], words[1:]
-    if name in ("-h", "--help", "help"):
-        print(overview())
-        return None
-    command = COMMANDS.get(name)
-    if command is None:
-        what = "option" if name.startswith("-") else "subcommand"
-        raise UsageError(
-            f"%ctx: unknown {what} {name!r}{did_you_mean(name, COMMANDS)} (%ctx --help lists the subcommands)"
-        )
-    return command.run, parse(command.make_parser(), rest)
+    return TABLE.dispatch(split_text_line(line))
 
 
 def complete(words: Sequence[str], slot_ids: Iterable[str]) -> list[str]:

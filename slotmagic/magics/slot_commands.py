@@ -18,10 +18,10 @@ from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
 from ..render import describe_mode
 from ..session import Session
 from ..store.urls import is_postgres_url, parse_postgres_url, shown_target
-from .command import Command, Context, Handler
+from .command import Command, CommandTable, Context, Handler
 from .compare_command import compare, compare_parser
 from .explore_commands import explore_commands
-from .parsing import CommandParser, at_least, did_you_mean, parse, split_line
+from .parsing import CommandParser, at_least, split_line
 
 if TYPE_CHECKING:
     pass
@@ -510,31 +510,20 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+TABLE = CommandTable(
+    "%slot",
+    COMMANDS,
+    header=("usage: %slot [SUBCOMMAND] [ARGS]   (each subcommand takes --help)", ""),
+    default=_status,
+    default_parser=_status_parser,
+)
+
+
 def overview() -> str:
     """``%slot --help``: every subcommand with its summary, generated from the parsers."""
-    width = max(len(name) for name in COMMANDS)
-    lines = [
-        "usage: %slot [SUBCOMMAND] [ARGS]   (each subcommand takes --help)",
-        "",
-        f"  {'(none)':<{width}}  {_status_parser().summary()}",
-    ]
-    lines += [f"  {name:<{width}}  {command.parser.summary()}" for name, command in COMMANDS.items()]
-    return "\n".join(lines)
+    return TABLE.overview()
 
 
 def dispatch(line: str) -> tuple[Handler, argparse.Namespace] | None:
     """Parse a ``%slot`` line into its handler and arguments; None when help was printed."""
-    words = split_line(line)
-    if not words:
-        return _status, parse(_status_parser(), [])
-    name, rest = words[0], words[1:]
-    if name in ("-h", "--help", "help"):
-        print(overview())
-        return None
-    command = COMMANDS.get(name)
-    if command is None:
-        what = "option" if name.startswith("-") else "subcommand"
-        raise UsageError(
-            f"%slot: unknown {what} {name!r}{did_you_mean(name, COMMANDS)} (%slot --help lists the subcommands)"
-        )
-    return command.run, parse(command.parser, rest)
+    return TABLE.dispatch(split_line(line))

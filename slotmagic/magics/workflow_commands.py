@@ -18,8 +18,8 @@ from IPython.core.error import UsageError
 
 from ..core.context import STEP_STATUSES
 from ..core.workflow import Workflow
-from .command import Command, Context, Handler
-from .parsing import CommandParser, did_you_mean, parse, split_line
+from .command import Command, CommandTable, Context, Handler
+from .parsing import CommandParser, parse, split_line
 from .slot_commands import show_widget
 
 EMPTY_CELL = "--empty-cell"  # how an empty %%workflow cell reaches the line magic (see below)
@@ -218,41 +218,35 @@ _NAMED = ("show", "use", "delete")  # their positional is a workflow's name
 _NODE = ("status", "current", "attach")  # their first positional is a step
 
 
-def overview() -> str:
-    """``%workflow --help``: every subcommand with its summary, generated from the parsers."""
-    width = max(len(name) for name in COMMANDS)
-    lines = [
+TABLE = CommandTable(
+    "%workflow",
+    COMMANDS,
+    header=(
         "usage: %workflow [SUBCOMMAND] [ARGS]   (each subcommand takes --help)",
         "       %%workflow NAME                  (a cell: the edge list; %%workflow --help)",
         "",
-        f"  {'(none)':<{width}}  same as show",
-    ]
-    lines += [f"  {name:<{width}}  {command.make_parser().summary()}" for name, command in COMMANDS.items()]
-    return "\n".join(lines)
+    ),
+    default=_show,
+    default_parser=_show_parser,
+    default_summary="same as show",
+    hint="; a definition is a %%workflow NAME cell",
+)
+
+
+def overview() -> str:
+    """``%workflow --help``: every subcommand with its summary, generated from the parsers."""
+    return TABLE.overview()
 
 
 def dispatch(line: str) -> tuple[Handler, argparse.Namespace] | None:
     """Parse a ``%workflow`` line into its handler and arguments; None when help was printed."""
     words = split_line(line)
-    if not words:
-        return _show, parse(_show_parser(), [])
-    name, rest = words[0], words[1:]
-    if name == EMPTY_CELL:  # a %%workflow cell with no body
-        named = parse(cell_parser(), rest).name
+    if words and words[0] == EMPTY_CELL:  # a %%workflow cell with no body
+        named = parse(cell_parser(), words[1:]).name
         raise UsageError(
             f"%%workflow {named}: the cell has no edges; write one per line below the magic, e.g. `intake -> research`"
         )
-    if name in ("-h", "--help", "help"):
-        print(overview())
-        return None
-    command = COMMANDS.get(name)
-    if command is None:
-        what = "option" if name.startswith("-") else "subcommand"
-        raise UsageError(
-            f"%workflow: unknown {what} {name!r}{did_you_mean(name, COMMANDS)} "
-            "(%workflow --help lists the subcommands; a definition is a %%workflow NAME cell)"
-        )
-    return command.run, parse(command.make_parser(), rest)
+    return TABLE.dispatch(words)
 
 
 def complete(
