@@ -244,17 +244,10 @@ class PostgresStore(RowStore):
             self._others_wrote()
 
     @contextmanager
-    def _write(self) -> Iterator[_Connection]:
+    def _transaction(self) -> Iterator[_Connection]:
         with self._lock:
-            if self.refusal is not None:
-                raise StoreError(self.refusal)
-            # Before and after any change: nothing computed from the store during it stays current.
-            self._generation += 1
             if self._in_transaction:
-                try:
-                    yield self._db
-                finally:
-                    self._generation += 1
+                yield self._db
                 return
             db = self._connection()
             self._in_transaction = True
@@ -270,7 +263,6 @@ class PostgresStore(RowStore):
                     self._others_wrote()
                 self._version = version
                 yield db
-                self._generation += 1
                 db.execute("COMMIT")
             except BaseException:
                 if not db.broken:

@@ -208,8 +208,9 @@ class RowStore:
     """The store logic over slot rows and segments, for a subclass that connects.
 
     A subclass sets ``self._db`` and implements ``_read`` (the connection, caches brought up
-    to date), ``_write`` (one write transaction, joined inside ``atomic()``), ``close`` and
-    ``__init__``. Safe to share between threads: every call holds ``self._lock``.
+    to date), ``_transaction`` (one write transaction, joined inside ``atomic()``; ``_write``
+    runs it), ``close`` and ``__init__``. Safe to share between threads: every call holds
+    ``self._lock``.
     """
 
     # How a turn's cell id is read in SQL (indexed in both dialects).
@@ -235,8 +236,23 @@ class RowStore:
     def _read(self) -> AbstractContextManager[Connection]:
         raise NotImplementedError
 
-    def _write(self) -> AbstractContextManager[Connection]:
+    def _transaction(self) -> AbstractContextManager[Connection]:
         raise NotImplementedError
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """One write transaction (refused when the store refuses writes). The generation moves
+        on before and after it, whether it commits or not: nothing computed from the store
+        during a write is kept as current."""
+        with self._lock:
+            if self.refusal is not None:
+                raise StoreError(self.refusal)
+            self._generation += 1
+            try:
+                with self._transaction() as db:
+                    yield db
+            finally:
+                self._generation += 1
 
     def close(self) -> None:
         raise NotImplementedError

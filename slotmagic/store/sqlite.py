@@ -156,20 +156,13 @@ class SQLiteStore(RowStore):
             yield self._db
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: all of it commits or none of it does. Inside ``atomic()``
         it joins the enclosing transaction."""
         with self._lock:
             db = self._db
-            if self.refusal is not None:
-                raise StoreError(self.refusal)
-            # Before and after any change: nothing computed from the store during it stays current.
-            self._generation += 1
             if db.in_transaction:
-                try:
-                    yield db
-                finally:
-                    self._generation += 1
+                yield db
                 return
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -180,7 +173,6 @@ class SQLiteStore(RowStore):
                 db.execute("ROLLBACK")
                 self._forget()  # the caches may hold what was just rolled back
                 raise
-            self._generation += 1
             db.execute("COMMIT")
 
     def _sync(self) -> None:
