@@ -81,9 +81,6 @@ class ColumnsView:
         self._summary = line
         self._show(final=True)
 
-    def text(self) -> str:
-        return columns_text(self._current(), self._summary)
-
     def _current(self) -> list[dict[str, Any]]:
         """The columns with the text streamed so far (joined and rendered only when shown:
         at most once a throttle interval)."""
