@@ -16,8 +16,10 @@ can show it as is (a ``UsageError``, no traceback). Anything that is *not* a
     │   └── InvalidSlotId          (also a ValueError)
     ├── ConfigError                (also a ValueError)
     ├── StoreError
+    │   └── DamagedRecord          (a stored workflow or working context this version cannot read)
     ├── TurnNotStored              (its slot was renamed or deleted meanwhile; the reply is kept)
     ├── OverBudget                 (a request that cannot fit its budget, refused before sending)
+    │   └── CompactionNeeded       (auto_compact is "ask": the compaction waits for a review)
     └── ProviderError              (the slot is always left unchanged)
         ├── UnknownModel
         ├── MissingAPIKey
@@ -132,6 +134,16 @@ class StoreError(SlotMagicError):
     """The state file cannot be opened or used."""
 
 
+class DamagedRecord(StoreError):
+    """A stored record (a workflow, a working-context change) cannot be read: damaged, or
+    written by a newer slotmagic. ``name`` is the workflow's name, or the slot's. A turn goes
+    on without it; the message says how to repair or remove it."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
 class TurnNotStored(SlotMagicError):
     """A reply came back but its slot was renamed or deleted while it was written. The text
     is kept on the exception (``text``) so nothing the model said is lost."""
@@ -148,6 +160,11 @@ class TurnNotStored(SlotMagicError):
 class OverBudget(SlotMagicError):
     """A request would not fit the slot's budget and compaction cannot make it fit (it is off
     for the slot, or the newest messages alone are too long). Nothing was sent."""
+
+
+class CompactionNeeded(OverBudget):
+    """A turn needs a compaction first and ``auto_compact`` is "ask": the message gives the
+    numbers and the commands to review and apply it. Nothing was sent."""
 
 
 class ProviderError(SlotMagicError):

@@ -18,11 +18,12 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
 from .core.messages import Message
+from .render import plural
 
 PREFIX = "namespace://"
 DEFAULT_THRESHOLD = 2048  # bytes of UTF-8
@@ -84,10 +85,15 @@ class Namespace:
         (the original stored once, by content hash)."""
         if message.role != "tool" or len(message.content.encode("utf-8")) <= self.threshold:
             return message
-        key = content_key(message.content)
-        self.store.namespace_put(self.session_id, key, message.name or "tool", message.content)
-        self._remember(key, message.content)
+        key = self.keep(message.name or "tool", message.content)
         return replace(message, content=reference_text(message.name or "tool", key, message.content), tokens=0)
+
+    def keep(self, tool: str, content: str) -> str:
+        """Keep ``content`` aside (once, by content hash) and return its key."""
+        key = content_key(content)
+        self.store.namespace_put(self.session_id, key, tool, content)
+        self._remember(key, content)
+        return key
 
     def get(self, key: str) -> str | None:
         with self._lock:
@@ -99,19 +105,42 @@ class Namespace:
             self._remember(key, found)
         return found
 
-    def read(self, ref: str, offset: int = 0, length: int = PAGE_CHARS) -> str:
-        """A page of a stored result, for the ``read_namespace`` tool (errors as text)."""
+    def read(
+        self,
+        ref: str,
+        offset: int = 0,
+        length: int = PAGE_CHARS,
+        fit: Callable[[Callable[[int], str], int], str | None] | None = None,
+    ) -> str:
+        """A page of a stored result, for the ``read_namespace`` tool (errors as text). ``fit``
+        cuts the page to the room a request has left for it: given the page's text for a
+        length and the length asked for, the text of the longest that fits (None: none does)."""
         parsed = parse_reference(ref)
         if parsed is None:
             return f"error: {ref!r} is not a namespace reference (they look like namespace://tool/0123456789abcdef)"
-        content = self.get(parsed[1])
-        if content is None:
+        found = self.get(parsed[1])
+        if found is None:
             return f"error: no namespace entry {ref.strip()!r} in this session"
+        content, where = found, f"{PREFIX}{parsed[0]}/{parsed[1]}"
         offset, length = max(0, offset), max(1, min(length, 50_000))
-        page = content[offset : offset + length]
-        end = offset + len(page)
-        more = f"; {len(content) - end:,} more from offset {end}" if end < len(content) else "; the end"
-        return f"[characters {offset:,} to {end:,} of {len(content):,}{more}]\n{page}"
+
+        def page(n: int) -> str:
+            text = content[offset : offset + n]
+            end = offset + len(text)
+            left = len(content) - end
+            if left <= 0:
+                more = "; the end"
+            else:
+                pages = -(-left // max(1, len(text)))
+                more = f"; {left:,} more characters ({plural(pages, 'more page')}) from offset {end}"
+            return f"[{where} characters {offset:,} to {end:,} of {len(content):,}{more}]\n{text}"
+
+        text = page(length) if fit is None else fit(page, length)
+        if text is None:
+            return (
+                "error: this request has no room left for a page; answer with what you have, or read on in a later turn"
+            )
+        return text
 
     def expand(self, messages: Sequence[Message]) -> list[Message]:
         """The messages with every reference replaced by its original text."""
@@ -137,5 +166,10 @@ class Namespace:
                 self._cached -= len(dropped.encode("utf-8"))
 
 
+_MENTION = re.compile(r"namespace://[A-Za-z0-9_-]{1,64}/[0-9a-f]{16}")
+
+
 def has_reference(messages: Sequence[Message]) -> bool:
-    return any(m.role == "tool" and m.content.startswith(PREFIX) for m in messages)
+    """Whether any message holds a reference: a result kept aside, or a summary, a page or a
+    recalled message that names one."""
+    return any((m.role == "tool" and m.content.startswith(PREFIX)) or _MENTION.search(m.content) for m in messages)

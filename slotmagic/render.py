@@ -28,6 +28,7 @@ _LABELS = {
     "summary": "summary",
     "compaction": "compaction summary",
     "new": "new message",
+    "elided": "older tool result, shortened",
 }
 NAMESPACE_REF = re.compile(r"namespace://[^\s)\]>\"']+")
 

@@ -42,15 +42,16 @@ from .diff import BranchDiff, diff_slots
 from .engine.budgeting import SlotBudget, cache_totals
 from .engine.fanout import MAX_CONCURRENCY, FanOut, FanOutResult, plan_fan_out
 from .engine.reply import Reply
-from .engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
+from .engine.review import Draft, drop_draft, keep_draft, kept_draft
+from .engine.turn import AUTO_COMPACT, AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
 from .engine.view import View
-from .errors import ConfigError, SlotConflict, SlotNotEmpty, SlotReadonly, StoreError
+from .errors import ConfigError, DamagedRecord, SlotConflict, SlotNotEmpty, SlotReadonly, StoreError
 from .explore import Explorer, Merge
 from .export import export_slot
 from .providers import ProviderSettings, parse_model
 from .snapshot import LastUserCache
 from .store import Store, check_target, open_store
-from .store.base import GcReport, Mark, SearchHit, UndoStep
+from .store.base import GcReport, History, Mark, SearchHit, UndoStep
 from .tools import Tool, ToolRegistry
 from .tree import SlotTree, build_tree
 
@@ -419,15 +420,27 @@ class Session:
         instructions: str | None = None,
         model: str | None = None,
         preview: bool = False,
+        apply: bool = False,
+        summary: str | None = None,
     ) -> Compaction:
         """Compact the slot now: fold all but its newest messages into a summary (all but the
         last ``keep`` messages, or what does not fit in half the room left for history). The
         stored messages stay; only the model's view changes. ``instructions`` steer what the
-        summary keeps; with ``preview`` the summary is made and returned, and nothing stored."""
+        summary keeps.
+
+        Reviewed: with ``preview`` the summary is made and kept as the slot's draft, nothing
+        applied (:meth:`compaction_draft`); ``apply`` then applies exactly that draft, asking no
+        model, or ``summary`` in its place (an edited text). ``summary`` alone applies a summary
+        of your own over what would be folded."""
         check_flag(preview, "preview")
+        check_flag(apply, "apply")
+        if preview and (apply or summary is not None):
+            raise ConfigError("preview shows a summary without applying it: use apply=True (or summary=) afterwards")
         if keep is not None:
             check_whole(keep, "keep", minimum=1)
         check_optional_text(instructions, "instructions")
+        if summary is not None and not check_text(summary, "summary").strip():
+            raise ConfigError("the summary is empty: write what the folded messages should be replaced by")
         model = _check_model(model) if model else self.model
         history = self.store.history(self.session_id, _optional_slot(slot))
         found = history.slot
@@ -435,14 +448,50 @@ class Session:
         if found.mode is SlotMode.READONLY:
             raise SlotReadonly(found.id)
         view = self._engine.view(found, history, model=model)
+        summarizer = self._engine.summarizer(model, view)
+        if apply:
+            draft = kept_draft(self.store, self.session_id, found.id)
+            if draft is None:
+                raise ConfigError(
+                    f"no summary was previewed for slot {found.id!r}: %slot compact --preview {found.id} "
+                    "(compact(preview=True)) makes one to review"
+                )
+            draft.check(history)
+            made = draft.compaction
+            if summary is not None:
+                made = made.replace(text=" ".join(summary.split()), method="edited", model=None, note=None)
+                made = made.replace(tokens_after=summarizer.counting.count(made.message()))
+            return self._apply_compaction(found.id, history, view, made)
         fold = self._engine.plan_compaction(view, history, model, keep)
         if fold is None:
             hint = "it fits its budget" if keep is None else f"it has no more than {keep} messages to keep"
             raise ConfigError(f"nothing to compact in slot {found.id!r}: {hint} (keep=N folds all but the last N)")
-        compaction = self._engine.summarizer(model, view).summarize(fold, instructions)
+        if summary is not None:
+            return self._apply_compaction(found.id, history, view, summarizer.written(fold, summary))
+        compaction = summarizer.summarize(fold, instructions)
         if preview:
+            after = fold.previous.upto if fold.previous is not None else 0
+            keep_draft(self.store, self.session_id, Draft(found.id, compaction, history.tip, after))
             return compaction
-        return self.store.add_compaction(self.session_id, found.id, compaction, base=history.tip)
+        return self._apply_compaction(found.id, history, view, compaction)
+
+    def compaction_draft(self, slot: str | None = None) -> Compaction | None:
+        """The summary previewed for the slot and not applied yet (None: there is none)."""
+        found = self.slot(slot)
+        draft = kept_draft(self.store, self.session_id, found.id)
+        return None if draft is None else draft.compaction
+
+    def _apply_compaction(self, slot: str, history: History, view: View, compaction: Compaction) -> Compaction:
+        assert view.report is not None
+        room = view.report.history_available + view.report.system.used
+        if compaction.method == "edited" and compaction.tokens_after > room:
+            raise ConfigError(
+                f"the summary takes {compaction.tokens_after:,} tokens, more than the {room:,} slot {slot!r} has "
+                "room for: shorten it"
+            )
+        stored = self.store.add_compaction(self.session_id, slot, compaction, base=history.tip)
+        drop_draft(self.store, self.session_id, slot)
+        return stored
 
     @property
     def context_windows(self) -> dict[str, int]:
@@ -453,6 +502,18 @@ class Session:
     @context_windows.setter
     def context_windows(self, value: Mapping[str, int]) -> None:
         self._engine.context_windows = _check_windows(value)
+
+    @property
+    def auto_compact(self) -> str:
+        """What a turn past the compaction threshold does: "on" compacts first, "ask" stops with
+        the numbers and the commands to review the summary (``CompactionNeeded``), "off" refuses."""
+        return self._engine.auto_compact
+
+    @auto_compact.setter
+    def auto_compact(self, value: str) -> None:
+        if value not in AUTO_COMPACT:
+            raise ConfigError(f"auto_compact must be one of {', '.join(AUTO_COMPACT)}, not {value!r:.60}")
+        self._engine.auto_compact = value
 
     @property
     def compaction_model(self) -> str | None:
@@ -624,14 +685,16 @@ class Session:
     # -- working context (seed T5) ------------------------------------------------------------
 
     @property
-    def working_context_turns(self) -> int:
+    def working_context_turns(self) -> int | None:
         """For how many turns a change to a slot's goals, decisions or questions is sent with
-        its requests (the current step always is; everything once after a compaction)."""
+        its requests (the current step always is; everything once after a compaction). None
+        sends no working context at all; ``configure_slot(working_context=False)`` (``%ctx
+        off``) does so for one slot."""
         return self._engine.working_context_turns
 
     @working_context_turns.setter
-    def working_context_turns(self, value: int) -> None:
-        self._engine.working_context_turns = check_whole(value, "working_context_turns")
+    def working_context_turns(self, value: int | None) -> None:
+        self._engine.working_context_turns = None if value is None else check_whole(value, "working_context_turns")
 
     def context(self, slot: str | None = None) -> WorkingContext:
         """The slot's working context: goals, decisions, questions and the current step,
@@ -709,7 +772,9 @@ class Session:
         """What a turn on ``slot`` offers besides the session's tools: ``read_context`` when its
         request carries the working-context block (the rest of the context is a call away; a
         request without the block stays byte for byte as without the feature), and the update
-        tools when ``context_updates`` is on."""
+        tools when ``context_updates`` is on; none when the working context is off."""
+        if self.working_context_turns is None or not slot.config.working_context:
+            return []
         if not self.context_updates and not any(e.kind == "context" for e in view.entries):
             return []
         return list(self.context_tools(slot.id, updates=self.context_updates))
@@ -770,10 +835,21 @@ class Session:
             slot = self.slot(slot).id  # an unknown slot is refused, with a suggestion
         return self._change_workflow(workflow, lambda w: w.with_slot(node, slot))
 
-    def delete_workflow(self, name: str | None = None) -> Workflow:
-        """Delete a workflow (the active one by default); returns it as it was."""
-        found = self.workflow(name)
-        self.store.update_workflow(self.session_id, found.name, lambda _: None)
+    def delete_workflow(self, name: str | None = None) -> Workflow | None:
+        """Delete a workflow (the active one by default); returns it as it was (None when it
+        could not be read: a damaged workflow is deleted all the same)."""
+        try:
+            found: Workflow | None = self.workflow(name)
+        except DamagedRecord as exc:  # the active one, damaged
+            name, found = exc.name, None
+        except ConfigError:
+            damaged = [d for d in self.store.damaged_workflows(self.session_id) if d.name == name]
+            if not damaged:
+                raise
+            found = None
+        target = found.name if found is not None else name
+        assert target is not None
+        self.store.update_workflow(self.session_id, target, lambda _: None)
         return found
 
     def _active_workflow(self) -> Workflow:

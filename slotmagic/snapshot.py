@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import SlotMagicError
+from .errors import DamagedRecord, SlotMagicError
 
 if TYPE_CHECKING:
     from .core.messages import Message
@@ -153,5 +153,8 @@ def _budget(session: SessionReader, slot: str) -> dict[str, Any] | None:
 
 def _workflow(session: SessionReader) -> dict[str, Any] | None:
     """The active workflow as the panel shows it (name, current step, done of total, next)."""
-    workflow = session.active_workflow()
+    try:
+        workflow = session.active_workflow()
+    except DamagedRecord:  # the turn warns about it; the panel shows none
+        return None
     return None if workflow is None else workflow.summary()

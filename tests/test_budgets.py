@@ -94,7 +94,11 @@ def test_compact_off_refuses_with_the_numbers_before_any_call(db_path: Path) -> 
             session.submit_turn(QUESTION.format(i=i))
         sent = server.requests
         before = session.messages()
-        with pytest.raises(OverBudget, match=r"the history needs [\d,]+ tokens but slot 'default' has room for [\d,]+"):
+        with pytest.raises(
+            OverBudget,
+            match=r"slot 'default': the conversation needs [\d,]+ tokens \(history [\d,]+, tool results 0\) "
+            r"but has room for [\d,]+",
+        ):
             for i in range(3, 10):
                 session.submit_turn(QUESTION.format(i=i))
         assert "compaction is off" in str(_last_error(session))

@@ -65,7 +65,7 @@ def test_read_namespace_pages_through_the_original(session: Session) -> None:
     assert tools is not None and "read_namespace" in tools.names()  # offered while a reference is in view
     page = tools.run_sync(ToolCall("p1", "read_namespace", json.dumps({"ref": ref, "offset": 1000, "length": 500})))
     head, _, body = page.content.partition("\n")
-    assert body == BIG[1000:1500] and head.startswith("[characters 1,000 to 1,500 of")
+    assert body == BIG[1000:1500] and head.startswith(f"[{ref} characters 1,000 to 1,500 of")
     end = tools.run_sync(ToolCall("p2", "read_namespace", json.dumps({"ref": ref, "offset": len(BIG) - 10})))
     assert end.content.endswith(BIG[-10:]) and "the end" in end.content
 

@@ -54,13 +54,22 @@ class ContextBudget:
 
     # -- what a request uses against the budget -----------------------------------------------
 
-    def history_available(self, system_side: int) -> int:
-        """Tokens left for history once ``system_side`` tokens are injected on the system side
-        (system prompt, working context, workflow block, tool definitions): the history budget
-        minus them, never below zero. History beyond this is what compaction must fold away."""
-        if not isinstance(system_side, int) or system_side < 0:
-            raise ConfigError(f"system-side tokens must be a whole number >= 0, got {system_side!r}")
-        return max(0, self.history - system_side)
+    def history_available(self, system_side: int, reply: int = 0) -> int:
+        """Tokens left for the conversation (history and tool results) once ``system_side``
+        tokens are injected on the system side (system prompt, working context, workflow block,
+        tool definitions): the history and tool-result budgets less them, and never more than
+        the budget's total less the reply (``reply``: what it may take, at least the reserve).
+        A conversation past this is what compaction must fold away; one within it always fits."""
+        for name, value in (("system-side tokens", system_side), ("reply tokens", reply)):
+            if not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be a whole number >= 0, got {value!r}")
+        room = min(self.history + self.tool_results, self.request_limit(reply))
+        return max(0, room - system_side)
+
+    def request_limit(self, reply: int = 0) -> int:
+        """The most a request may hold: the total less what the reply may take (the reserve,
+        or the turn's ``max_tokens`` when larger)."""
+        return max(0, self.total - max(self.reserve, reply))
 
     def report(
         self, *, system: int = 0, history: int = 0, tools: int = 0, tool_results: int = 0, reserve: int = 0
@@ -78,7 +87,8 @@ class ContextBudget:
             tools=CategoryUse(tools, self.tools),
             tool_results=CategoryUse(tool_results, self.tool_results),
             reserve=CategoryUse(reserve, self.reserve),
-            history_available=self.history_available(system + tools),
+            history_available=self.history_available(system + tools, reserve),
+            limit=self.request_limit(reserve),
         )
 
 
@@ -104,11 +114,13 @@ class CategoryUse:
 
 @dataclass(frozen=True, slots=True)
 class BudgetReport:
-    """A request against its budget, by category (seed T1 for history).
+    """A request against its budget, by category.
 
-    ``history_available`` is the dynamic threshold: the history budget less everything injected
-    on the system side (``system.used + tools.used``). ``needs_compaction`` is True when the
-    history is past it.
+    ``history_available`` is the dynamic compaction threshold: the history and tool-result
+    budgets less everything on the system side (``system.used + tools.used``), within ``limit``
+    (the budget less the reply's reserve). ``needs_compaction`` is True when the conversation
+    (``history.used + tool_results.used``) is past it; a request within it never exceeds
+    ``limit``.
     """
 
     system: CategoryUse
@@ -117,6 +129,7 @@ class BudgetReport:
     tool_results: CategoryUse
     reserve: CategoryUse
     history_available: int
+    limit: int = 0  # the most the request may hold: the budget less the reply's reserve
 
     @property
     def categories(self) -> dict[str, CategoryUse]:
@@ -137,18 +150,45 @@ class BudgetReport:
         return sum(c.allowed for c in self.categories.values())
 
     @property
+    def conversation_used(self) -> int:
+        """What the conversation takes: history (reply priming included) and tool results."""
+        return self.history.used + self.tool_results.used
+
+    @property
+    def request_used(self) -> int:
+        """The whole request: everything but the reply's reserve."""
+        return self.system.used + self.tools.used + self.conversation_used
+
+    @property
     def needs_compaction(self) -> bool:
-        return self.history.used > self.history_available
+        return self.conversation_used > self.history_available
 
     @property
     def over(self) -> tuple[str, ...]:
         """The categories past their allowance."""
         return tuple(name for name, c in self.categories.items() if c.over)
 
+    def room_words(self) -> str:
+        """Where the threshold comes from, in words."""
+        side = self.system.used + self.tools.used
+        return (
+            f"history and tool-result budgets {self.history.allowed + self.tool_results.allowed:,} "
+            f"less {side:,} on the system side, within the {self.limit:,} a request may hold"
+        )
+
+    def over_words(self) -> str:
+        """The conversation against the threshold, in words (for a refusal or a notice)."""
+        return (
+            f"the conversation needs {self.conversation_used:,} tokens (history {self.history.used:,}, tool results "
+            f"{self.tool_results.used:,}) but has room for {self.history_available:,} ({self.room_words()})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **{name: c.to_dict() for name, c in self.categories.items()},
             "history_available": self.history_available,
+            "conversation_used": self.conversation_used,
+            "limit": self.limit,
             "used": self.used,
             "allowed": self.allowed,
             "needs_compaction": self.needs_compaction,

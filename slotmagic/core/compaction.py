@@ -30,7 +30,7 @@ _MAX_ITEM_CHARS = 300
 _BEGIN_CARD, _END_CARD = "<card>", "</card>"
 _BEGIN_TEXT, _END_TEXT = "<summary>", "</summary>"
 
-Method = Literal["model", "keyword"]
+Method = Literal["model", "keyword", "edited"]  # edited: written or changed by the user
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +147,7 @@ class Compaction:
             card=SummaryCard.from_dict(data.get("card") or {}),
             text=str(data.get("text", "")),
             model=data.get("model"),
-            method="keyword" if data.get("method") == "keyword" else "model",
+            method=data["method"] if data.get("method") in ("keyword", "edited") else "model",
             tokens_before=int(data.get("tokens_before", 0)),
             tokens_after=int(data.get("tokens_after", 0)),
             replaced=int(data.get("replaced", 0)),
@@ -159,14 +159,19 @@ class Compaction:
 
     def message(self) -> Message:
         """The summary as the model sees it: one system message, marked as a summary."""
-        card = json.dumps(self.card.to_dict(), ensure_ascii=False)
-        return Message.system(f"{SUMMARY_HEADER} (the first {self.upto} messages):\n{self.text}\n\nKey points: {card}")
+        head = f"{SUMMARY_HEADER} (the first {self.upto} messages):\n{self.text}"
+        if self.card.empty:  # a summary written by hand may have no card
+            return Message.system(head)
+        return Message.system(f"{head}\n\nKey points: {json.dumps(self.card.to_dict(), ensure_ascii=False)}")
 
     def describe(self) -> str:
         """A footer line: ``compacted 42 messages → 1 summary, 38.1k → 2.3k tokens``."""
-        how = (
-            "" if self.method == "model" else " (keyword summary: " + (self.note or "the model's summary failed") + ")"
-        )
+        if self.method == "edited":
+            how = " (a summary written by hand)"
+        elif self.method == "keyword":
+            how = " (keyword summary: " + (self.note or "the model's summary failed") + ")"
+        else:
+            how = ""
         return (
             f"compacted {self.replaced} message{'s' if self.replaced != 1 else ''} → 1 summary, "
             f"{format_tokens(self.tokens_before)} → {format_tokens(self.tokens_after)} tokens{how}"
@@ -227,8 +232,14 @@ def _between(text: str, begin: str, end: str) -> str | None:
     return None if start < 0 or stop < 0 else text[start + len(begin) : stop].strip()
 
 
-def parse_summary(reply: str, replaced: str) -> tuple[SummaryCard, str]:
-    """The card and text from a model's reply, checked; ``SummaryRejected`` otherwise."""
+def parse_summary(reply: str, folded: str, previous: Compaction | None = None) -> tuple[SummaryCard, str]:
+    """The card and text from a model's reply, checked; ``SummaryRejected`` otherwise.
+
+    ``folded`` is the transcript of the messages folded now and ``previous`` the summary they
+    follow. A summary replaces both, so it must be shorter than both together. It may carry the
+    previous summary forward (a rolling summary repeats what still matters), but not copy the
+    folded messages verbatim.
+    """
     card_text = _between(reply, _BEGIN_CARD, _END_CARD)
     text = _between(reply, _BEGIN_TEXT, _END_TEXT)
     if card_text is None or text is None:
@@ -243,22 +254,32 @@ def parse_summary(reply: str, replaced: str) -> tuple[SummaryCard, str]:
     if not text or card.empty:
         raise SummaryRejected("the summary or the card is empty")
     whole = text + json.dumps(card.to_dict())
-    if len(whole) >= len(replaced):
+    replaced = len(folded) + (len(previous.text) + len(json.dumps(previous.card.to_dict())) if previous else 0)
+    if len(whole) >= replaced:
         raise SummaryRejected("the summary is not shorter than what it replaces")
-    if len(replaced) > 200 and _near_copy(text, replaced):
+    if len(folded) > 200 and _near_copy(text, folded):
         raise SummaryRejected("the summary is a near-copy of the conversation")
     return card, text
 
 
-def _near_copy(summary: str, replaced: str) -> bool:
-    """Whether the summary mostly repeats the transcript verbatim (a model echoing its input):
-    most of its six-word runs appear in the transcript too. Linear in both lengths."""
+def _near_copy(summary: str, folded: str) -> bool:
+    """Whether the summary mostly repeats the folded messages verbatim (a model echoing its
+    input): most of its six-word runs appear in them too. Only the summary's runs are kept;
+    the transcript is scanned once against them."""
     said = _shingles(summary)
-    return len(said) >= 4 and len(said & _shingles(replaced)) >= 0.6 * len(said)
+    if len(said) < 4:
+        return False
+    firsts = {run[0] for run in said}
+    words = _WORDS.findall(folded.lower())
+    found = {run for i, w in enumerate(words[:-5]) if w in firsts and (run := tuple(words[i : i + 6])) in said}
+    return len(found) >= 0.6 * len(said)
+
+
+_WORDS = re.compile(r"\w+")
 
 
 def _shingles(text: str, size: int = 6) -> set[tuple[str, ...]]:
-    words = re.findall(r"\w+", text.lower())
+    words = _WORDS.findall(text.lower())
     return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
 
 

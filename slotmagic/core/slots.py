@@ -171,6 +171,7 @@ class SlotConfig:
     compact: bool = True
     system: str | None = None  # this slot's system prompt; None uses the session's
     model: str | None = None  # this slot's model (a fan-out's model branch); None uses the session's
+    working_context: bool = True  # False: its requests carry no working context (%ctx off)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", SlotMode.parse(self.mode))
@@ -185,8 +186,9 @@ class SlotConfig:
             value = getattr(self, name)
             if not isinstance(value, kind):
                 raise ConfigError(f"a slot's {name} must be {what}, not {type(value).__name__} {value!r:.60}")
-        if not isinstance(self.compact, bool):
-            raise ConfigError(f"compact must be True or False, not {self.compact!r:.60}")
+        for flag in ("compact", "working_context"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"{flag} must be True or False, not {getattr(self, flag)!r:.60}")
         check_optional_text(self.system, "a slot's system prompt")
         if self.model is not None and (not isinstance(self.model, str) or not self.model.strip()):
             raise ConfigError(
@@ -218,6 +220,7 @@ class SlotConfig:
             "compact": self.compact,
             "system": self.system,
             **({"model": self.model} if self.model is not None else {}),  # stored configs without one stay as they were
+            **({} if self.working_context else {"working_context": False}),  # likewise
         }
 
     @classmethod
@@ -231,6 +234,7 @@ class SlotConfig:
             compact=bool(data.get("compact", True)),
             system=system if isinstance(system := data.get("system"), str) else None,  # as summary_override
             model=model if isinstance(model := data.get("model"), str) and model.strip() else None,
+            working_context=data.get("working_context") is not False,
         )
 
 

@@ -17,6 +17,7 @@ When neither adds anything the request is exactly what it was without them.
 from __future__ import annotations
 
 from ..core.messages import Message
+from ..errors import ConfigError, DamagedRecord
 from ..store.base import History
 from .view import ViewBuild
 
@@ -36,8 +37,18 @@ def workflow_block(build: ViewBuild) -> None:
 
 
 def context_block(build: ViewBuild) -> None:
+    if build.context_turns is None or not build.config.working_context:  # switched off (%ctx off)
+        return
     history = build.history
-    context = history.context()
+    try:
+        context = history.context()
+    except (DamagedRecord, ConfigError, KeyError) as exc:  # a change this version cannot read or apply
+        slot = history.slot.id if history.slot is not None else "this slot"
+        build.problems.append(
+            f"the working context of slot {slot} cannot be read ({' '.join(str(exc).split())[:120]}): requests go "
+            f"without it; %ctx off --slot {slot} leaves it out for good"
+        )
+        return
     if context.empty:
         return
     compaction = build.compaction

@@ -8,8 +8,7 @@ keyword summary is used and the compaction says why.
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, replace
 
 from ..core.compaction import (
@@ -18,6 +17,7 @@ from ..core.compaction import (
     SummaryRejected,
     compaction_request,
     cut_point,
+    format_tokens,
     keyword_summary,
     parse_summary,
     transcript,
@@ -41,6 +41,11 @@ class Fold:
     messages: tuple[Message, ...]
     tokens_before: int
     previous: Compaction | None
+
+    def describe(self) -> str:
+        """``42 messages (38.1k tokens)``."""
+        count = self.upto - self.start
+        return f"{count:,} message{'s' if count != 1 else ''} ({format_tokens(self.tokens_before)} tokens)"
 
 
 def plan_fold(history: History, counting: Counting, *, keep_tokens: int = 0, keep_messages: int = 0) -> Fold | None:
@@ -97,40 +102,134 @@ def _trimmed(card: SummaryCard) -> SummaryCard:
 
 class Summarizer:
     """Asks ``model`` (through ``provider``) to summarize a fold, in at most ``limit`` tokens;
-    falls back to keywords, trimmed to fit."""
+    falls back to keywords, trimmed to fit.
 
-    def __init__(self, provider: Provider, model: str, counting: Counting, limit: int) -> None:
+    A summary request holds at most ``room`` tokens (the summarizing model's window less its
+    reply), counted with ``request_counting`` (its tokenizer): a fold too long for one request
+    is summarized in parts, oldest first, each request carrying the summary so far (a rolling
+    summary), so no request ever holds the whole transcript. ``progress(part, parts)`` is
+    called before each part when there are several. After the model fails once, the parts
+    left are summarized by keywords (a failing model is not asked again and again).
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        model: str,
+        counting: Counting,
+        limit: int,
+        *,
+        room: int | None = None,
+        request_counting: Counting | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.provider = provider
         self.model = model
         self.counting = counting
         self.limit = limit
+        self.room = room
+        self.request_counting = request_counting or counting
+        self.progress = progress
 
-    def request(self, fold: Fold, instructions: str | None) -> ChatRequest:
-        messages = compaction_request(fold.messages, fold.previous, instructions)
+    def request(self, part: Fold, instructions: str | None) -> ChatRequest:
+        messages = compaction_request(part.messages, part.previous, instructions)
         return ChatRequest(model=parse_model(self.model)[1], messages=tuple(messages))
 
+    def parts(self, fold: Fold, instructions: str | None = None) -> list[Fold]:
+        """The fold in parts whose summary requests each fit ``room`` (one part when it does
+        whole); a message too long for any request is cut in the middle."""
+        if self.room is None:
+            return [fold]
+        count = self.request_counting
+        base = sum(count.count(m) for m in compaction_request([], None, instructions))
+        # the summary so far rides along in every request: at most ``limit`` tokens, with its markup
+        budget = max(_SMALLEST_PART, self.room - base - (self.limit * 4) // 3 - 32)
+        lines: list[tuple[Message, int]] = []
+        cut = False
+        for message in fold.messages:
+            tokens = count.scale(count.counter.count_text(transcript([message]))) + 1
+            if tokens > budget:
+                message, tokens, cut = _cut(message, budget, count), budget, True
+            lines.append((message, tokens))
+        total = sum(tokens for _, tokens in lines)
+        if total <= budget and not cut:
+            return [fold]
+        # Parts of about equal size (not full ones and a scrap): each says enough to summarize.
+        target = -(-total // -(-total // budget))
+        groups: list[list[Message]] = [[]]
+        sizes = [0]
+        for message, tokens in lines:
+            if groups[-1] and (sizes[-1] + tokens > budget or sizes[-1] >= target):
+                groups.append([])
+                sizes.append(0)
+            groups[-1].append(message)
+            sizes[-1] += tokens
+        if len(groups) > 1 and sizes[-1] < target // 3 and sizes[-2] + sizes[-1] <= budget:
+            groups[-2:] = [groups[-2] + groups[-1]]  # a scrap left at the end joins the part before
+        return [replace(fold, messages=tuple(group)) for group in groups]
+
     def summarize(self, fold: Fold, instructions: str | None = None) -> Compaction:
-        try:
-            text = _collect(self.provider.stream(self.request(fold, instructions)))
-        except ProviderError as exc:
-            return self._build(fold, None, f"the model failed: {exc}", instructions)
-        return self._build(fold, text, None, instructions)
+        parts = self.parts(fold, instructions)
+        made: Compaction | None = fold.previous
+        failed: str | None = None
+        for number, part in enumerate(parts, 1):
+            self._tell(number, len(parts))
+            part = replace(part, previous=made)
+            if failed is not None:
+                made = self._build(part, None, failed, instructions)
+                continue
+            try:
+                text = _collect(self.provider.stream(self.request(part, instructions)))
+            except ProviderError as exc:
+                failed = f"the model failed: {exc}"
+                made = self._build(part, None, failed, instructions)
+                continue
+            made = self._build(part, text, None, instructions)
+        return self._whole(fold, made, parts)
 
     async def asummarize(self, fold: Fold, instructions: str | None = None) -> Compaction:
-        try:
-            text = await _acollect(self.provider.astream(self.request(fold, instructions)))
-        except ProviderError as exc:
-            return self._build(fold, None, f"the model failed: {exc}", instructions)
-        return self._build(fold, text, None, instructions)
+        parts = self.parts(fold, instructions)
+        made: Compaction | None = fold.previous
+        failed: str | None = None
+        for number, part in enumerate(parts, 1):
+            self._tell(number, len(parts))
+            part = replace(part, previous=made)
+            if failed is not None:
+                made = self._build(part, None, failed, instructions)
+                continue
+            try:
+                text = await _acollect(self.provider.astream(self.request(part, instructions)))
+            except ProviderError as exc:
+                failed = f"the model failed: {exc}"
+                made = self._build(part, None, failed, instructions)
+                continue
+            made = self._build(part, text, None, instructions)
+        return self._whole(fold, made, parts)
+
+    def written(self, fold: Fold, text: str, card: SummaryCard | None = None) -> Compaction:
+        """The compaction of ``fold`` with a summary the user wrote (nothing is asked)."""
+        made = self._compaction(fold, card or SummaryCard(), " ".join(text.split()), None, None)
+        made = made.replace(method="edited", model=None)
+        return made.replace(tokens_after=self.counting.count(made.message()))
+
+    def _tell(self, number: int, parts: int) -> None:
+        if self.progress is not None and parts > 1:
+            self.progress(number, parts)
+
+    def _whole(self, fold: Fold, last: Compaction | None, parts: list[Fold]) -> Compaction:
+        """The compaction of the whole fold: the last part's summary, over every part."""
+        assert last is not None
+        if len(parts) == 1:
+            return last
+        return last.replace(
+            upto=fold.upto, at=fold.at, tokens_before=fold.tokens_before, replaced=fold.upto - fold.start
+        )
 
     def _build(self, fold: Fold, reply: str | None, failure: str | None, instructions: str | None) -> Compaction:
         note = failure
         if reply is not None:
-            replaced = transcript(fold.messages)
-            if fold.previous is not None:
-                replaced = fold.previous.text + json.dumps(fold.previous.card.to_dict()) + replaced
             try:
-                card, text = parse_summary(reply, replaced)
+                card, text = parse_summary(reply, transcript(fold.messages), fold.previous)
                 made = self._compaction(fold, card, text, None, instructions)
                 if made.tokens_after <= self.limit:
                     return made
@@ -169,3 +268,20 @@ class Summarizer:
             instructions=instructions,
         )
         return compaction.replace(tokens_after=self.counting.count(compaction.message()))
+
+
+_SMALLEST_PART = 200  # tokens of transcript: below this a part says too little to summarize
+
+
+def _cut(message: Message, budget: int, count: Counting) -> Message:
+    """``message`` with its text cut in the middle so its transcript line fits ``budget`` tokens."""
+    text = message.content
+    keep = len(text)
+    while keep > 0:
+        keep //= 2
+        half = keep // 2
+        tail = text[-half:] if half else ""
+        shorter = replace(message, content=f"{text[:half]} […{len(text) - 2 * half:,} characters cut…] {tail}")
+        if count.scale(count.counter.count_text(transcript([shorter]))) + 1 <= budget:
+            return shorter
+    return replace(message, content="[…cut…]", tool_calls=())

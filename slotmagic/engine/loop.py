@@ -13,14 +13,16 @@ the engine commits the turn.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..core.messages import Message, ToolCall
 from ..core.usage import Usage
-from ..namespace import Namespace
+from ..namespace import Namespace, has_reference
 from ..providers.base import ChatRequest, Completion
 from ..tools import Tool, ToolRegistry, ToolResult
+from .fit import RequestFit
+from .reading import READERS, PageRoom
 
 _STEP_PREVIEW = 200
 
@@ -72,6 +74,9 @@ class ToolRounds:
     on_step: Callable[[ToolStep], None] | None = None
     last: Completion | None = None  # the latest reply
     final: Message | None = None  # the reply that ended the turn without calls
+    fit: RequestFit | None = None  # keeps every next request within the window
+    room: PageRoom = field(default_factory=PageRoom)  # what a page read in this round may take
+    reader: Tool[..., str] | None = None  # read_namespace, offered once a result is kept aside
 
     def calls(self, completion: Completion) -> tuple[ToolCall, ...] | None:
         """The calls to run after this reply; None when the turn is over."""
@@ -90,12 +95,41 @@ class ToolRounds:
             results = [ToolResult(c.id, c.name, f"error: the call was not run: {why}", True) for c in calls]
             self._record(completion.message, results)
             return None
+        if self.fit is not None:
+            pending = replace(self.request, messages=(*self.request.messages, *self.added, completion.message))
+            readers = sum(1 for c in calls if c.name in READERS)
+            self.room.tokens = self.fit.room_per_page(pending, readers, len(calls) - readers)
         return calls
 
-    def next_request(self, completion: Completion, results: list[ToolResult]) -> ChatRequest:
+    def next_request(self, completion: Completion, results: list[ToolResult]) -> ChatRequest | None:
+        """The request that sends the results back; None when it cannot be made to fit the
+        window (the turn ends there, its work stored, and the footer says so)."""
         self._record(completion.message, results)
         self.rounds += 1
-        return replace(self.request, messages=(*self.request.messages, *self.added))
+        request = replace(self.request, messages=(*self.request.messages, *self.added))
+        fitted = request if self.fit is None else self.fit.fit(request)
+        # A result kept aside just now, or shortened to fit, or a page naming one: readable at once.
+        if fitted is not None and self._offer_reader(fitted.messages):
+            request = replace(request, tools=self.request.tools)
+            fitted = request if self.fit is None else self.fit.fit(request)
+        if fitted is None:
+            assert self.fit is not None
+            self.note = (
+                f"stopped: the next request would need {self.fit.tokens(request):,} tokens, more than the "
+                f"{self.fit.limit:,} the window leaves even with every tool result shortened; the partial work is "
+                "stored, and the next turn compacts"
+            )
+        return fitted
+
+    def _offer_reader(self, messages: Sequence[Message]) -> bool:
+        """Add ``read_namespace`` to the turn's tools when ``messages`` hold a reference and it
+        is not offered yet; whether it was added."""
+        reader, tools = self.reader, self.tools
+        if tools is None or reader is None or reader.name in tools or not has_reference(messages):
+            return False
+        self.tools = ToolRegistry([*tools.tools(), reader], label=tools.label)
+        self.request = replace(self.request, tools=tuple(self.tools.specs()))
+        return True
 
     def run_sync(self, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
         assert self.tools is not None
@@ -111,7 +145,8 @@ class ToolRounds:
     def _record(self, assistant: Message, results: list[ToolResult]) -> None:
         self.added.append(assistant)
         for result in results:
-            shelved = self.namespace.shelve(result.to_message())
+            message = result.to_message()
+            shelved = message if result.name in READERS else self.namespace.shelve(message)
             self.added.append(shelved)
             arguments = _compact(_arguments(assistant, result.call_id))
             step = ToolStep(result.name, arguments, result.content, result.is_error)
@@ -133,19 +168,3 @@ def _compact(arguments: str) -> str:
     if not isinstance(data, dict):
         return arguments
     return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in data.items())
-
-
-def read_namespace_tool(namespace: Namespace) -> Tool[..., str]:
-    """The built-in tool that pages through a result kept aside in the namespace store."""
-
-    def read_namespace(ref: str, offset: int = 0, length: int = 4000) -> str:
-        """Read part of a large tool result that was kept aside.
-
-        Args:
-            ref: The namespace://tool/key reference, as the earlier tool result showed it.
-            offset: The first character to read.
-            length: How many characters to read (at most 50,000).
-        """
-        return namespace.read(ref, offset, length)
-
-    return Tool.from_function(read_namespace)

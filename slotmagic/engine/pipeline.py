@@ -2,7 +2,8 @@
 
 An ordered list of small steps, each one concern, works on a ``ViewBuild``: the system prompt,
 the latest compaction (its summary in place of the messages it folded), the slot's mode, the
-workflow and working-context blocks (``blocks.py``), then token counts and the budget.
+workflow and working-context blocks (``blocks.py``), then token counts, older tool results
+shortened when space is short (``tool_results.py``) and the budget.
 ``Session.view()``, ``%slot preview``, ``%slot budget`` and the real request all go through it,
 so what is previewed is what is sent. Every entry says where it came from (a stored message and
 its position, or something a step injected), and what the steps left out is kept as ranges of
@@ -26,6 +27,7 @@ from ..core.workflow import Workflow
 from ..providers.base import ToolSpec
 from ..store.base import History
 from .blocks import context_block, workflow_block
+from .tool_results import aged_tool_results, system_side
 from .view import Counting, Omitted, Step, View, ViewBuild, ViewEntry
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
@@ -188,13 +190,11 @@ def _runs(positions: Sequence[int]) -> list[tuple[int, int]]:
 
 
 def budgeted(build: ViewBuild) -> None:
-    """The request against the slot's budget by category; past the threshold (the history
-    budget less everything on the system side, seed T1) it needs compaction."""
-    counting = build.counting
-    system = sum(e.tokens for e in build.system)
+    """The request against the slot's budget by category; past the threshold (the history and
+    tool-result budgets less everything on the system side) it needs compaction."""
+    system, tools = system_side(build)
     tool_results = sum(e.tokens for e in build.conversation if e.message.role == "tool")
-    history = sum(e.tokens for e in build.conversation) - tool_results + counting.counter.priming
-    tools = counting.scale(counting.counter.count_tools(build.tools, has_system=bool(build.system)))
+    history = sum(e.tokens for e in build.conversation) - tool_results + build.counting.counter.priming
     build.report = build.budget.report(
         system=system, history=history, tools=tools, tool_results=tool_results, reserve=build.reserve
     )
@@ -209,6 +209,7 @@ STEPS: tuple[Step, ...] = (
     context_block,
     new_message,
     counted,
+    aged_tool_results,
     budgeted,
 )
 
@@ -227,7 +228,7 @@ def assemble(
     tools: Sequence[ToolSpec] = (),
     steps: Sequence[Step] = STEPS,
     workflow: Workflow | None = None,
-    context_turns: int = DEFAULT_RECENT_TURNS,
+    context_turns: int | None = DEFAULT_RECENT_TURNS,
 ) -> View:
     """Run the steps. ``compaction`` is one not stored yet, to apply instead of the history's;
     ``new`` is the turn's new message (a preview has none); ``workflow`` the session's active
@@ -248,4 +249,5 @@ def assemble(
         counting.encoding,
         build.compaction,
         build.pinned,
+        tuple(build.problems),
     )

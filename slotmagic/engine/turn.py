@@ -10,11 +10,12 @@ from, and its footer says so. Nothing is lost and no reply sits after messages i
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from ..core.budget import ContextBudget
 from ..core.checks import check_json_mapping, check_names, check_number, check_optional_text, check_text, check_whole
@@ -25,8 +26,11 @@ from ..core.records import CellRef, ForkRef, TurnInfo, TurnRecord
 from ..core.slots import DeriveStrategy, Slot, SlotMode, SlotSource, validate_slot_id
 from ..core.tokens import estimate_message_tokens
 from ..core.usage import Usage
+from ..core.workflow import Workflow
 from ..errors import (
+    CompactionNeeded,
     ConfigError,
+    DamagedRecord,
     OverBudget,
     ProviderError,
     SlotMoved,
@@ -43,12 +47,18 @@ from ..store.base import History, Store, Tip
 from ..tokens import Calibration, TokenCounter, window_for
 from ..tools import Tool, ToolRegistry, default_registry
 from .compactor import Fold, Summarizer, plan_fold
-from .loop import ToolRounds, ToolStep, read_namespace_tool, steps_of
+from .fit import RequestFit
+from .loop import ToolRounds, ToolStep, steps_of
 from .pipeline import assemble
 from .plan import CellPlan, fork_name, plan_cell_turn
+from .reading import RECALL, PageRoom, read_namespace_tool, recall_spec, recall_tool
 from .reply import Reply
+from .tool_results import to_shelve
 from .view import Counting, View
 
+logger = logging.getLogger("slotmagic")
+AutoCompact = Literal["on", "ask", "off"]
+AUTO_COMPACT: tuple[AutoCompact, ...] = ("on", "ask", "off")
 _CALIBRATION = "calibration"  # the store's meta key
 _KEPT_VIEWS, _KEPT_ENTRIES = 8, 50_000  # previews kept (see TurnEngine.view), and their entries in all
 
@@ -125,6 +135,9 @@ class PendingTurn:
     notes: tuple[str, ...] = ()  # lines for the footer
     tools: ToolRegistry | None = None  # what the model may call in this turn
     branch: str | None = None  # stored on a new branch of ``slot`` so named (a fan-out's model column)
+    room: PageRoom = field(default_factory=PageRoom)  # what a page read in a round may take
+    reader: Tool[..., str] | None = None  # this turn's read_namespace, offered once a reference is in view
+    fit: RequestFit | None = None  # keeps every request of the tool loop within the window
 
     def completion_or_raise(self, completion: Completion | None) -> Completion:
         if completion is None:
@@ -158,17 +171,20 @@ class TurnEngine:
         self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's
         self.max_tool_rounds = 8
         self.prompt_cache = True  # providers that need it (Anthropic) are told where the stable prefix ends
+        # Past the threshold a turn compacts first ("on"), stops with the numbers and the commands
+        # to review and apply the compaction ("ask"), or refuses ("off").
+        self.auto_compact: AutoCompact = "on"
         # Tools that come with the slot itself (the working context's), given by the session.
         self.slot_tools: Callable[[Slot, View], list[Tool[..., Any]]] | None = None
         self.namespace = Namespace(store, session_id)
-        self.working_context_turns = DEFAULT_RECENT_TURNS  # turns a working-context change is sent
+        self.working_context_turns: int | None = DEFAULT_RECENT_TURNS  # turns a change is sent (None: off)
         self._providers: dict[str, Provider] = {}
         self._calibration: Calibration | None = None
         self._windows_noted: set[str] = set()
         self._counters: dict[str, TokenCounter] = {}
         self._views: dict[str, tuple[tuple[object, ...], View]] = {}  # see view()
         self._views_lock = threading.Lock()
-        self._read_namespace = read_namespace_tool(self.namespace)
+        self._warned: set[str] = set()  # warnings given (see warn_once)
 
     # -- providers -------------------------------------------------------------------------
 
@@ -276,9 +292,11 @@ class TurnEngine:
             compaction=compaction,
             new=new,
             tools=tools.specs() if tools is not None else (),
-            workflow=self.store.active_workflow(self.session_id),
+            workflow=self._active_workflow(),
             context_turns=self.working_context_turns,
         )
+        for problem in view.problems:
+            self.warn_once(problem)
         if key is not None:
             with self._views_lock:  # widgets following other kernels ask from a background thread
                 self._views.pop(slot.id, None)
@@ -292,24 +310,66 @@ class TurnEngine:
                     del self._views[next(iter(self._views))]
         return view
 
-    def plan_compaction(self, view: View, history: History, model: str, keep: int | None = None) -> Fold | None:
+    def _active_workflow(self) -> Workflow | None:
+        """The session's active workflow; one that cannot be read is left out of the request
+        (a warning says how to repair it), so it never stops a turn."""
+        try:
+            return self.store.active_workflow(self.session_id)
+        except DamagedRecord as exc:
+            self.warn_once(f"{exc}; requests go without it meanwhile")
+            return None
+
+    def warn_once(self, line: str) -> None:
+        """Log ``line`` as a warning, once per session."""
+        if line not in self._warned:
+            self._warned.add(line)
+            logger.warning("%s", line)
+
+    def plan_compaction(
+        self, view: View, history: History, model: str, keep: int | None = None, *, recall: int = 0
+    ) -> Fold | None:
         """What to fold so the history fits again: keep what fits in half of the room left
         for history, the new message included (so the next turns do not compact at once), or
-        the last ``keep`` messages."""
+        the last ``keep`` messages. ``recall``: the tokens of the ``recall`` definition a turn
+        adds once compacted, room the kept part cannot have."""
         assert view.report is not None
-        room = view.report.history_available
+        room = view.report.history_available - recall
         new = sum(e.tokens for e in view.entries if e.kind == "new")
         counting = self.counting(model)
         if keep is not None:
             return plan_fold(history, counting, keep_messages=keep)
         return plan_fold(history, counting, keep_tokens=max(0, room // 2 - new))
 
-    def summarizer(self, model: str, view: View) -> Summarizer:
-        """Who writes the summary, and the most it may cost: a third of the room for history."""
+    def summarizer(
+        self, model: str, view: View, *, recall: int = 0, progress: Callable[[int, int], None] | None = None
+    ) -> Summarizer:
+        """Who writes the summary, and the most it may cost: a third of the room for history,
+        and never so much that with ``recall``'s definition (see :meth:`plan_compaction`) the
+        kept half would not fit."""
         assert view.report is not None
         chosen = self.compaction_model or model
-        limit = max(64, (view.report.history_available + view.report.system.used) // 3)
-        return Summarizer(self.provider(chosen), chosen, self.counting(model), limit)
+        room = view.report.history_available
+        limit = max(64, min((room + view.report.system.used) // 3, (room - recall) // 2))
+        # Each summary request fits the summarizing model's window, its reply (the summary and
+        # its markup) left room for.
+        request_room = _auto_budget(self.window(chosen)[0]).request_limit((limit * 4) // 3 + 64)
+        return Summarizer(
+            self.provider(chosen), chosen, self.counting(model), limit,
+            room=request_room, request_counting=self.counting(chosen), progress=progress,
+        )  # fmt: skip
+
+    def recall_cost(self, turn: PendingTurn) -> int:
+        """The tokens ``recall``'s definition adds to ``turn``'s request once it is compacted
+        (0 when the turn offers no tools, or offers it already)."""
+        assert turn.options is not None and turn.history is not None and turn.history.slot is not None
+        chosen = turn.options.tools if turn.options.tools is not None else turn.history.slot.config.tools
+        if chosen == () or (turn.tools is not None and RECALL in turn.tools):
+            return 0
+        counter = self.counting(turn.model)
+        specs = turn.tools.specs() if turn.tools is not None else []
+        has_system = any(m.role == "system" for m in turn.request.messages)
+        added = counter.counter.count_tools([*specs, recall_spec()], has_system=True)
+        return counter.scale(added - counter.counter.count_tools(specs, has_system=has_system))
 
     # -- a turn's life ---------------------------------------------------------------------
 
@@ -356,29 +416,70 @@ class TurnEngine:
         if fork_before is not None:
             history = history.prefix(fork_before.start)  # what the sibling will share
         user = counted(Message.user(text))
-        reserve = options.max_tokens or 0
-        view = self.view(slot, history, options.system, model=model, reserve=reserve, new=user)
-        tools = self.turn_tools(slot, options.tools, view)
-        if tools is not None:  # their definitions count too (seed T1: the system side)
-            view = self.view(slot, history, options.system, model=model, reserve=reserve, new=user, tools=tools)
         info = TurnInfo(kind="turn", model=model, system=options.system, cell=cell, extra=options.info)
         note = self.window_note(model)
         turn = PendingTurn(
-            slot.id, history.tip, user, model, provider, self._request(view, model, options, tools), info,
-            fork_before, follow, view, history, options, notes=(note,) if note else (), tools=tools,
+            slot.id, history.tip, user, model, provider, ChatRequest(model=model, messages=()), info,
+            fork_before, follow, None, history, options, notes=(note,) if note else (),
         )  # fmt: skip
-        return self._check_budget(turn, view)
+        return self._check_budget(self._made(turn))
 
-    def turn_tools(self, slot: Slot, names: tuple[str, ...] | None, view: View) -> ToolRegistry | None:
+    def _made(self, turn: PendingTurn, compaction: Compaction | None = None) -> PendingTurn:
+        """The turn with its view, tools and request made (over ``compaction``, one made for
+        it and not stored yet). The tools depend on the view (a reference in it offers
+        ``read_namespace``, a compaction ``recall``) and count in it, so both are made until
+        they agree. Older results the view shortened are kept aside before anything is sent."""
+        history, options = turn.history, turn.options
+        assert history is not None and options is not None and history.slot is not None
+        slot, model = history.slot, turn.model
+        counting = self.counting(model)
+        room = PageRoom(count=lambda text: counting.scale(counting.counter.count_text(text)))
+        reader = read_namespace_tool(self.namespace, room)
+        reserve = options.max_tokens or 0
+
+        def view_with(tools: ToolRegistry | None) -> View:
+            return self.view(
+                slot, history, options.system, model=model, reserve=reserve, compaction=compaction, new=turn.user,
+                tools=tools,
+            )  # fmt: skip
+
+        view = view_with(None)
+        tools = self.turn_tools(slot, options.tools, view, room, reader)
+        for _ in range(3):  # their definitions count too (on the system side), which may change the view
+            if tools is None:
+                break
+            view = view_with(tools)
+            again = self.turn_tools(slot, options.tools, view, room, reader)
+            if again is None or again.names() == tools.names():
+                break
+            tools = again
+        for tool, content in to_shelve(view.entries, history):
+            self.namespace.keep(tool, content)  # an older result shortened in this request reads whole
+        assert view.report is not None
+        fit = RequestFit(counting, view.report.limit, self.namespace)
+        request = self._request(view, model, options, tools)
+        return replace(turn, view=view, tools=tools, request=request, room=room, reader=reader, fit=fit)
+
+    def turn_tools(
+        self,
+        slot: Slot,
+        names: tuple[str, ...] | None,
+        view: View,
+        room: PageRoom | None = None,
+        reader: Tool[..., str] | None = None,
+    ) -> ToolRegistry | None:
         """The tools a turn offers: the turn's names, else the slot's, else every tool of the
-        session and the slot's own (its working context's); plus ``read_namespace`` whenever a
-        kept-aside result is in the view (unless the turn asked for no tools). None when there
-        are none (the request then carries no tools at all)."""
+        session and the slot's own (its working context's); and unless the turn asked for no
+        tools, ``read_namespace`` whenever a reference is in the view (a result kept aside, or a
+        summary naming one) and ``recall`` whenever a compaction folded part of it away. None
+        when there are none (the request then carries no tools at all)."""
         chosen = names if names is not None else slot.config.tools
         selected = self.tools if chosen is None else self.tools.select(chosen)
         tools = list(selected.tools()) if chosen is None else [selected.get(name) for name in dict.fromkeys(chosen)]
         if chosen != () and has_reference(view.messages):
-            tools.append(self._read_namespace)
+            tools.append(reader if reader is not None else read_namespace_tool(self.namespace, room))
+        if chosen != () and view.compaction is not None:
+            tools.append(recall_tool(self.store, self.session_id, slot.id, view.compaction.upto, room))
         if chosen is None and self.slot_tools is not None:
             tools.extend(self.slot_tools(slot, view))
         unique: dict[str, Tool[..., Any]] = {}
@@ -397,66 +498,62 @@ class TurnEngine:
             prompt_cache=self.prompt_cache,
         )
 
-    def _check_budget(self, turn: PendingTurn, view: View) -> PendingTurn:
+    def _check_budget(self, turn: PendingTurn) -> PendingTurn:
         """Within budget: as is. Past the threshold: plan a compaction (made when the turn
-        streams), or refuse with the numbers when compaction is off or cannot help."""
+        streams, or first reviewed when ``auto_compact`` is "ask"), or refuse with the numbers
+        when compaction is off or cannot help."""
+        view = turn.view
+        assert view is not None and view.report is not None and turn.history is not None
         report = view.report
-        assert report is not None and turn.history is not None and turn.view is not None
         if not report.needs_compaction:
             return turn
         slot = turn.history.slot
         assert slot is not None
-        numbers = (
-            f"the history needs {report.history.used:,} tokens but slot {slot.id!r} has room for "
-            f"{report.history_available:,} (history budget {report.history.allowed:,} less "
-            f"{report.system.used + report.tools.used:,} on the system side)"
-        )
+        numbers = f"slot {slot.id!r}: {report.over_words()}"
         new = sum(e.tokens for e in view.entries if e.kind == "new")
         if new > report.history_available:  # nothing to fold could make room for it
             raise OverBudget(
                 f"the new message alone needs {new:,} tokens but slot {slot.id!r} has room for "
-                f"{report.history_available:,} (history budget {report.history.allowed:,} less "
-                f"{report.system.used + report.tools.used:,} on the system side); shorten it, or raise the budget "
+                f"{report.history_available:,} ({report.room_words()}); shorten it, or raise the budget "
                 "or the model's window (%config SlotMagic.context_windows); nothing was sent"
             )
-        if not slot.config.compact:
+        if not slot.config.compact or self.auto_compact == "off":
+            where = "for it: configure_slot(compact=True)" if not slot.config.compact else "(auto_compact is off)"
             raise OverBudget(
-                f"{numbers}, and compaction is off for it: configure_slot(compact=True), raise its budget, "
+                f"{numbers}, and compaction is off {where}, %slot compact, raise its budget, "
                 "or derive a focused slot; nothing was sent"
             )
-        fold = self.plan_compaction(view, turn.history, turn.model)
+        fold = self.plan_compaction(view, turn.history, turn.model, recall=self.recall_cost(turn))
         if fold is None:
             raise OverBudget(f"{numbers}, and its newest messages alone do not fit; nothing was sent")
+        if self.auto_compact == "ask":
+            raise CompactionNeeded(
+                f"{numbers}: compacting would fold {fold.describe()}. Review it with %slot compact --preview "
+                f"{slot.id}, then %slot compact --apply {slot.id} (or %slot compact {slot.id} at once), and run "
+                "the cell again; nothing was sent"
+            )
         return replace(turn, fold=fold)
 
     def compacted(self, turn: PendingTurn, compaction: Compaction) -> PendingTurn:
         """The turn with its request made again over the new compaction."""
-        assert turn.history is not None and turn.options is not None
-        slot = turn.history.slot
-        assert slot is not None
-        view = self.view(
-            slot, turn.history, turn.options.system, model=turn.model,
-            reserve=turn.options.max_tokens or 0, compaction=compaction, new=turn.user, tools=turn.tools,
-        )  # fmt: skip
-        assert view.report is not None
-        if view.report.needs_compaction:
-            raise OverBudget(
-                f"slot {slot.id!r} was compacted but its newest messages still need {view.report.history.used:,} "
-                f"tokens, more than the {view.report.history_available:,} it has room for; nothing was sent"
-            )
-        request = self._request(view, turn.model, turn.options, turn.tools)
-        notes = (*turn.notes, compaction.describe())
-        return replace(turn, view=view, request=request, fold=None, compaction=compaction, notes=notes)
+        made = self._made(turn, compaction)
+        assert made.view is not None and made.view.report is not None and turn.history is not None
+        report = made.view.report
+        if report.needs_compaction:
+            raise OverBudget(f"slot {made.slot!r} was compacted but {report.over_words()}; nothing was sent")
+        return replace(made, fold=None, compaction=compaction, notes=(*turn.notes, compaction.describe()))
 
-    def compact_for(self, turn: PendingTurn) -> PendingTurn:
+    def compact_for(self, turn: PendingTurn, progress: Callable[[int, int], None] | None = None) -> PendingTurn:
         assert turn.fold is not None
         assert turn.view is not None
-        return self.compacted(turn, self.summarizer(turn.model, turn.view).summarize(turn.fold))
+        summarizer = self.summarizer(turn.model, turn.view, recall=self.recall_cost(turn), progress=progress)
+        return self.compacted(turn, summarizer.summarize(turn.fold))
 
-    async def acompact_for(self, turn: PendingTurn) -> PendingTurn:
+    async def acompact_for(self, turn: PendingTurn, progress: Callable[[int, int], None] | None = None) -> PendingTurn:
         assert turn.fold is not None
         assert turn.view is not None
-        return self.compacted(turn, await self.summarizer(turn.model, turn.view).asummarize(turn.fold))
+        summarizer = self.summarizer(turn.model, turn.view, recall=self.recall_cost(turn), progress=progress)
+        return self.compacted(turn, await summarizer.asummarize(turn.fold))
 
     def commit(self, turn: PendingTurn, rounds: ToolRounds) -> Reply:
         """Store the turn — its user message, every tool round, the reply, and a compaction made
@@ -556,6 +653,8 @@ class _Stream:
         self.plan = plan
         self.reply: Reply | None = replay
         self.on_step: Callable[[ToolStep], None] | None = None
+        # Called with (part, parts) while a long compaction is summarized in parts.
+        self.on_progress: Callable[[int, int], None] | None = None
         # ``hold``: a complete reply waits in ``held`` for commit() instead of being stored at
         # once, so a fan-out stores its columns only when all of them have finished.
         self.hold = False
@@ -575,6 +674,15 @@ class _Stream:
     @property
     def replayed(self) -> bool:
         return self._turn is None
+
+    @property
+    def compacting(self) -> str | None:
+        """A line to show before the reply when the turn compacts its slot first (a model
+        call, which takes a while): ``compacting 42 messages (38.1k tokens) to fit …``."""
+        turn = self._turn
+        if turn is None or turn.fold is None:
+            return None
+        return f"compacting {turn.fold.describe()} to fit {turn.model}'s window…"
 
     @property
     def slot(self) -> str:
@@ -600,7 +708,10 @@ class _Stream:
 
     def _rounds(self, turn: PendingTurn) -> ToolRounds:
         engine = self._engine
-        return ToolRounds(turn.tools, engine.namespace, engine.max_tool_rounds, turn.request, on_step=self.on_step)
+        return ToolRounds(
+            turn.tools, engine.namespace, engine.max_tool_rounds, turn.request, on_step=self.on_step,
+            fit=turn.fit, room=turn.room, reader=turn.reader,
+        )  # fmt: skip
 
     def _completed(self, turn: PendingTurn) -> Completion:
         completion = turn.completion_or_raise(self._completion)
@@ -626,7 +737,7 @@ class TurnStream(_Stream):
             yield self.reply.text
             return
         if self._turn.fold is not None:
-            self._turn = self._engine.compact_for(self._turn)  # a model call: part of the turn
+            self._turn = self._engine.compact_for(self._turn, self.on_progress)  # a model call: part of the turn
         turn = self._turn
         rounds = self._rounds(turn)
         request = turn.request
@@ -647,7 +758,10 @@ class TurnStream(_Stream):
                 break
             if said:
                 yield "\n\n"
-            request = rounds.next_request(completion, rounds.run_sync(calls))
+            next_request = rounds.next_request(completion, rounds.run_sync(calls))
+            if next_request is None:
+                break
+            request = next_request
         if self.hold:
             self.held = rounds
         else:
@@ -677,7 +791,7 @@ class AsyncTurnStream(_Stream):
             yield self.reply.text
             return
         if self._turn.fold is not None:
-            self._turn = await self._engine.acompact_for(self._turn)
+            self._turn = await self._engine.acompact_for(self._turn, self.on_progress)
         turn = self._turn
         rounds = self._rounds(turn)
         request = turn.request
@@ -698,7 +812,10 @@ class AsyncTurnStream(_Stream):
                 break
             if said:
                 yield "\n\n"
-            request = rounds.next_request(completion, await rounds.run(calls))
+            next_request = rounds.next_request(completion, await rounds.run(calls))
+            if next_request is None:
+                break
+            request = next_request
         if self.hold:
             self.held = rounds
         else:

@@ -23,15 +23,16 @@ from ..render import BODY_LIMIT, NAMESPACE_REF, ROW_LIMIT, entry_label, plural
 from ..store.base import History
 from ..tokens import ESTIMATE, TokenCounter
 
-EntryKind = Literal["system", "history", "summary", "compaction", "context", "workflow", "new"]
+EntryKind = Literal["system", "history", "elided", "summary", "compaction", "context", "workflow", "new"]
 OmitReason = Literal["compacted", "filtered", "excluded"]
 
 
 @dataclass(frozen=True, slots=True)
 class ViewEntry:
-    """One message of a view: ``history`` entries carry their position in the stored history;
-    the others were put there by a step (the ``system`` prompt, a focused slot's ``summary``,
-    a ``compaction``'s summary) or are the turn's ``new`` message. ``tokens`` is the message's
+    """One message of a view: ``history`` entries carry their position in the stored history
+    (and so do ``elided`` ones: an older tool result shortened to its reference); the others
+    were put there by a step (the ``system`` prompt, a focused slot's ``summary``, a
+    ``compaction``'s summary) or are the turn's ``new`` message. ``tokens`` is the message's
     count as the model will count it (exact, or a calibrated estimate)."""
 
     message: Message
@@ -96,8 +97,9 @@ class ViewBuild:
     start: int = 0
     report: BudgetReport | None = None
     workflow: Workflow | None = None  # the session's active workflow
-    context_turns: int = DEFAULT_RECENT_TURNS  # how many turns a working-context change is sent
+    context_turns: int | None = DEFAULT_RECENT_TURNS  # turns a working-context change is sent (None: off)
     pinned: frozenset[int] = frozenset()  # stored positions kept whatever the filter or a compaction
+    problems: list[str] = field(default_factory=list)  # what a step left out because it could not be read
 
     def inject(self, message: Message, kind: EntryKind) -> ViewEntry:
         """An entry for a message a step made."""
@@ -121,6 +123,7 @@ class View:
     encoding: str = ESTIMATE
     compaction: Compaction | None = None  # the one applied
     pinned: frozenset[int] = frozenset()  # stored positions pinned (kept whatever the filter)
+    problems: tuple[str, ...] = ()  # what was left out because it could not be read (one line each)
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -147,6 +150,7 @@ class View:
             "workflow": " · workflow",
             "context": " · working context",
             "new": " · new",
+            "elided": " · older tool result, shortened",
         }
         for number, entry in enumerate(self.entries, 1):
             label = (
@@ -155,7 +159,7 @@ class View:
             head = f"[{number}] {entry.message.role} ({plural(entry.tokens, 'token')}{label})"
             body = [head, *("    " + line for line in (entry.message.content or "(no text)").splitlines() or [""])]
             body += [f"    -> tool call {c.name}({c.arguments})" for c in entry.message.tool_calls]
-            at = entry.position if entry.kind == "history" and entry.position is not None else -1
+            at = entry.position if entry.position is not None else -1
             shown.append((at, "\n".join(body)))
         for gap in sorted(self.omitted, key=lambda o: o.lo):
             what = {
@@ -188,7 +192,7 @@ def _entry_row(number: int, entry: ViewEntry, pinned: bool = False) -> dict[str,
         "kind": entry.kind,
         "label": "pinned" if pinned else entry_label(entry.kind),
         "pinned": pinned,
-        "injected": entry.kind not in ("history", "new"),
+        "injected": entry.kind not in ("history", "elided", "new"),
         "role": message.role,
         "tokens": entry.tokens,
         "position": entry.position,
@@ -222,14 +226,14 @@ def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT
     come first; stored messages at their positions."""
     placed: list[tuple[int, dict[str, Any]]] = []
     for number, entry in enumerate(view.entries, 1):
-        at = entry.position if entry.kind == "history" and entry.position is not None else -1
+        at = entry.position if entry.position is not None else -1
         pinned = entry.kind == "history" and entry.position in view.pinned
         placed.append((at, _entry_row(number, entry, pinned)))
     for gap in view.omitted:
         placed.append((gap.lo, _gap_row(gap.lo, gap.hi, gap.reason)))
     rows = [row for _, row in sorted(placed, key=lambda item: item[0])]
     hidden = 0
-    stored = [i for i, row in enumerate(rows) if row["type"] == "entry" and row["kind"] == "history"]
+    stored = [i for i, row in enumerate(rows) if row["type"] == "entry" and row["kind"] in ("history", "elided")]
     if len(stored) > row_limit:
         drop = set(stored[: len(stored) - row_limit])
         hidden = len(drop)

@@ -102,7 +102,11 @@ def _show_parser() -> CommandParser:
 def _show(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.slot)
     turns = ctx.session.working_context_turns
-    print(f"working context of slot {slot.id} (next turn: {slot.meta.turns + 1}; changes are sent for {turns} turns)")
+    if turns is None or not slot.config.working_context:
+        how = "it is not sent: " + ("%ctx on" if turns is not None else "SlotMagic.working_context_turns is None")
+    else:
+        how = f"changes are sent for {turns} turns"
+    print(f"working context of slot {slot.id} (next turn: {slot.meta.turns + 1}; {how})")
     print(ctx.session.context(slot.id).to_text())
 
 
@@ -215,6 +219,33 @@ def _clear(ctx: Context, args: argparse.Namespace) -> None:
     print(f"working context of slot {slot.id} is empty")
 
 
+def _off_parser() -> CommandParser:
+    parser = CommandParser(
+        "%ctx off",
+        "Send no working context with the slot's requests (goals, decisions, questions, step),\n"
+        "and offer no context tools; what it holds is kept. %ctx on sends it again.",
+    )
+    _slot_option(parser)
+    return parser
+
+
+def _on_parser() -> CommandParser:
+    parser = CommandParser("%ctx on", "Send the slot's working context with its requests again (the default).")
+    _slot_option(parser)
+    return parser
+
+
+def _switch(on: bool) -> Handler:
+    def run(ctx: Context, args: argparse.Namespace) -> None:
+        slot = ctx.session.configure_slot(args.slot, working_context=on)
+        if on:
+            print(f"slot {slot.id} sends its working context with its requests")
+        else:
+            print(f"slot {slot.id} sends no working context (it is kept: %ctx on sends it again)")
+
+    return run
+
+
 def _history_parser() -> CommandParser:
     parser = CommandParser(
         "%ctx history",
@@ -249,6 +280,8 @@ COMMANDS: dict[str, Command] = {
         Command("show", _show_parser, _show, slot_args=("--slot",)),
         Command("clear", _clear_parser, _clear, slot_args=("--slot",)),
         Command("history", _history_parser, _history, slot_args=("--slot",)),
+        Command("off", _off_parser, _switch(False), slot_args=("--slot",)),
+        Command("on", _on_parser, _switch(True), slot_args=("--slot",)),
     )
 }
 

@@ -125,6 +125,7 @@ class StreamView:
         self.throttle = throttle
         self.metadata = metadata
         self.waiting = waiting
+        self._waiting_before: str | None = None  # the line to go back to once the reply begins
         self._chunks: list[str] = []  # joined only when shown: += would copy the reply per chunk
         self.steps: list[ToolStep] = []
         self._handle: DisplayHandle | None = None
@@ -133,6 +134,8 @@ class StreamView:
 
     def feed(self, chunks: Iterable[str]) -> None:
         for chunk in chunks:
+            if self._waiting_before is not None:  # the reply has begun: what held it up is over
+                self.waiting, self._waiting_before = self._waiting_before, None
             self._chunks.append(chunk)
             if self.live:
                 now = monotonic()
@@ -143,6 +146,17 @@ class StreamView:
     def step(self, step: ToolStep) -> None:
         """A tool call came back: shown at the same bounded rate as text."""
         self.steps.append(step)
+        if self.live:
+            now = monotonic()
+            if now - self._last >= self.throttle:
+                self._last = now
+                self._show(bundle(self.text, self.waiting, self.steps))
+
+    def waiting_for(self, line: str) -> None:
+        """Say what the reply waits for (a long compaction's progress), at the bounded rate."""
+        if self._waiting_before is None:
+            self._waiting_before = self.waiting
+        self.waiting = line
         if self.live:
             now = monotonic()
             if now - self._last >= self.throttle:

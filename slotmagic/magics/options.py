@@ -24,7 +24,7 @@ import logging
 import os
 from typing import Any
 
-from traitlets import Bool, CFloat, CInt, Dict, TraitError, TraitType, Unicode, default, validate
+from traitlets import Bool, CaselessStrEnum, CFloat, CInt, Dict, TraitError, TraitType, Unicode, default, validate
 from traitlets.config import Config, Configurable
 
 from ..errors import ConfigError, SlotMagicError
@@ -196,9 +196,19 @@ class SlotMagicOptions(Configurable):
 
     working_context_turns = CInt(
         3,
+        allow_none=True,
         help="For how many turns a change to a slot's goals, decisions or open questions (%ctx) is "
         "sent with its requests; the current step is sent with every request, and everything once "
-        "after a compaction. 0: only the step (and after a compaction).",
+        "after a compaction. 0: only the step (and after a compaction). None: no working context is "
+        "sent at all (%ctx off does so for one slot).",
+    ).tag(config=True)
+
+    auto_compact = CaselessStrEnum(
+        ["on", "ask", "off"],
+        "on",
+        help="What a turn does when its slot's conversation passes the compaction threshold: 'on' "
+        "compacts first (a line before the reply says so), 'ask' stops with the numbers and the "
+        "commands to review the summary (%slot compact --preview, --edit, --apply), 'off' refuses.",
     ).tag(config=True)
 
     context_updates = Bool(
@@ -331,8 +341,8 @@ class SlotMagicOptions(Configurable):
     @validate("working_context_turns")
     def _check_working_context_turns(self, proposal: Any) -> Any:
         value = proposal["value"]
-        if value < 0:
-            raise TraitError(f"working_context_turns must be a whole number >= 0, not {value}")
+        if value is not None and value < 0:
+            raise TraitError(f"working_context_turns must be a whole number >= 0 or None, not {value}")
         return value
 
     @validate("compaction_model")

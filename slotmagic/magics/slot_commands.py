@@ -15,6 +15,7 @@ from ..core.budget import ContextBudget
 from ..core.compaction import Compaction
 from ..core.messages import Message
 from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
+from ..errors import ConfigError
 from ..render import describe_mode
 from ..session import Session
 from ..store.urls import is_postgres_url, parse_postgres_url, shown_target
@@ -66,7 +67,8 @@ def compaction_marker(slot: str, compaction: Compaction, *, preview: bool = Fals
     where = f"messages {lo}-{hi}" if hi > lo else f"message {hi}"
     return (
         f"preview: slot {slot} would fold {where} into this summary "
-        f"({compaction.describe()}); nothing changed: run without --preview to compact"
+        f"({compaction.describe()}); nothing changed: %slot compact --apply {slot} applies exactly this summary, "
+        f"--edit {slot} lets you change it first"
     )
 
 
@@ -297,20 +299,53 @@ def _compact_parser() -> CommandParser:
         "%slot compact",
         "Compact a slot now: fold its older messages into one summary the model sees instead.\n"
         "The stored messages stay (%slot show lists them); slots derived later see the summary.\n"
-        "Without --keep, what does not fit in half the room left for history is folded.",
+        "Without --keep, what does not fit in half the room left for history is folded.\n"
+        "Review first: --preview makes the summary and keeps it, --edit changes it, --apply applies it.",
     )
     parser.add_argument("id", nargs="?", help="the slot (default: current)")
     parser.add_argument("--keep", metavar="N", type=at_least(1), help="keep the last N messages as they are")
     parser.add_argument("--instructions", metavar="TEXT", help="what the summary should keep (quote it)")
-    parser.add_argument("--preview", action="store_true", help="show the summary and what it replaces; change nothing")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--preview", action="store_true", help="make the summary and keep it for review; change nothing")
+    how.add_argument("--apply", action="store_true", help="apply the previewed summary as it is (asks no model)")
+    how.add_argument("--edit", action="store_true", help="edit the previewed summary in a text box, then apply it")
+    parser.add_argument("--summary", metavar="TEXT", help="apply this summary of your own (quote it)")
     return parser
 
 
 def _compact(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.id)
-    compaction = ctx.session.compact(slot.id, keep=args.keep, instructions=args.instructions, preview=args.preview)
+    if args.edit:
+        if args.summary is not None:
+            raise ConfigError("--edit opens the previewed summary for editing; --summary TEXT applies a text as is")
+        draft = ctx.session.compaction_draft(slot.id)
+        if draft is None:
+            draft = ctx.session.compact(slot.id, keep=args.keep, instructions=args.instructions, preview=True)
+        if not show_editor(ctx, slot.id, draft):
+            print(compaction_marker(slot.id, draft, preview=True))
+            print(draft.text)
+            print(f'edit it and apply your text with %slot compact --apply {slot.id} --summary "…"')
+        return
+    compaction = ctx.session.compact(
+        slot.id, keep=args.keep, instructions=args.instructions, preview=args.preview, apply=args.apply,
+        summary=args.summary,
+    )  # fmt: skip
     print(compaction_marker(slot.id, compaction, preview=args.preview))
     print(compaction.text)
+
+
+def show_editor(ctx: Context, slot: str, draft: Compaction) -> bool:
+    """Display the summary editor; False when widgets are off or not installed."""
+    if not ctx.options.widgets or ctx.widgets is None:
+        return False
+    try:
+        from ..widgets import SummaryEditor
+    except ImportError:
+        return False
+    from IPython.display import display
+
+    display(SummaryEditor(ctx.session, slot, draft))
+    return True
 
 
 def _tools_parser() -> CommandParser:

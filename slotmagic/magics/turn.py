@@ -96,6 +96,10 @@ def run_turn(
         waiting=f"streaming from {model} on slot {slot}…",
     )
     stream.on_step = view.step
+    notice = stream.compacting
+    if notice is not None:  # a model call before the reply: say why the cell waits
+        print(notice)
+        stream.on_progress = lambda part, parts: view.waiting_for(f"{notice} part {part} of {parts}")
     try:
         view.feed(stream)
     except KeyboardInterrupt:

@@ -198,6 +198,13 @@ def _delete_parser() -> CommandParser:
 
 def _delete(ctx: Context, args: argparse.Namespace) -> None:
     gone = ctx.session.delete_workflow(args.name)
+    if gone is None:
+        print(
+            f"deleted workflow {args.name}, which could not be read"
+            if args.name
+            else "deleted the active workflow, which could not be read"
+        )
+        return
     after = "; no workflow is active now" if gone.active else ""
     print(f"deleted workflow {gone.name}{after}")
 

@@ -83,6 +83,7 @@ class Workspace:
         self._session.namespace_threshold = options.namespace_threshold
         self._session.prompt_cache = options.prompt_cache
         self._session.working_context_turns = options.working_context_turns
+        self._session.auto_compact = options.auto_compact
         self._session.context_updates = options.context_updates
         self._session.max_concurrency = options.max_concurrency
         settings = options.provider_settings()

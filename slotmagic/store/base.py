@@ -20,6 +20,7 @@ from ..core.messages import Message
 from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import Slot, SlotConfig
 from ..core.workflow import Workflow
+from ..errors import DamagedRecord
 
 __all__ = [
     "CellTurn",
@@ -476,9 +477,14 @@ class Store(Protocol):
         the context after it is returned with the event as stored. ``None`` stores nothing."""
 
     def workflows(self, session_id: str) -> list[Workflow]:
-        """The session's workflows, in the order they were defined (``active`` set on one)."""
+        """The session's workflows, in the order they were defined (``active`` set on one);
+        those that cannot be read are left out."""
 
-    def active_workflow(self, session_id: str) -> Workflow | None: ...
+    def damaged_workflows(self, session_id: str) -> list[DamagedRecord]:
+        """Why each of the session's workflows that cannot be read cannot be."""
+
+    def active_workflow(self, session_id: str) -> Workflow | None:
+        """The active workflow; ``DamagedRecord`` when it cannot be read."""
 
     def update_workflow(
         self,

@@ -39,7 +39,16 @@ from ..core.messages import Message, fields_from_extra
 from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
 from ..core.workflow import Workflow, check_workflow_name, no_workflow
-from ..errors import ConfigError, ProtectedSlot, SlotExists, SlotMoved, SlotNotFound, SlotReadonly, StoreError
+from ..errors import (
+    ConfigError,
+    DamagedRecord,
+    ProtectedSlot,
+    SlotExists,
+    SlotMoved,
+    SlotNotFound,
+    SlotReadonly,
+    StoreError,
+)
 from .base import MARKS, CellTurn, GcReport, History, Mark, Piece, SearchHit, Tip, UndoStep
 
 logger = logging.getLogger("slotmagic")
@@ -231,7 +240,8 @@ class RowStore:
         self._generation = 0  # see generation(): bumped by every write and every change noticed
         self._others_seen = 0  # writes of other connections noticed so far (see SQLiteStore.subscribe)
         self._subscribers: list[Callable[[], None]] = []  # told of other connections' writes
-        self._active_workflows: dict[str, tuple[int, Workflow | None]] = {}  # session -> (generation, it)
+        # session -> (generation, the active workflow, or why it cannot be read)
+        self._active_workflows: dict[str, tuple[int, Workflow | DamagedRecord | None]] = {}
 
     def _read(self) -> AbstractContextManager[Connection]:
         raise NotImplementedError
@@ -995,13 +1005,18 @@ class RowStore:
         with self._lock:
             segment = self._segment(key, 0)
             if segment.context is None:
-                segment.context = [
-                    ContextEvent.from_dict(json.loads(event), turn, at, created_at, (key, number))
-                    for number, at, turn, event, created_at in self._db.execute(
-                        "SELECT number, at, turn, event, created_at FROM context_events WHERE slot = ? ORDER BY number",
-                        (key,),
-                    )
-                ]
+                rows = self._db.execute(
+                    "SELECT number, at, turn, event, created_at FROM context_events WHERE slot = ? ORDER BY number",
+                    (key,),
+                ).fetchall()
+                try:
+                    segment.context = [
+                        ContextEvent.from_dict(json.loads(event), turn, at, created_at, (key, number))
+                        for number, at, turn, event, created_at in rows
+                    ]
+                except (ValueError, TypeError, AttributeError) as exc:
+                    why = " ".join(str(exc).split())[:120]
+                    raise DamagedRecord(f"a working-context change cannot be read ({why})", str(key)) from None
             return [e for e in segment.context if e.at <= hi and (before is None or e.created_at < before)]
 
     def change_context(
@@ -1032,25 +1047,50 @@ class RowStore:
             return context.apply(stamped), stamped
 
     def workflows(self, session_id: str) -> list[Workflow]:
+        """The session's workflows that can be read (a damaged one is left out: see
+        :meth:`damaged_workflows`)."""
+        out = []
         with self._read() as db:
-            return [
-                Workflow.from_dict(name, json.loads(record), active=bool(active))
-                for name, record, active in db.execute(
-                    "SELECT name, record, active FROM workflows WHERE session_id = ? ORDER BY created_at, name",
-                    (session_id,),
-                )
-            ]
+            for name, record, active in db.execute(
+                "SELECT name, record, active FROM workflows WHERE session_id = ? ORDER BY created_at, name",
+                (session_id,),
+            ):
+                try:
+                    out.append(_workflow(name, record, bool(active)))
+                except DamagedRecord:
+                    continue
+        return out
+
+    def damaged_workflows(self, session_id: str) -> list[DamagedRecord]:
+        """Why each workflow of the session that cannot be read cannot be."""
+        out = []
+        with self._read() as db:
+            for name, record, active in db.execute(
+                "SELECT name, record, active FROM workflows WHERE session_id = ? ORDER BY created_at, name",
+                (session_id,),
+            ):
+                try:
+                    _workflow(name, record, bool(active))
+                except DamagedRecord as exc:
+                    out.append(exc)
+        return out
 
     def active_workflow(self, session_id: str) -> Workflow | None:
         with self._read() as db:
             # Every view asks: kept while the store's generation stands (any write moves it on).
             kept = self._active_workflows.get(session_id)
             if kept is not None and kept[0] == self._generation:
+                if isinstance(kept[1], DamagedRecord):
+                    raise kept[1]
                 return kept[1]
             found = db.execute(
                 "SELECT name, record FROM workflows WHERE session_id = ? AND active = 1", (session_id,)
             ).fetchone()
-            workflow = None if found is None else Workflow.from_dict(found[0], json.loads(found[1]), active=True)
+            try:
+                workflow = None if found is None else _workflow(found[0], found[1], True)
+            except DamagedRecord as exc:
+                self._active_workflows[session_id] = (self._generation, exc)
+                raise
             self._active_workflows[session_id] = (self._generation, workflow)
             return workflow
 
@@ -1067,7 +1107,10 @@ class RowStore:
             found = db.execute(
                 "SELECT record, active FROM workflows WHERE session_id = ? AND name = ?", (session_id, name)
             ).fetchone()
-            before = None if found is None else Workflow.from_dict(name, json.loads(found[0]), active=bool(found[1]))
+            try:
+                before = None if found is None else _workflow(name, found[0], bool(found[1]))
+            except DamagedRecord:
+                before = None  # damaged: defining it again repairs it, deleting it removes it
             after = change(before)
             if after is None:
                 db.execute("DELETE FROM workflows WHERE session_id = ? AND name = ?", (session_id, name))
@@ -1103,7 +1146,7 @@ class RowStore:
                 raise no_workflow(name, names)
             if not found[1]:
                 self._activate(db, session_id, name)
-            return Workflow.from_dict(name, json.loads(found[0]), active=True)
+            return _workflow(name, found[0], True)
 
     def _activate(self, db: Connection, session_id: str, name: str) -> None:
         db.execute("UPDATE workflows SET active = 0 WHERE session_id = ? AND active = 1", (session_id,))
@@ -1412,3 +1455,16 @@ def _live_ancestor(rows: _SessionRows, row: _Row) -> _Row | None:
             return replaced
         parent = ancestor.parent
     return None
+
+
+def _workflow(name: str, record: str, active: bool) -> Workflow:
+    """A stored workflow; ``DamagedRecord`` saying how to repair it when it cannot be read."""
+    try:
+        return Workflow.from_dict(name, json.loads(record), active=active)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        why = " ".join(str(exc).split())[:120] or type(exc).__name__
+        raise DamagedRecord(
+            f"workflow {name!r} cannot be read ({why}): %workflow delete {name} removes it, "
+            f"%%workflow {name} defines it again",
+            name,
+        ) from None

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .fanout import FanOutWidget
     from .live import LiveWidgets, live_widgets
     from .preview import SlotPreviewWidget
+    from .summary import SummaryEditor
     from .tree import SlotTreeWidget
     from .workflow import WorkflowWidget, workflow_widget
 
@@ -27,6 +28,7 @@ __all__ = [
     "SlotBudgetWidget",
     "SlotPreviewWidget",
     "SlotTreeWidget",
+    "SummaryEditor",
     "WorkflowWidget",
     "live_widgets",
     "workflow_widget",
@@ -39,6 +41,7 @@ _WHERE = {
     "SlotBudgetWidget": "budget",
     "SlotPreviewWidget": "preview",
     "SlotTreeWidget": "tree",
+    "SummaryEditor": "summary",
     "WorkflowWidget": "workflow",
     "workflow_widget": "workflow",
 }
