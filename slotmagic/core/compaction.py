@@ -383,12 +383,18 @@ def keyword_summary(messages: Sequence[Message], previous: Compaction | None = N
 
 
 def cut_point(
-    messages: Sequence[Message], tokens: Sequence[int], start: int, keep_tokens: int, keep_last: int = 2
+    messages: Sequence[Message],
+    tokens: Sequence[int],
+    start: int,
+    keep_tokens: int,
+    keep_last: int = 2,
+    most: int | None = None,
 ) -> int:
     """Where the kept part of ``messages[start:]`` begins: as many recent messages as fit in
     ``keep_tokens`` (at least ``keep_last``), at a turn boundary (the kept part starts with a
     user message), so a tool result never loses its call. The cut moves back to the turn's
-    start, keeping a little more; when that would fold nothing it moves forward instead.
+    start, keeping a little more (never past ``most`` tokens kept); when that would fold
+    nothing or keep too much it moves forward instead (to the end: everything is folded).
     Returns ``start`` when nothing can be folded."""
     n = len(messages)
     cut, kept = n, 0
@@ -400,9 +406,9 @@ def cut_point(
     back = cut
     while back > start and messages[back].role != "user":
         back -= 1
-    if back > start and messages[back].role == "user":
+    if back > start and messages[back].role == "user" and (most is None or sum(tokens[back:]) <= most):
         return back
     forward = cut
     while forward < n and messages[forward].role != "user":
         forward += 1
-    return forward if forward < n else start
+    return forward if forward < n else n  # no turn starts after the cut: fold it all

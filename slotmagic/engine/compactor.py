@@ -48,9 +48,12 @@ class Fold:
         return f"{count:,} message{'s' if count != 1 else ''} ({format_tokens(self.tokens_before)} tokens)"
 
 
-def plan_fold(history: History, counting: Counting, *, keep_tokens: int = 0, keep_messages: int = 0) -> Fold | None:
+def plan_fold(
+    history: History, counting: Counting, *, keep_tokens: int = 0, keep_messages: int = 0, most: int | None = None
+) -> Fold | None:
     """Fold everything but the most recent messages that fit in ``keep_tokens`` (and at least
-    the last ``keep_messages``), cut at a turn boundary; None when there is nothing to fold."""
+    the last ``keep_messages``), cut at a turn boundary (keeping no more than ``most`` tokens
+    to get there); None when there is nothing to fold."""
     previous = history.compaction()
     start = previous.upto if previous is not None else 0
     messages = history.messages(start)
@@ -58,7 +61,7 @@ def plan_fold(history: History, counting: Counting, *, keep_tokens: int = 0, kee
         tokens = history.token_counts(start, len(history), counting.encoding, counting.count)
     else:
         tokens = [counting.count(m) for m in messages]
-    cut = cut_point(messages, tokens, 0, keep_tokens=keep_tokens, keep_last=keep_messages)
+    cut = cut_point(messages, tokens, 0, keep_tokens=keep_tokens, keep_last=keep_messages, most=most)
     if cut <= 0:
         return None
     # An excluded message is never shown to a model, the one writing the summary included.

@@ -330,26 +330,30 @@ class TurnEngine:
     ) -> Fold | None:
         """What to fold so the history fits again: keep what fits in half of the room left
         for history, the new message included (so the next turns do not compact at once), or
-        the last ``keep`` messages. ``recall``: the tokens of the ``recall`` definition a turn
-        adds once compacted, room the kept part cannot have."""
+        the last ``keep`` messages. Whatever is kept fits beside the summary (at most its
+        limit) and ``recall``'s definition (``recall`` tokens: a turn adds it once compacted)."""
         assert view.report is not None
         room = view.report.history_available - recall
         new = sum(e.tokens for e in view.entries if e.kind == "new")
         counting = self.counting(model)
         if keep is not None:
             return plan_fold(history, counting, keep_messages=keep)
-        return plan_fold(history, counting, keep_tokens=max(0, room // 2 - new))
+        most = max(0, room - self._summary_limit(view, recall) - new)
+        return plan_fold(history, counting, keep_tokens=min(max(0, room // 2 - new), most), most=most)
+
+    def _summary_limit(self, view: View, recall: int) -> int:
+        """The most a summary may cost: a third of the room for history, and never so much
+        that with ``recall``'s definition the kept half would not fit."""
+        assert view.report is not None
+        room = view.report.history_available
+        return max(64, min((room + view.report.system.used) // 3, (room - recall) // 2))
 
     def summarizer(
         self, model: str, view: View, *, recall: int = 0, progress: Callable[[int, int], None] | None = None
     ) -> Summarizer:
-        """Who writes the summary, and the most it may cost: a third of the room for history,
-        and never so much that with ``recall``'s definition (see :meth:`plan_compaction`) the
-        kept half would not fit."""
-        assert view.report is not None
+        """Who writes the summary, and the most it may cost (see :meth:`_summary_limit`)."""
         chosen = self.compaction_model or model
-        room = view.report.history_available
-        limit = max(64, min((room + view.report.system.used) // 3, (room - recall) // 2))
+        limit = self._summary_limit(view, recall)
         # Each summary request fits the summarizing model's window, its reply (the summary and
         # its markup) left room for.
         request_room = _auto_budget(self.window(chosen)[0]).request_limit((limit * 4) // 3 + 64)
