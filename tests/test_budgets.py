@@ -122,7 +122,7 @@ def test_budget_report_and_threshold(session: Session) -> None:
     assert budget.threshold == SMALL.history - budget.report.system.used
     assert budget.report.history.used > 0
     text = budget.to_text()
-    assert "compaction threshold: history up to" in text and "compactions: none" in text
+    assert "compaction threshold: history and tool results up to" in text and "compactions: none" in text
 
 
 def test_a_slot_without_a_budget_splits_its_model_window(db_path: Path) -> None:

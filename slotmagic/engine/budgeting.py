@@ -34,8 +34,9 @@ def cache_totals(turns: Iterable[TurnRecord], prices: Mapping[str, Price] | None
 class SlotBudget:
     """The slot's next request against its budget, by category, within the model's window.
 
-    ``threshold`` is the dynamic compaction threshold (seed T1): the history budget less
-    everything on the system side; history past it is compacted before the request is sent.
+    ``threshold`` is the dynamic compaction threshold: the history and tool-result budgets less
+    everything on the system side; a conversation past it is compacted before the request is
+    sent (older tool results shortened first).
     """
 
     slot: str
@@ -68,9 +69,8 @@ class SlotBudget:
             flag = "  over" if use.over else ""
             lines.append(f"  {name:<{width}}  {bar}  {use.used:>8,} / {use.allowed:,}{flag}")
         lines.append(
-            f"  compaction threshold: history up to {self.threshold:,} tokens "
-            f"(history budget {self.budget.history:,} less {self.report.system.used + self.report.tools.used:,} "
-            "on the system side)"
+            f"  compaction threshold: history and tool results up to {self.threshold:,} tokens "
+            f"({self.report.room_words()})"
         )
         if self.compactions:
             total = sum(c.replaced for c in self.compactions)
@@ -129,7 +129,7 @@ def budget_data(budget: SlotBudget) -> dict[str, Any]:
         "allowed": report.allowed,
         "threshold": budget.threshold,
         "threshold_at": history_start + budget.threshold,
-        "history_used": report.history.used,
+        "history_used": report.conversation_used,  # history and tool results: what the threshold is for
         "needs_compaction": report.needs_compaction,
         "compactions": len(budget.compactions),
         "folded": sum(c.replaced for c in budget.compactions),
@@ -143,7 +143,8 @@ def budget_line(data: dict[str, Any]) -> str:
     window = f"{data['window']:,}" + ("" if data["window_known"] else " (assumed)")
     line = (
         f"slot {data['slot']} · {data['model']} · {about}{data['used']:,} of {window} tokens · "
-        f"compaction past {data['threshold']:,} tokens of history ({about}{data['history_used']:,} now)"
+        f"compaction past {data['threshold']:,} tokens of history and tool results "
+        f"({about}{data['history_used']:,} now)"
     )
     if data.get("cached_tokens"):
         saved = "" if data.get("cache_saved") is None else f", saved ${data['cache_saved']:.4f}"

@@ -260,7 +260,7 @@ def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT
         else {
             "total": budget.total,
             "used": report.used,
-            "history_used": report.history.used,
+            "history_used": report.conversation_used,  # history and tool results
             "history_available": report.history_available,
             "needs_compaction": report.needs_compaction,
             "over": list(report.over),
@@ -277,7 +277,8 @@ def view_summary(data: dict[str, Any]) -> str:
     budget = data["budget"]
     if budget is not None:
         line += (
-            f" · history {about}{budget['history_used']:,} of {budget['history_available']:,} before compaction"
+            f" · history and tool results {about}{budget['history_used']:,} of {budget['history_available']:,}"
+            " before compaction"
             f" · budget {budget['total']:,}"
         )
         if budget["needs_compaction"]:

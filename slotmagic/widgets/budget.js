@@ -62,7 +62,7 @@ function render({ model, el }) {
     }
     const marker = h("div", "sm-threshold" + (b.needs_compaction ? " sm-past" : ""));
     marker.style.left = pct(b.threshold_at, b.scale);
-    const markerTip = `compaction threshold: history past ${num(b.threshold)} tokens is compacted (${about}${num(b.history_used)} now)`;
+    const markerTip = `compaction threshold: history and tool results past ${num(b.threshold)} tokens are compacted (${about}${num(b.history_used)} now)`;
     marker.addEventListener("mousemove", (event) => showTip(markerTip, event));
     marker.addEventListener("mouseleave", () => (tip.hidden = true));
     track.append(marker);
@@ -86,7 +86,7 @@ function render({ model, el }) {
     }
     root.append(legend);
     const notes = [];
-    if (b.needs_compaction) notes.push("history is past the threshold: the next turn compacts it");
+    if (b.needs_compaction) notes.push("history and tool results are past the threshold: the next turn compacts them");
     notes.push(b.compactions ? `${b.compactions} compaction${b.compactions === 1 ? "" : "s"}, ${b.folded} messages folded` : "no compactions yet");
     root.append(h("div", "sm-sub sm-notes", notes.join(" · ")));
     const message = h("div", "sm-message sm-error");

@@ -68,7 +68,7 @@ function render({ model, el }) {
       const share = view.budget.history_available ? view.budget.history_used / view.budget.history_available : 1;
       fill.style.width = `${Math.min(100, 100 * share)}%`;
       meter.append(fill);
-      meter.title = `history ${num(view.budget.history_used)} of ${num(view.budget.history_available)} tokens before compaction`;
+      meter.title = `history and tool results ${num(view.budget.history_used)} of ${num(view.budget.history_available)} tokens before compaction`;
       root.append(meter);
     }
     const list = h("div", "sm-entries");
