@@ -161,8 +161,8 @@ def test_the_setting_applies_to_the_next_request(
     assert "· working context)" in run(ip, "%slot preview", capsys)
     ip.run_cell("%config SlotMagic.working_context_turns = -1")
     assert caplog.records[-1].getMessage() == (
-        "SlotMagic.working_context_turns = -1 refused: working_context_turns must be a whole number >= 0, "
-        "not -1; it stays 5"
+        "SlotMagic.working_context_turns = -1 refused: working_context_turns must be a whole number >= 0 "
+        "or None, not -1; it stays 5"
     )
     assert session(ip).working_context_turns == 5
 
@@ -288,7 +288,7 @@ def test_unloading_takes_the_magics_and_transformers_back(ip: Any) -> None:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("%ctx ", ["goal", "decide", "ask", "resolve", "step", "show", "clear", "history", "--help"]),
+        ("%ctx ", ["goal", "decide", "ask", "resolve", "step", "show", "clear", "history", "off", "on", "--help"]),
         ("%ctx go", ["goal"]),
         ("%ctx goal ", ["add", "done", "cancel"]),
         ("%ctx goal add x --slot ", ["default", "draft"]),

@@ -150,7 +150,7 @@ def test_breakdown_by_category_adds_up_to_the_request() -> None:
     assert report.history.used == parts.history + parts.priming
     assert report.tools.used == parts.tools
     assert report.reserve.used == 1_000
-    assert report.history_available == 80_000 - parts.system - parts.tools
+    assert report.history_available == 80_000 + 20_000 - parts.system - parts.tools  # history and tool results
 
 
 def test_estimates_for_models_without_an_encoding() -> None:
