@@ -33,7 +33,10 @@ from .view import Counting
 @dataclass(frozen=True)
 class Fold:
     """What a compaction folds: positions ``start`` to ``upto - 1`` of a history of length
-    ``at`` (``start`` is where an earlier compaction stopped), and what they cost."""
+    ``at`` (``start`` is where an earlier compaction stopped), and what they cost. ``messages``
+    are the folded messages read for the summary: the newest ``upto - start - unread`` of them
+    (excluded ones left out); the first ``unread`` positions of a very long fold are folded
+    without being read, and the summary says that ``recall`` reaches them."""
 
     start: int
     upto: int
@@ -41,6 +44,7 @@ class Fold:
     messages: tuple[Message, ...]
     tokens_before: int
     previous: Compaction | None
+    unread: int = 0
 
     def describe(self) -> str:
         """``42 messages (38.1k tokens)``."""
@@ -48,27 +52,68 @@ class Fold:
         return f"{count:,} message{'s' if count != 1 else ''} ({format_tokens(self.tokens_before)} tokens)"
 
 
+_BLOCK = 512  # positions read at a time, newest first
+
+
 def plan_fold(
-    history: History, counting: Counting, *, keep_tokens: int = 0, keep_messages: int = 0, most: int | None = None
+    history: History,
+    counting: Counting,
+    *,
+    keep_tokens: int = 0,
+    keep_messages: int = 0,
+    most: int | None = None,
+    read_tokens: int | None = None,
 ) -> Fold | None:
     """Fold everything but the most recent messages that fit in ``keep_tokens`` (and at least
     the last ``keep_messages``), cut at a turn boundary (keeping no more than ``most`` tokens
-    to get there); None when there is nothing to fold."""
+    to get there); None when there is nothing to fold.
+
+    The history is read from its end, as far as deciding needs: the kept part, then the newest
+    ``read_tokens`` of the fold (all of it when None) for its summary. So folding a history of
+    100,000 messages reads about what folding one of 10,000 does."""
     previous = history.compaction()
     start = previous.upto if previous is not None else 0
-    messages = history.messages(start)
-    if counting.counter.exact:
-        tokens = history.token_counts(start, len(history), counting.encoding, counting.count)
-    else:
-        tokens = [counting.count(m) for m in messages]
-    cut = cut_point(messages, tokens, 0, keep_tokens=keep_tokens, keep_last=keep_messages, most=most)
-    if cut <= 0:
+    n = len(history)
+    window = _BLOCK
+    while True:  # a tail long enough that a longer one would cut at the same place
+        lo = max(start, n - window)
+        messages, tokens = history.messages(lo, n), _counts(history, counting, lo, n)
+        cut = cut_point(messages, tokens, 0, keep_tokens=keep_tokens, keep_last=keep_messages, most=most)
+        older = messages[1 : max(1, len(messages) // 2)]
+        if lo == start or (sum(tokens) > keep_tokens + (most or 0) and any(m.role == "user" for m in older)):
+            break
+        window *= 4
+    cut += lo
+    if cut <= start:
         return None
+    # The fold's newest messages, read back from the cut until the summary has enough.
+    read_lo, read = cut, 0
+    while read_lo > start and (read_tokens is None or read < read_tokens):
+        block_lo = max(start, read_lo - _BLOCK) if read_tokens is not None else start
+        counts = _counts(history, counting, block_lo, read_lo)
+        for count in reversed(counts):
+            if read_tokens is not None and read >= read_tokens:
+                break
+            read += count
+            read_lo -= 1
     # An excluded message is never shown to a model, the one writing the summary included.
     excluded = {p for p, mark in history.marks().items() if mark == "exclude"}
-    kept = [i for i in range(cut) if start + i not in excluded]
-    before = sum(tokens[i] for i in kept) + (previous.tokens_after if previous is not None else 0)
-    return Fold(start, start + cut, len(history), tuple(messages[i] for i in kept), before, previous)
+    positions = [p for p in range(read_lo, cut) if p not in excluded]
+    kept = set(positions)
+    folded = [m for p, m in zip(range(read_lo, cut), history.messages(read_lo, cut), strict=True) if p in kept]
+    counts = _counts(history, counting, read_lo, cut)
+    before = sum(c for p, c in zip(range(read_lo, cut), counts, strict=True) if p in kept)
+    unread = read_lo - start
+    if unread:  # estimated from what was read: the unread part is not read to be counted
+        before += round(unread * before / max(1, len(positions)))
+    before += previous.tokens_after if previous is not None else 0
+    return Fold(start, cut, n, tuple(folded), before, previous, unread)
+
+
+def _counts(history: History, counting: Counting, lo: int, hi: int) -> list[int]:
+    if counting.counter.exact:
+        return history.token_counts(lo, hi, counting.encoding, counting.count)
+    return [counting.count(m) for m in history.messages(lo, hi)]
 
 
 def _collect(events: Iterator[StreamEvent]) -> str:
@@ -138,15 +183,21 @@ class Summarizer:
         messages = compaction_request(part.messages, part.previous, instructions)
         return ChatRequest(model=parse_model(self.model)[1], messages=tuple(messages))
 
+    def part_budget(self, instructions: str | None = None) -> int:
+        """Tokens of transcript one summary request may carry (None: no ``room`` is set)."""
+        assert self.room is not None
+        count = self.request_counting
+        base = sum(count.count(m) for m in compaction_request([], None, instructions))
+        # the summary so far rides along in every request: at most ``limit`` tokens, with its markup
+        return max(_SMALLEST_PART, self.room - base - (self.limit * 4) // 3 - 32)
+
     def parts(self, fold: Fold, instructions: str | None = None) -> list[Fold]:
         """The fold in parts whose summary requests each fit ``room`` (one part when it does
         whole); a message too long for any request is cut in the middle."""
         if self.room is None:
             return [fold]
         count = self.request_counting
-        base = sum(count.count(m) for m in compaction_request([], None, instructions))
-        # the summary so far rides along in every request: at most ``limit`` tokens, with its markup
-        budget = max(_SMALLEST_PART, self.room - base - (self.limit * 4) // 3 - 32)
+        budget = self.part_budget(instructions)
         lines: list[tuple[Message, int]] = []
         cut = False
         for message in fold.messages:
@@ -220,13 +271,22 @@ class Summarizer:
             self.progress(number, parts)
 
     def _whole(self, fold: Fold, last: Compaction | None, parts: list[Fold]) -> Compaction:
-        """The compaction of the whole fold: the last part's summary, over every part."""
+        """The compaction of the whole fold: the last part's summary, over every part, saying
+        where the part folded unread is (``recall`` reaches it)."""
         assert last is not None
-        if len(parts) == 1:
-            return last
-        return last.replace(
+        whole = last.replace(
             upto=fold.upto, at=fold.at, tokens_before=fold.tokens_before, replaced=fold.upto - fold.start
         )
+        if fold.unread:
+            whole = whole.replace(text=f"{unread_note(fold)} {whole.text}")
+            whole = whole.replace(tokens_after=self.counting.count(whole.message()))
+        return whole
+
+    def _limit(self, fold: Fold) -> int:
+        """What a summary of ``fold`` may take: the limit, less the line naming an unread part."""
+        if not fold.unread:
+            return self.limit
+        return max(32, self.limit - self.counting.count(Message.system(unread_note(fold))))
 
     def _build(self, fold: Fold, reply: str | None, failure: str | None, instructions: str | None) -> Compaction:
         note = failure
@@ -234,14 +294,16 @@ class Summarizer:
             try:
                 card, text = parse_summary(reply, transcript(fold.messages), fold.previous)
                 made = self._compaction(fold, card, text, None, instructions)
-                if made.tokens_after <= self.limit:
+                if made.tokens_after <= self._limit(fold):
                     return made
-                note = f"the model's summary took {made.tokens_after:,} tokens, more than the {self.limit:,} it may"
+                note = (
+                    f"the model's summary took {made.tokens_after:,} tokens, more than the {self._limit(fold):,} it may"
+                )
             except SummaryRejected as exc:
                 note = str(exc)
         card, text = keyword_summary(fold.messages, fold.previous)
         made = self._compaction(fold, card, text, note, instructions)
-        while made.tokens_after > self.limit:  # trim the oldest items, the text, then the rest
+        while made.tokens_after > self._limit(fold):  # trim the oldest items, the text, then the rest
             card, text = made.card, made.text
             if card.topics or card.facts or card.decisions:
                 card = _trimmed(card)
@@ -274,6 +336,15 @@ class Summarizer:
 
 
 _SMALLEST_PART = 200  # tokens of transcript: below this a part says too little to summarize
+
+
+def unread_note(fold: Fold) -> str:
+    """The sentence a summary opens with when a long fold's oldest part was not read for it."""
+    last = fold.start + fold.unread - 1
+    return (
+        f"The {fold.unread:,} messages before these (positions {fold.start:,} to {last:,}) were folded without "
+        "being summarized; recall(query) searches them."
+    )
 
 
 def _cut(message: Message, budget: int, count: Counting) -> Message:

@@ -58,9 +58,8 @@ def mode_filter(build: ViewBuild) -> None:
     the call it answers."""
     history = build.history
     if build.config.mode is not SlotMode.FOCUSED:
-        build.conversation.extend(
-            ViewEntry(m, "history", i) for i, m in enumerate(history.messages(build.start), build.start)
-        )
+        lo = _in_reach(build)
+        build.conversation.extend(ViewEntry(m, "history", i) for i, m in enumerate(history.messages(lo), lo))
         return
     focus = build.config.focused
     kept_system = _first_system(build) if focus.keep_system else None
@@ -77,6 +76,35 @@ def mode_filter(build: ViewBuild) -> None:
         e.position for e in (*build.system, *build.conversation) if e.kind == "history" and e.position is not None
     )
     build.omitted.extend(Omitted(lo, hi, "filtered") for lo, hi in _gaps(kept, build.start, len(history)))
+
+
+_READ_BLOCK = 1_024  # positions a full view reads at a time, newest first, on a very long history
+
+
+def _in_reach(build: ViewBuild) -> int:
+    """The first position a full view reads: where the conversation starts, or later when what
+    follows holds more than the whole budget — what lies before that could never be sent, only
+    folded, so it is not read (a first turn on a huge slot stays quick). It is left out of the
+    view as "beyond the budget", its tokens estimated from what was read."""
+    history, start, n = build.history, build.start, len(build.history)
+    if n - start <= _READ_BLOCK:
+        return start
+    counting, total, hi = build.counting, 0, n
+    while hi > start:
+        lo = max(start, hi - _READ_BLOCK)
+        if counting.counter.exact:
+            counts = history.token_counts(lo, hi, counting.encoding, counting.count)
+        else:
+            counts = [counting.count(m) for m in history.messages(lo, hi)]
+        for position in range(hi - 1, lo - 1, -1):
+            total += counts[position - lo]
+            if total > build.budget.total:
+                seen = n - position
+                build.beyond = round((position - start) * total / seen)
+                build.omitted.append(Omitted(start, position + 1, "beyond"))
+                return position + 1
+        hi = lo
+    return start
 
 
 def _tail_without_exclusions(history: History, count: int) -> tuple[int, list[Message]]:
@@ -195,6 +223,7 @@ def budgeted(build: ViewBuild) -> None:
     system, tools = system_side(build)
     tool_results = sum(e.tokens for e in build.conversation if e.message.role == "tool")
     history = sum(e.tokens for e in build.conversation) - tool_results + build.counting.counter.priming
+    history += build.beyond  # what is beyond the budget counts, though it was not read
     build.report = build.budget.report(
         system=system, history=history, tools=tools, tool_results=tool_results, reserve=build.reserve
     )

@@ -60,6 +60,7 @@ logger = logging.getLogger("slotmagic")
 AutoCompact = Literal["on", "ask", "off"]
 AUTO_COMPACT: tuple[AutoCompact, ...] = ("on", "ask", "off")
 _CALIBRATION = "calibration"  # the store's meta key
+_SUMMARY_PARTS = 4  # the most requests one compaction's summary takes
 _KEPT_VIEWS, _KEPT_ENTRIES = 8, 50_000  # previews kept (see TurnEngine.view), and their entries in all
 
 
@@ -336,10 +337,14 @@ class TurnEngine:
         room = view.report.history_available - recall
         new = sum(e.tokens for e in view.entries if e.kind == "new")
         counting = self.counting(model)
+        # A summary reads the fold's newest parts, at most this many (a long fold's oldest part is
+        # folded unread, within recall's reach): a first turn on a huge slot stays quick.
+        summarizer = self.summarizer(model, view, recall=recall)
+        read = _SUMMARY_PARTS * summarizer.part_budget()
         if keep is not None:
-            return plan_fold(history, counting, keep_messages=keep)
+            return plan_fold(history, counting, keep_messages=keep, read_tokens=read)
         most = max(0, room - self._summary_limit(view, recall) - new)
-        return plan_fold(history, counting, keep_tokens=min(max(0, room // 2 - new), most), most=most)
+        return plan_fold(history, counting, keep_tokens=min(max(0, room // 2 - new), most), most=most, read_tokens=read)
 
     def _summary_limit(self, view: View, recall: int) -> int:
         """The most a summary may cost: a third of the room for history, and never so much

@@ -24,7 +24,7 @@ from ..store.base import History
 from ..tokens import ESTIMATE, TokenCounter
 
 EntryKind = Literal["system", "history", "elided", "summary", "compaction", "context", "workflow", "new"]
-OmitReason = Literal["compacted", "filtered", "excluded"]
+OmitReason = Literal["compacted", "filtered", "excluded", "beyond"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +100,7 @@ class ViewBuild:
     context_turns: int | None = DEFAULT_RECENT_TURNS  # turns a working-context change is sent (None: off)
     pinned: frozenset[int] = frozenset()  # stored positions kept whatever the filter or a compaction
     problems: list[str] = field(default_factory=list)  # what a step left out because it could not be read
+    beyond: int = 0  # tokens (estimated) of stored messages beyond the budget, left out unread
 
     def inject(self, message: Message, kind: EntryKind) -> ViewEntry:
         """An entry for a message a step made."""
@@ -166,6 +167,7 @@ class View:
                 "compacted": "folded into the summary",
                 "filtered": "left out by the focused filter",
                 "excluded": "excluded: the model never sees it",
+                "beyond": "beyond what the budget can hold: the next turn folds them",
             }[gap.reason]
             where = f"positions {gap.lo}-{gap.hi - 1}"
             shown.append((gap.lo, f"    … {plural(gap.count, 'stored message')} {what} ({where})"))
@@ -208,6 +210,7 @@ def _gap_row(lo: int, hi: int, reason: str) -> dict[str, Any]:
         "compacted": "folded into the compaction summary",
         "filtered": "left out by the focused filter",
         "excluded": "excluded: the model never sees it",
+        "beyond": "beyond what the budget can hold: the next turn folds them",
     }.get(reason, f"left out ({reason})")
     where = f"position {lo}" if hi - lo == 1 else f"positions {lo}-{hi - 1}"
     return {
