@@ -125,3 +125,16 @@ def test_a_damaged_workflow_never_stops_a_turn_and_is_deleted(
     ip.run_cell("%%turn\nhello")  # no exception: the workflow is left out, with a warning
     assert run(ip, "%workflow delete plan", capsys).startswith("deleted workflow plan")
     assert s.store.damaged_workflows(s.session_id) == []
+
+
+def test_a_damaged_working_context_never_stops_a_turn(ip: Any, caplog: pytest.LogCaptureFixture) -> None:
+    ip.run_cell("%ctx step collect the facts")
+    s: Session = session(ip)
+    with sqlite3.connect(s.store.path) as db:
+        db.execute("UPDATE context_events SET event = '{oops'")
+    with caplog.at_level("WARNING", logger="slotmagic"):
+        ip.run_cell("%%turn\nhello")
+        ip.run_cell("%%turn\nhello again")
+    warnings = [r.getMessage() for r in caplog.records if "working context" in r.getMessage()]
+    assert len(warnings) == 1 and "%ctx off --slot default" in warnings[0]
+    assert len(s.messages()) == 4
