@@ -24,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .wire_rules import check
+
 Step = Any  # bytes | Pause | DROP | HOLD
 
 
@@ -61,6 +63,9 @@ class Request:
 class WireServer:
     requests: list[Request] = field(default_factory=list)
     api_requests: list[Request] = field(default_factory=list)  # Ollama's /api/... (asked for a window)
+    # the wire rules each request body broke (tests/providers/wire_rules.py); the ``wire``
+    # fixture fails a test that leaves any here, unless it sent a broken body on purpose
+    violations: list[tuple[str, list[str]]] = field(default_factory=list)
     closed_at: list[float] = field(default_factory=list)  # when a HOLD saw the client close
 
     def __post_init__(self) -> None:
@@ -138,6 +143,12 @@ class WireServer:
                     conn.sendall(step)
                 return
             self.requests.append(request)
+            try:
+                broken = check(request.path, request.json())
+            except ValueError:
+                broken = ["the body is not JSON"]
+            if broken:
+                self.violations.append((request.path, broken))
             routed = next((q for marker, q in self._routes.items() if marker in request.body and not q.empty()), None)
             try:
                 steps = (routed or self._scripts).get_nowait()
