@@ -397,7 +397,7 @@ def violations(body: Mapping[str, Any]) -> list[str]:
     if not isinstance(messages, list) or not messages:
         return ["the request holds no message"]
     thinking = body.get("thinking")
-    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
+    kind = thinking.get("type") if isinstance(thinking, Mapping) and thinking.get("type") != "disabled" else None
     seen: set[str] = set()
     tool_blocks = False
     previous: dict[str, Any] | None = None
