@@ -309,3 +309,30 @@ def test_a_50k_token_message_is_not_over_budget(model: str, tmp_path: object) ->
         assert view.report is not None
         assert view.report.history.used > 45_000
         assert not view.report.needs_compaction, (model, model_window(model))
+
+
+def test_a_tool_result_supplied_by_hand_takes_the_place_of_not_run(
+    tmp_path: object, wire: WireServer, settings: ProviderSettings
+) -> None:
+    """A turn that offered no tools got a call it could not run; the user runs the tool and
+    appends its result: the next request carries that result after the call, nothing else."""
+    from slotmagic import Session
+
+    from .wire_server import oa_tool_stream
+
+    wire.script(
+        sse_response(oa_tool_stream([("call_7", "lookup", ['{"q": "rent"}'])])),
+        sse_response(oa_text_stream("The rent is 900.")),
+    )
+    with Session.open("hand", db_path=tmp_path / "s.db", model="openai:gpt-4o-mini", settings=settings) as session:  # type: ignore[operator]
+        session.submit_turn("What is the rent?", tools=[])
+        call = session.messages()[-2].tool_calls[0]
+        assert "not run" in session.messages()[-1].content
+        session.append([Message.tool(call.id, "900 EUR a month", call.name)])
+        session.submit_turn("So?", tools=[])
+    sent = wire.requests[1].json()["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[2] == {"role": "tool", "tool_call_id": "call_7", "content": "900 EUR a month"}
+    assert not any(
+        "not in this conversation" in str(m.get("content")) or "not run" in str(m.get("content")) for m in sent
+    )
