@@ -71,6 +71,7 @@ from httpx_sse import ServerSentEvent
 from ..core.messages import Message, Thinking, ToolCall
 from ..core.repair import ANTHROPIC_MAX_ID, repair_tool_pairs, wire_call_id
 from ..errors import MalformedReply, RequestRefused, StreamInterrupted
+from . import wire
 from .base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
 from .transport import HTTPProvider, SSECall, parse_event_json, stream_error
 from .wire import json_object, refuse
@@ -512,22 +513,22 @@ class EventAssembler:
         if kind == "error":
             raise stream_error(self.label, data.get("error"), self.secrets)
         if kind == "message_start":
-            message = _mapping(data.get("message"))
-            self._model = _optional_str(message.get("model"))
+            message = wire.mapping(data.get("message"))
+            self._model = wire.text(message.get("model"))
             self._add_usage(message.get("usage"))
         elif kind == "content_block_start":
-            block = _mapping(data.get("content_block"))
-            index = _index(data.get("index", len(self._blocks)))
+            block = wire.mapping(data.get("content_block"))
+            index = wire.index(data.get("index", len(self._blocks)))
             started = _Block(
                 _str(block.get("type", "")), _str(block.get("id", "")), _str(block.get("name", "")), block.get("input")
             )
             self._blocks[index] = started
             if started.type == "thinking":
-                started.signature = _optional_str(block.get("signature")) or None  # "" until its signature_delta
+                started.signature = wire.text(block.get("signature")) or None  # "" until its signature_delta
                 if block.get("thinking"):
                     started.parts.append(_str(block["thinking"]))
             elif started.type == "redacted_thinking":
-                started.data = _optional_str(block.get("data"))
+                started.data = wire.text(block.get("data"))
             elif started.type == "text":
                 if block.get("text"):
                     return self._add_text(index, _str(block["text"]))
@@ -535,8 +536,8 @@ class EventAssembler:
                 started.raw = dict(block)
                 json.dumps(started.raw, allow_nan=False)  # it is sent back as it came: it must be JSON
         elif kind == "content_block_delta":
-            delta = _mapping(data.get("delta"))
-            index = _index(data.get("index", 0))
+            delta = wire.mapping(data.get("delta"))
+            index = wire.index(data.get("index", 0))
             delta_type = delta.get("type")
             if delta_type == "text_delta" and delta.get("text"):
                 return self._add_text(index, _str(delta["text"]))
@@ -553,8 +554,8 @@ class EventAssembler:
                 )
             # citations_delta and delta types added later: not part of the stored reply
         elif kind == "message_delta":
-            stop = _mapping(data.get("delta")).get("stop_reason")
-            self._stop_reason = _optional_str(stop) or self._stop_reason
+            stop = wire.mapping(data.get("delta")).get("stop_reason")
+            self._stop_reason = wire.text(stop) or self._stop_reason
             self._add_usage(data.get("usage"))  # cumulative counts: later values replace earlier ones
         elif kind == "message_stop":
             self.done = True
@@ -568,7 +569,7 @@ class EventAssembler:
     def _add_usage(self, usage: Any) -> None:
         if usage is None:
             return
-        for key, value in _mapping(usage).items():
+        for key, value in wire.mapping(usage).items():
             if isinstance(value, int) and not isinstance(value, bool):
                 if not 0 <= value < 2**53:
                     raise ValueError(f"usage {key} out of range")
@@ -606,7 +607,7 @@ class EventAssembler:
             else:
                 raw = dict(b.raw or {"type": b.type})
                 if b.type == "server_tool_use":
-                    raw["input"] = json_object("".join(b.parts)) if b.parts else _mapping(raw.get("input"))
+                    raw["input"] = json_object("".join(b.parts)) if b.parts else wire.mapping(raw.get("input"))
                     names[_str(raw.get("id", ""))] = _str(raw.get("name", ""))
                 elif b.type == "compaction" and b.parts:
                     raw["content"] = "".join(b.parts)
@@ -657,28 +658,11 @@ def block_text(block: Mapping[str, Any], names: Mapping[str, str] | None = None)
     return ""
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise TypeError("not an object")
-    return value
-
-
 def _str(value: Any) -> str:
-    if not isinstance(value, str):
+    found = wire.text(value)
+    if found is None:
         raise TypeError("not a string")
-    return value
-
-
-def _optional_str(value: Any) -> str | None:
-    return None if value is None else _str(value)
-
-
-def _index(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1_000_000:
-        raise TypeError("not a block index")
-    return value
+    return found
 
 
 class AnthropicProvider(HTTPProvider):

@@ -48,6 +48,7 @@ from httpx_sse import ServerSentEvent
 from ..core.messages import Message, ToolCall
 from ..core.repair import OPENAI_MAX_ID, repair_tool_pairs, wire_call_id
 from ..errors import MalformedReply, StreamInterrupted
+from . import wire
 from .base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
 from .endpoint import Endpoint
 from .registry import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_REASONING_MODELS, matches_model, model_patterns
@@ -225,21 +226,21 @@ class ChunkAssembler:
 
     def _feed(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         model = chunk.get("model")
-        self._model = _text_or_none(model) or self._model
+        self._model = wire.text(model) or self._model
         usage = chunk.get("usage")
         if usage is not None:  # the usage chunk (choices: []), or Ollama's last chunk
-            self._usage = _usage(_object(usage))
+            self._usage = _usage(wire.mapping(usage))
         out: list[StreamEvent] = []
         choices = chunk.get("choices")
         if choices is not None and not isinstance(choices, list):
             raise TypeError("choices is not a list")
         for choice in choices or ():
-            choice = _object(choice)
-            if _whole(choice.get("index", 0)) != 0:
+            choice = wire.mapping(choice)
+            if wire.index(choice.get("index", 0)) != 0:
                 continue  # n > 1 is not supported: only the first choice is kept
-            delta = _object(choice.get("delta"))
+            delta = wire.mapping(choice.get("delta"))
             for key in ("content", "refusal"):
-                text = _text_or_none(delta.get(key))
+                text = wire.text(delta.get(key))
                 if text:
                     self._text.append(text)
                     out.append(TextDelta(text))
@@ -247,20 +248,20 @@ class ChunkAssembler:
             if fragments is not None and not isinstance(fragments, list):
                 raise TypeError("tool_calls is not a list")
             for position, fragment in enumerate(fragments or ()):
-                self._add_call_fragment(position, _object(fragment))
-            reason = _text_or_none(choice.get("finish_reason"))
+                self._add_call_fragment(position, wire.mapping(fragment))
+            reason = wire.text(choice.get("finish_reason"))
             if reason:
                 self._finish_reason = reason
         return out
 
     def _add_call_fragment(self, position: int, fragment: Mapping[str, Any]) -> None:
-        index = _whole(fragment.get("index", position))  # a few servers leave out the index
+        index = wire.index(fragment.get("index", position))  # a few servers leave out the index
         call = self._calls.setdefault(index, _PartialCall())
-        function = _object(fragment.get("function"))
+        function = wire.mapping(fragment.get("function"))
         # Some servers repeat id and name in every fragment: keep the first, add only arguments.
-        call.id = call.id or _text_or_none(fragment.get("id")) or ""
-        call.name = call.name or _text_or_none(function.get("name")) or ""
-        arguments = _text_or_none(function.get("arguments"))
+        call.id = call.id or wire.text(fragment.get("id")) or ""
+        call.name = call.name or wire.text(function.get("name")) or ""
+        arguments = wire.text(function.get("arguments"))
         if arguments:
             call.arguments.append(arguments)
 
@@ -277,41 +278,12 @@ class ChunkAssembler:
 
 
 def _usage(raw: Mapping[str, Any]) -> Usage:
-    details = _object(raw.get("prompt_tokens_details"))
+    details = wire.mapping(raw.get("prompt_tokens_details"))
     return Usage(
-        input_tokens=_count(raw.get("prompt_tokens")),
-        output_tokens=_count(raw.get("completion_tokens")),
-        cached_tokens=_count(details.get("cached_tokens")),
+        input_tokens=wire.count(raw.get("prompt_tokens")),
+        output_tokens=wire.count(raw.get("completion_tokens")),
+        cached_tokens=wire.count(details.get("cached_tokens")),
     )
-
-
-def _object(value: Any) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise TypeError("not an object")
-    return value
-
-
-def _text_or_none(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise TypeError("not a string")
-
-
-def _whole(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1_000_000:
-        raise TypeError("not an index")
-    return value
-
-
-def _count(value: Any) -> int:
-    """A token count: a whole number >= 0 (null and absent are 0)."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**53:
-        raise ValueError("not a token count")
-    return value
 
 
 class OpenAIProvider(HTTPProvider):

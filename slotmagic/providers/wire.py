@@ -1,6 +1,8 @@
-"""What both wire formats share on the way out: tool-call arguments as a JSON object any API
-(and ``json.dumps``) takes, and the one-line refusal of a request that would still break a
-rule.
+"""What both wire formats share: on the way out, tool-call arguments as a JSON object any API
+(and ``json.dumps``) takes and the one-line refusal of a request that would still break a
+rule; on the way in, the shape checks of a reply's fields (:func:`mapping`, :func:`text`,
+:func:`index`, :func:`count`), which raise ``TypeError``/``ValueError`` that the parsers turn
+into one :class:`~slotmagic.errors.MalformedReply`.
 
 Arguments are stored as the model wrote them. On the way out they are read as JSON with every
 value a JSON text may hold but JSON cannot send kept as text instead: ``NaN``, ``Infinity``
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import RequestRefused
@@ -65,3 +67,38 @@ def _deeper_than(value: Any, limit: int) -> bool:
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
     return False
+
+
+# -- the shape of a reply's fields ----------------------------------------------------------------
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """A JSON object field (absent or null: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError("not an object")
+    return value
+
+
+def text(value: Any) -> str | None:
+    """A string field, or None when it is absent or null."""
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError("not a string")
+
+
+def index(value: Any) -> int:
+    """A block or choice index."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1_000_000:
+        raise TypeError("not an index")
+    return value
+
+
+def count(value: Any) -> int:
+    """A token count: a whole number >= 0 (absent or null: 0)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**53:
+        raise ValueError("not a token count")
+    return value
