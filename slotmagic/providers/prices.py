@@ -82,7 +82,7 @@ def model_price_of(model: str, prices: Mapping[str, Price] | None = None) -> Mod
 
 def price_of(model: str, prices: Mapping[str, Price] | None = None) -> Price | None:
     """The (input, output) price of ``model`` per million tokens; ``prices`` wins over the
-    database and the built-in table."""
+    database and the built-in rule."""
     found = model_price_of(model, prices)
     return None if found is None else (found.input, found.output)
 
