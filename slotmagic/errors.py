@@ -215,6 +215,11 @@ class StreamInterrupted(ProviderError):
     """The connection dropped, or the stream ended, before the reply's final event."""
 
 
+class RequestRefused(ProviderError):
+    """A request that would break one of the API's documented rules (``wire rules`` in the
+    provider modules) even after slotmagic kept them: refused before anything was sent."""
+
+
 class MalformedReply(ProviderError):
     """An event that cannot be parsed, or a response that is not an event stream."""
 

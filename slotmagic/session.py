@@ -495,7 +495,7 @@ class Session:
 
     @property
     def context_windows(self) -> dict[str, int]:
-        """Context windows that override or extend the built-in table: ``{"openai:my-model":
+        """Context windows that win over the model data (genai-prices, an Ollama server): ``{"openai:my-model":
         32768, "ollama:*": 8192}``; budgets of slots without their own follow them."""
         return dict(self._engine.context_windows)
 

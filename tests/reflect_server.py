@@ -20,6 +20,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from providers.wire_rules import check
+
 from slotmagic.providers import ProviderSettings
 
 
@@ -50,6 +52,7 @@ class ReflectServer:
         self.requests = 0
         self.bodies: list[dict[str, Any]] = []  # every request body received, in order
         self.raw_bodies: list[bytes] = []  # the same, as the bytes that came over the wire
+        self.violations: list[list[str]] = []  # the wire rules (providers/wire_rules.py) a body broke
         self._lock = threading.Lock()
         server = self
 
@@ -66,6 +69,9 @@ class ReflectServer:
                     server.requests += 1
                     server.bodies.append(body)
                     server.raw_bodies.append(raw)
+                    broken = check(self.path, body)
+                    if broken:
+                        server.violations.append(broken)
                 time.sleep(server.delay + random.uniform(0, server.jitter))
                 text = reflection(body["messages"])
                 size = -(-len(text) // max(1, server.chunks))
@@ -103,5 +109,7 @@ class ReflectServer:
     def __enter__(self) -> ReflectServer:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, *exc: object) -> None:
         self.close()
+        if kind is None:  # every request a test's turns sent kept the documented wire rules
+            assert not self.violations, f"requests broke the wire rules: {self.violations}"

@@ -20,6 +20,7 @@ from slotmagic.core.compaction import (
     parse_summary,
 )
 from slotmagic.errors import OverBudget
+from slotmagic.providers import catalog
 from slotmagic.tokens import TokenCounter
 
 
@@ -138,8 +139,11 @@ def test_an_unknown_model_gets_a_stated_default_and_one_note(db_path: Path) -> N
     with ReflectServer() as server, Session.open("windows", db_path=db_path, settings=server.settings()) as session:
         first = session.submit_turn("hi", model="openai:reflect")
         second = session.submit_turn("again", model="openai:reflect")
-        assert first.notes == ("openai:reflect: context window unknown, assuming 8,192 tokens "
-                               "(set %config SlotMagic.context_windows, or Session.context_windows)",)  # fmt: skip
+        largest = f"{catalog.largest_window('openai'):,}"
+        assert first.notes == (f"openai:reflect: context window unknown; assuming {largest} tokens, the largest of "
+                               f"any openai model in {catalog.database_version()}, so nothing it would take is "
+                               "refused here (%config SlotMagic.context_windows = {'openai:reflect': N} sets its "
+                               "real size)",)  # fmt: skip
         assert second.notes == ()
 
 

@@ -17,8 +17,8 @@ from .checks import check_text
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
-ThinkingKind = Literal["thinking", "redacted_thinking"]
-THINKING_KINDS: tuple[ThinkingKind, ...] = ("thinking", "redacted_thinking")
+ThinkingKind = Literal["thinking", "redacted_thinking", "block"]
+THINKING_KINDS: tuple[ThinkingKind, ...] = ("thinking", "redacted_thinking", "block")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,12 @@ class Thinking:
     the others leave it out. ``after_calls`` is how many of the message's tool calls came
     before it in the reply (interleaved thinking); 0, the usual case, opens the message.
     It is not the reply: ``Message.content`` holds the text only.
+
+    Kind ``block``: any other content block the API returned beside text, tool calls and
+    thinking, kept whole so it can be passed back (Anthropic's ``server_tool_use`` and
+    ``web_search_tool_result`` of its server tools, ``compaction``): ``data`` is the block's
+    JSON, ``text`` what a person (or another provider) is shown of it, and ``at`` how many
+    characters of ``content`` came before it in the reply.
     """
 
     kind: ThinkingKind
@@ -57,6 +63,7 @@ class Thinking:
     data: str | None = None
     provider: str = "anthropic"
     after_calls: int = 0
+    at: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in THINKING_KINDS:
@@ -72,18 +79,33 @@ class Thinking:
             out["data"] = self.data
         if self.after_calls:
             out["after_calls"] = self.after_calls
+        if self.kind == "block":
+            out["text"] = self.text
+            out["at"] = self.at
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Thinking:
         return cls(
             data["type"],
-            data.get("thinking") or "",
+            data.get("thinking") or data.get("text") or "",
             data.get("signature"),
             data.get("data"),
             data.get("provider") or "anthropic",
             int(data.get("after_calls") or 0),
+            int(data.get("at") or 0),
         )
+
+    def block(self) -> dict[str, Any] | None:
+        """A ``block``'s content block as the API sent it (None for thinking, or data that no
+        longer reads as a JSON object)."""
+        if self.kind != "block" or not self.data:
+            return None
+        try:
+            value = json.loads(self.data)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)

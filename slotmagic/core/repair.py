@@ -13,8 +13,13 @@ same in previews:
   after the results that are there, right after its assistant message;
 - a result whose call is not in the assistant message just before it becomes a plain user
   message that says so (its text is kept: the model may have relied on it since);
-- a second result for the same call is treated the same way;
-- calls without an id, or sharing one, get distinct ids (their results, in order, follow).
+- a second result for the same call is treated the same way, except that a result that
+  follows a "not run" answer of the call (a turn that could not run it: no tools were offered)
+  takes that answer's place: that is how a tool result is supplied by hand
+  (``session.append([Message.tool(call.id, "...", call.name)])`` right after such a turn);
+- calls without an id, or sharing one, get distinct ids (their results, in order, follow);
+  so does a call whose id an earlier message already used (Kimi on OpenRouter numbers its
+  calls "0", "1" … again in every reply), since both APIs want every id once per request.
 
 :func:`wire_call_id` maps a call id to what an API accepts (Anthropic: ``^[a-zA-Z0-9_-]+$``;
 OpenAI: at most 40 characters), the same way for a call and its result, so a conversation can
@@ -44,6 +49,7 @@ def repair_tool_pairs(messages: Sequence[Message], note: str = NOT_RUN) -> tuple
     call (see the module docstring); the messages themselves when nothing needed repair.
     ``note`` is the text of the synthetic results."""
     out: list[Message] = []
+    used: set[str] = set()  # call ids of earlier messages
     i, n = 0, len(messages)
     while i < n:
         message = messages[i]
@@ -54,42 +60,53 @@ def repair_tool_pairs(messages: Sequence[Message], note: str = NOT_RUN) -> tuple
         if message.role != "assistant" or not message.tool_calls:
             out.append(message)
             continue
-        calls, pending = _distinct_ids(message.tool_calls)
+        calls, pending = _distinct_ids(message.tool_calls, used)
+        used.update(c.id for c in calls)
         out.append(message if calls == message.tool_calls else replace(message, tool_calls=calls))
-        answered: set[str] = set()
+        stood_for = {original: list(ids) for original, ids in pending.items()}
+        answers: dict[str, Message] = {}
         strays: list[Message] = []
         while i < n and messages[i].role == "tool":
             result = messages[i]
             i += 1
             queue = pending.get(result.tool_call_id or "")
-            if not queue:
-                strays.append(result)
-                continue
-            call_id = queue.pop(0)
-            answered.add(call_id)
-            out.append(result if result.tool_call_id == call_id else replace(result, tool_call_id=call_id))
-        for call in calls:
-            if call.id not in answered:
-                out.append(Message.tool(call.id, note, call.name, is_error=True))
-        out.extend(orphan_as_text(stray) for stray in strays)
+            if queue:
+                call_id = queue.pop(0)
+            else:  # a second result: it replaces a "not run" answer, else it is told apart
+                ids = stood_for.get(result.tool_call_id or "", [])
+                call_id = next((c for c in ids if c in answers and is_not_run(answers[c])), "")
+                if not call_id:
+                    strays.append(result)
+                    continue
+            answers[call_id] = result if result.tool_call_id == call_id else replace(result, tool_call_id=call_id)
+        out.extend(answers.values())  # as they came; a hand-supplied result where its "not run" was
+        out.extend(Message.tool(c.id, note, c.name, is_error=True) for c in calls if c.id not in answers)
+        out.extend(orphan_as_text(stray, "which was answered above") for stray in strays)
     if len(out) == n and all(a is b for a, b in zip(out, messages, strict=True)):
         return tuple(messages)
     return tuple(out)
 
 
-def orphan_as_text(result: Message) -> Message:
-    """A tool result whose call is not before it, as a user message saying what it is."""
+def orphan_as_text(result: Message, why: str = "whose call is not in this conversation") -> Message:
+    """A tool result whose call is not before it (or was answered already), as a user message
+    saying what it is."""
     tool = f"tool {result.name!r}" if result.name else "a tool"
-    return Message.user(
-        f"(the result of {tool}, call {result.tool_call_id}, whose call is not in this conversation)\n{result.content}"
-    )
+    return Message.user(f"(the result of {tool}, call {result.tool_call_id}, {why})\n{result.content}")
 
 
-def _distinct_ids(calls: tuple[ToolCall, ...]) -> tuple[tuple[ToolCall, ...], dict[str, list[str]]]:
-    """The calls with an id each of its own, and for each original id the ids its results
-    (in order) now answer."""
-    taken = {c.id for c in calls if c.id}
-    seen: set[str] = set()
+def is_not_run(message: Message) -> bool:
+    """Whether a tool message is a "not run" answer: the call was never run (no tools were
+    offered, the round limit, a turn cut short), so a real result may take its place."""
+    return message.role == "tool" and message.is_error and "the call was not run" in message.content
+
+
+def _distinct_ids(
+    calls: tuple[ToolCall, ...], used: set[str] | frozenset[str] = frozenset()
+) -> tuple[tuple[ToolCall, ...], dict[str, list[str]]]:
+    """The calls with an id each of its own (none of them in ``used``, the ids of earlier
+    messages), and for each original id the ids its results (in order) now answer."""
+    taken = {c.id for c in calls if c.id} | set(used)
+    seen: set[str] = set(used)
     fixed: list[ToolCall] = []
     pending: dict[str, list[str]] = {}
     for k, call in enumerate(calls, 1):

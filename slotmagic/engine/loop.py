@@ -47,14 +47,38 @@ class ToolStep:
 
 
 def steps_of(messages: list[Message]) -> tuple[ToolStep, ...]:
-    """The tool steps in a turn's stored messages (its calls, matched with their results)."""
+    """The tool steps in a turn's stored messages (its calls, matched with their results, and
+    the provider's server tools with what they found)."""
     calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls}
-    steps = []
+    steps: list[ToolStep] = []
     for m in messages:
+        if m.role == "assistant":
+            steps.extend(server_steps(m))
         if m.role == "tool" and m.tool_call_id in calls:
             call = calls[m.tool_call_id]
             steps.append(ToolStep(call.name, _compact(call.arguments), m.content, m.is_error))
     return tuple(steps)
+
+
+def server_steps(message: Message) -> list[ToolStep]:
+    """The server tools a provider ran within a reply (Anthropic's web search …), each with
+    what it found (a search's titles and links), from the blocks kept on the message."""
+    uses: dict[str, tuple[str, str]] = {}  # server tool use id -> (name, arguments)
+    steps: list[ToolStep] = []
+    for kept in message.thinking:
+        block = kept.block()
+        if block is None:
+            continue
+        if block.get("type") == "server_tool_use":
+            arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
+            uses[str(block.get("id"))] = (str(block.get("name") or "server tool"), _compact(arguments))
+        elif str(block.get("type", "")).endswith("_tool_result"):
+            name, arguments = uses.pop(str(block.get("tool_use_id")), (str(block["type"]), ""))
+            content = block.get("content")
+            failed = isinstance(content, dict) and bool(content.get("error_code"))
+            result = kept.text.partition("\n")[2] or kept.text
+            steps.append(ToolStep(name, arguments, result, failed))
+    return steps
 
 
 @dataclass
@@ -82,6 +106,10 @@ class ToolRounds:
         """The calls to run after this reply; None when the turn is over."""
         self.usage = self.usage + completion.usage
         self.last = completion
+        for step in server_steps(completion.message):  # what the provider's own tools found
+            self.steps.append(step)
+            if self.on_step is not None:
+                self.on_step(step)
         calls = completion.message.tool_calls
         if not calls:
             self.final = completion.message

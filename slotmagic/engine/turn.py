@@ -44,7 +44,7 @@ from ..providers import ProviderSettings, cost_of, parse_model, resolve_provider
 from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
 from ..providers.prices import cache_savings_of
 from ..store.base import History, Store, Tip
-from ..tokens import Calibration, TokenCounter, window_for
+from ..tokens import Calibration, TokenCounter, model_window
 from ..tools import Tool, ToolRegistry, default_registry
 from .compactor import Fold, Summarizer, plan_fold
 from .fit import RequestFit
@@ -167,7 +167,7 @@ class TurnEngine:
         self.system = system
         self.settings = settings
         self.usage = Usage()
-        self.context_windows: dict[str, int] = {}  # overrides of the built-in table
+        self.context_windows: dict[str, int] = {}  # win over the model data (tokens/windows.py)
         self.compaction_model: str | None = None  # None: the turn's own model
         self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's
         self.max_tool_rounds = 8
@@ -219,7 +219,8 @@ class TurnEngine:
 
     def window(self, model: str) -> tuple[int, bool]:
         """The model's context window and whether it is known (else a stated default)."""
-        return window_for(model, self.context_windows)
+        found = model_window(model, self.context_windows, self.settings)
+        return found.tokens, found.known
 
     def budget(self, slot: Slot, model: str) -> ContextBudget:
         """The slot's own budget, else the model's window split in the default ratios."""
@@ -227,14 +228,11 @@ class TurnEngine:
 
     def window_note(self, model: str) -> str | None:
         """A one-line note, once per model, when its window is a guess."""
-        tokens, known = self.window(model)
-        if known or model in self._windows_noted:
+        found = model_window(model, self.context_windows, self.settings)
+        if found.known or model in self._windows_noted:
             return None
         self._windows_noted.add(model)
-        return (
-            f"{model}: context window unknown, assuming {tokens:,} tokens "
-            "(set %config SlotMagic.context_windows, or Session.context_windows)"
-        )
+        return found.note(model)
 
     def observe(self, model: str, request: ChatRequest, usage: Usage) -> None:
         """Calibrate the estimate of a model counted by estimate, from what it reported."""

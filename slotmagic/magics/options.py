@@ -170,7 +170,7 @@ class SlotMagicOptions(Configurable):
     ).tag(config=True)
 
     context_windows = Dict(
-        help="Context windows, in tokens, to add to or override the built-in table: "
+        help="Context windows, in tokens, that win over the model data (genai-prices, an Ollama server): "
         "{'openai:my-model': 32768, 'ollama:*': 8192}. A slot without a budget of its own splits "
         "its model's window (system, history, tools, tool results, reserve).",
     ).tag(config=True)

@@ -5,23 +5,41 @@ Request: ``POST {base}/chat/completions`` with ``stream: true`` and
 ``stream_options: {"include_usage": true}``, so the last chunk before ``data: [DONE]`` carries
 the token counts. Tool calls arrive as ``delta.tool_calls`` fragments keyed by ``index``: the
 first fragment has the call's ``id`` and ``function.name``, later ones add pieces of
-``function.arguments`` (a JSON text). A reply is complete only once ``[DONE]`` arrives.
+``function.arguments`` (a JSON text). A reply is complete only once ``[DONE]`` arrives. A chunk
+of a shape the API does not send is a :class:`~slotmagic.errors.MalformedReply`, never a raw
+exception.
 
-Every request goes through :func:`~slotmagic.core.repair.repair_tool_pairs` (no tool call
-without its ``tool`` messages) and its call ids through
-:func:`~slotmagic.core.repair.wire_call_id` (at most 40 characters, as OpenAI and Azure
-require); another provider's reasoning (Anthropic's thinking blocks) is left out.
+**The wire rules**, kept by construction in :func:`request_body` and checked once more by
+:func:`violations` before anything is sent (a request that would still break one is refused in
+one line). Sources: the Chat Completions reference
+https://platform.openai.com/docs/api-reference/chat/create, function calling
+https://platform.openai.com/docs/guides/function-calling, reasoning models
+https://platform.openai.com/docs/guides/reasoning, and the API's own 400 messages:
 
-Reasoning models (o1, o3, o4, gpt-5 and their variants, or what the
-``openai_reasoning_models`` setting names) are decided by the model's name, not by the base
-URL, since Azure and proxies serve them too: they get the system prompt as a ``developer``
-message and ``max_completion_tokens``. A temperature is sent only when the turn sets one (they
-accept no other value than the default, and say so in a 400).
+- every assistant tool call answered by a ``tool`` message right after its message, and no
+  ``tool`` message without its call before it ("messages with role 'tool' must be a response to
+  a preceeding message with 'tool_calls'"): :func:`~slotmagic.core.repair.repair_tool_pairs`;
+- every call id once in the request, at most 40 characters (OpenAI, Azure):
+  :func:`~slotmagic.core.repair.wire_call_id`;
+- ``function.arguments`` the JSON text of an object, on every path (Ollama answers anything
+  else with 400 "invalid tool call arguments"): :func:`~slotmagic.providers.wire.json_arguments`;
+- no empty or whitespace-only message (an assistant message with calls sends ``content: null``);
+- ``tools`` present whenever the history holds tool calls: a turn without tools sends the
+  history's tools as bare definitions with ``tool_choice: "none"``;
+- reasoning models (o1, o3, o4, gpt-5 and their variants, or what the
+  ``openai_reasoning_models`` setting names), decided by the model's name since Azure and
+  proxies serve them too, get the system prompt as a ``developer`` message and
+  ``max_completion_tokens``; a temperature goes only when the turn sets one (GPT-5.1 with its
+  default ``reasoning_effort: "none"`` takes it, the others answer a 400 naming it). Ollama is
+  never treated as OpenAI's reasoning models, whatever a model is named there: it gets
+  ``system`` and ``max_tokens``, which its templates know.
+
+Another provider's reasoning (Anthropic's thinking and kept blocks) is left out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,11 +47,13 @@ from httpx_sse import ServerSentEvent
 
 from ..core.messages import Message, ToolCall
 from ..core.repair import OPENAI_MAX_ID, repair_tool_pairs, wire_call_id
-from ..errors import StreamInterrupted
+from ..errors import MalformedReply, StreamInterrupted
+from . import wire
 from .base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
 from .endpoint import Endpoint
 from .registry import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_REASONING_MODELS, matches_model, model_patterns
 from .transport import HTTPProvider, SSECall, parse_event_json, stream_error
+from .wire import json_arguments, refuse
 
 REASONING_SETTING = "openai_reasoning_models"
 
@@ -55,17 +75,19 @@ def wire_messages(messages: Sequence[Message], *, developer: bool = False) -> li
             wire.append(
                 {
                     "role": "assistant",
-                    "content": m.content or None,  # the API wants null, not "", beside tool calls
+                    "content": m.content if m.content.strip() else None,  # null, not "", beside tool calls
                     "tool_calls": [
                         {
                             "id": wire_call_id(c.id, OPENAI_MAX_ID),
                             "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                            "function": {"name": c.name, "arguments": json_arguments(c.arguments)},
                         }
                         for c in m.tool_calls
                     ],
                 }
             )
+        elif not m.content.strip():
+            continue  # an empty message says nothing, and some servers refuse it
         elif m.role == "system" and developer:
             wire.append({"role": "developer", "content": m.content})
         else:
@@ -91,18 +113,27 @@ def is_reasoning_model(model: str, patterns: str | None = None, source: str = RE
     return matches_model(model, model_patterns(patterns or DEFAULT_OPENAI_REASONING_MODELS, source))
 
 
-def request_body(request: ChatRequest, endpoint: Endpoint, *, reasoning: bool | None = None) -> dict[str, Any]:
-    """The request body; ``reasoning`` None decides by the model's name with the default patterns."""
+def request_body(
+    request: ChatRequest, endpoint: Endpoint, *, reasoning: bool | None = None, label: str = "openai"
+) -> dict[str, Any]:
+    """The request body, every wire rule kept; ``reasoning`` None decides by the model's name
+    with the default patterns. :class:`~slotmagic.errors.RequestRefused` when it would still
+    break a rule."""
     if reasoning is None:
         reasoning = is_reasoning_model(request.model)
+    messages = wire_messages(request.messages, developer=reasoning)
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": wire_messages(request.messages, developer=reasoning),
+        "messages": messages,
         "stream_options": {"include_usage": True},
     }
     if request.tools:
         body["tools"] = wire_tools(request.tools)
-    if request.temperature is not None:  # only when set: reasoning models refuse all but their default
+    elif any(m.get("tool_calls") for m in messages):
+        names = dict.fromkeys(c["function"]["name"] for m in messages for c in m.get("tool_calls") or ())
+        body["tools"] = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
+        body["tool_choice"] = "none"
+    if request.temperature is not None:  # only when set: some reasoning models take one, some do not
         body["temperature"] = request.temperature
     if request.max_tokens is not None:
         # OpenAI's newer models refuse the older name, wherever they are served; other
@@ -111,7 +142,47 @@ def request_body(request: ChatRequest, endpoint: Endpoint, *, reasoning: bool | 
         body["max_completion_tokens" if official or reasoning else "max_tokens"] = request.max_tokens
     body.update(request.params)  # provider-specific parameters pass through as given
     body["stream"] = True  # not overridable: everything here reads a stream
+    refuse(label, violations(body))
     return body
+
+
+def violations(body: Mapping[str, Any]) -> list[str]:
+    """The wire rules (module docstring) ``body`` breaks, each in a few words; [] when none."""
+    found: list[str] = []
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["the request holds no message"]
+    seen: set[str] = set()
+    open_calls: list[str] = []
+    for n, m in enumerate(messages):
+        role = m.get("role")
+        if role == "tool":
+            if m.get("tool_call_id") not in open_calls:
+                found.append(f"message {n}: a tool result whose call is not just before it")
+            else:
+                open_calls.remove(m.get("tool_call_id"))
+            continue
+        if open_calls:
+            found.append(f"message {n}: calls {open_calls} have no result before it")
+            open_calls = []
+        content = m.get("content")
+        calls = m.get("tool_calls") or []
+        if not calls and (not isinstance(content, str) or not content.strip()):
+            found.append(f"message {n} is empty")
+        for c in calls:
+            call_id = c.get("id")
+            if not isinstance(call_id, str) or not call_id or len(call_id) > OPENAI_MAX_ID or call_id in seen:
+                found.append(f"call id {call_id!r} is used twice, empty or longer than {OPENAI_MAX_ID}")
+            seen.add(call_id)
+            open_calls.append(call_id)
+            arguments = (c.get("function") or {}).get("arguments")
+            if not isinstance(arguments, str) or json_arguments(arguments) != arguments:
+                found.append(f"call {call_id!r}: arguments are not the JSON text of an object")
+    if open_calls:
+        found.append(f"calls {open_calls} have no result")
+    if seen and not body.get("tools"):
+        found.append("tool calls are sent without tools")
+    return found
 
 
 @dataclass
@@ -122,7 +193,9 @@ class _PartialCall:
 
 
 class ChunkAssembler:
-    """Builds one reply from ``chat.completion.chunk`` events."""
+    """Builds one reply from ``chat.completion.chunk`` events. A chunk of a shape the API does
+    not send (a field of the wrong type, counts that are not whole numbers, JSON nested past
+    Python's limit) is a :class:`MalformedReply`, never a raw exception."""
 
     def __init__(self, label: str, secrets: tuple[str, ...] = ()) -> None:
         self.label = label
@@ -143,34 +216,54 @@ class ChunkAssembler:
             return []
         if chunk.get("error") is not None:  # an error after the stream began (OpenAI, OpenRouter)
             raise stream_error(self.label, chunk["error"], self.secrets)
-        self._model = chunk.get("model") or self._model
-        if isinstance(chunk.get("usage"), dict):  # the usage chunk (choices: []), or Ollama's last chunk
-            self._usage = _usage(chunk["usage"])
+        try:
+            return self._feed(chunk)
+        except (TypeError, ValueError, AttributeError, KeyError, OverflowError, RecursionError):
+            raise MalformedReply(
+                f"{self.label}: a chunk of the reply has a shape the chat completions API does not send; "
+                f"the partial reply was discarded"
+            ) from None
+
+    def _feed(self, chunk: dict[str, Any]) -> list[StreamEvent]:
+        model = chunk.get("model")
+        self._model = wire.text(model) or self._model
+        usage = chunk.get("usage")
+        if usage is not None:  # the usage chunk (choices: []), or Ollama's last chunk
+            self._usage = _usage(wire.mapping(usage))
         out: list[StreamEvent] = []
-        for choice in chunk.get("choices") or ():
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+        choices = chunk.get("choices")
+        if choices is not None and not isinstance(choices, list):
+            raise TypeError("choices is not a list")
+        for choice in choices or ():
+            choice = wire.mapping(choice)
+            if wire.index(choice.get("index", 0)) != 0:
                 continue  # n > 1 is not supported: only the first choice is kept
-            delta = choice.get("delta") or {}
+            delta = wire.mapping(choice.get("delta"))
             for key in ("content", "refusal"):
-                text = delta.get(key)
-                if isinstance(text, str) and text:
+                text = wire.text(delta.get(key))
+                if text:
                     self._text.append(text)
                     out.append(TextDelta(text))
-            for position, fragment in enumerate(delta.get("tool_calls") or ()):
-                self._add_call_fragment(position, fragment)
-            if choice.get("finish_reason"):
-                self._finish_reason = choice["finish_reason"]
+            fragments = delta.get("tool_calls")
+            if fragments is not None and not isinstance(fragments, list):
+                raise TypeError("tool_calls is not a list")
+            for position, fragment in enumerate(fragments or ()):
+                self._add_call_fragment(position, wire.mapping(fragment))
+            reason = wire.text(choice.get("finish_reason"))
+            if reason:
+                self._finish_reason = reason
         return out
 
-    def _add_call_fragment(self, position: int, fragment: dict[str, Any]) -> None:
-        index = fragment.get("index", position)  # a few servers leave out the index
+    def _add_call_fragment(self, position: int, fragment: Mapping[str, Any]) -> None:
+        index = wire.index(fragment.get("index", position))  # a few servers leave out the index
         call = self._calls.setdefault(index, _PartialCall())
-        function = fragment.get("function") or {}
+        function = wire.mapping(fragment.get("function"))
         # Some servers repeat id and name in every fragment: keep the first, add only arguments.
-        call.id = call.id or fragment.get("id") or ""
-        call.name = call.name or function.get("name") or ""
-        if function.get("arguments"):
-            call.arguments.append(function["arguments"])
+        call.id = call.id or wire.text(fragment.get("id")) or ""
+        call.name = call.name or wire.text(function.get("name")) or ""
+        arguments = wire.text(function.get("arguments"))
+        if arguments:
+            call.arguments.append(arguments)
 
     def finish(self) -> Completion:
         if not self.done:
@@ -184,12 +277,12 @@ class ChunkAssembler:
         return Completion(message, self._usage, self._finish_reason, self._model)
 
 
-def _usage(raw: dict[str, Any]) -> Usage:
-    details = raw.get("prompt_tokens_details") or {}
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    details = wire.mapping(raw.get("prompt_tokens_details"))
     return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0),
-        output_tokens=int(raw.get("completion_tokens") or 0),
-        cached_tokens=int(details.get("cached_tokens") or 0),
+        input_tokens=wire.count(raw.get("prompt_tokens")),
+        output_tokens=wire.count(raw.get("completion_tokens")),
+        cached_tokens=wire.count(details.get("cached_tokens")),
     )
 
 
@@ -201,12 +294,16 @@ class OpenAIProvider(HTTPProvider):
     def call(self, request: ChatRequest) -> SSECall:
         endpoint = self.endpoint()
         headers = {"authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-        body = request_body(request, endpoint, reasoning=self.reasoning(request.model))
+        label = f"{self.name} ({endpoint.host})"
+        body = request_body(request, endpoint, reasoning=self.reasoning(request.model), label=label)
         return SSECall(endpoint, "/chat/completions", body, headers)
 
     def reasoning(self, model: str) -> bool:
         """Whether ``model`` is a reasoning model, by the ``openai_reasoning_models`` setting
-        (or its environment variable) now, else by the default patterns."""
+        (or its environment variable) now, else by the default patterns. Never on Ollama:
+        its models are not OpenAI's, whatever they are named there."""
+        if self.name == "ollama":
+            return False
         found = self.registry.value(self.settings, REASONING_SETTING)
         return is_reasoning_model(model, *found) if found else is_reasoning_model(model)
 

@@ -8,8 +8,10 @@ Prices come from, in this order:
    a price snapshot bundled in the package, read locally and never fetched (its optional
    auto-update thread is never started here). It knows OpenAI's and Anthropic's models, their
    dated snapshots, cached-input rates and long-context tiers; upgrading the package refreshes it;
-3. :data:`BUILTIN_PRICES`, a small table kept for when the package is missing or lacks a model;
-4. ``provider:*`` entries, the user's first: ``ollama:*`` is free (it runs on your machine).
+3. ``provider:*`` entries, the user's first, then :data:`BUILTIN_PRICES`, which holds one rule
+   and no table: ``ollama:*`` is free (it runs on your machine).
+
+No price is written here: a model the database lacks has no price until it is given one.
 
 A model found nowhere has no cost (None), which is not the same as free; ``echo``, not being a
 real model, has none. Cached input tokens are charged at the provider's cached rate when the
@@ -29,33 +31,15 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
+from . import catalog
 from .base import Usage
 from .settings import Price
 
 __all__ = ["BUILTIN_PRICES", "ModelPrice", "cache_savings_of", "cost_of", "model_price_of", "price_of"]
 
-# The fallback table: (input, output, cached input) USD per million tokens, list prices when written.
-_TABLE: Mapping[str, tuple[float, float, float | None]] = MappingProxyType(
-    {
-        "openai:gpt-5": (1.25, 10.00, 0.125),
-        "openai:gpt-5-mini": (0.25, 2.00, 0.025),
-        "openai:gpt-5-nano": (0.05, 0.40, 0.005),
-        "openai:gpt-4.1": (2.00, 8.00, 0.50),
-        "openai:gpt-4.1-mini": (0.40, 1.60, 0.10),
-        "openai:gpt-4.1-nano": (0.10, 0.40, 0.025),
-        "openai:gpt-4o": (2.50, 10.00, 1.25),
-        "openai:gpt-4o-mini": (0.15, 0.60, 0.075),
-        "anthropic:claude-opus-4-5": (5.00, 25.00, 0.50),
-        "anthropic:claude-opus-4-1": (15.00, 75.00, 1.50),
-        "anthropic:claude-sonnet-4-5": (3.00, 15.00, 0.30),
-        "anthropic:claude-sonnet-4": (3.00, 15.00, 0.30),
-        "anthropic:claude-sonnet-4-0": (3.00, 15.00, 0.30),
-        "anthropic:claude-haiku-4-5": (1.00, 5.00, 0.10),
-        "anthropic:claude-3-5-haiku": (0.80, 4.00, 0.08),
-        "ollama:*": (0.0, 0.0, 0.0),  # runs on your own machine
-    }
-)
-BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType({k: (v[0], v[1]) for k, v in _TABLE.items()})
+# What no database says: a model served by Ollama runs on your own machine.
+_RULES: Mapping[str, tuple[float, float, float | None]] = MappingProxyType({"ollama:*": (0.0, 0.0, 0.0)})
+BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType({k: (v[0], v[1]) for k, v in _RULES.items()})
 
 # "-20250929", "-2024-07-18": the dated snapshots providers publish under an alias
 _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
@@ -72,7 +56,7 @@ class ModelPrice:
     input: float
     output: float
     cached_input: float | None  # None: cached input tokens cost the full input rate
-    source: str  # "settings", "genai-prices <version>" or "built-in table"
+    source: str  # "settings", "genai-prices <version>" or "built-in rule"
 
 
 def model_price_of(model: str, prices: Mapping[str, Price] | None = None) -> ModelPrice | None:
@@ -87,21 +71,18 @@ def model_price_of(model: str, prices: Mapping[str, Price] | None = None) -> Mod
         found = _database_price(_DATABASE_PROVIDERS[provider], name)
         if found is not None:
             return found
-    for candidate in dict.fromkeys((model, alias)):
-        if candidate in _TABLE:
-            return ModelPrice(*_TABLE[candidate], "built-in table")
     if sep:
         wildcard = f"{provider}:*"
         if wildcard in user:
             return ModelPrice(*user[wildcard], None, "settings")
-        if wildcard in _TABLE:
-            return ModelPrice(*_TABLE[wildcard], "built-in table")
+        if wildcard in _RULES:
+            return ModelPrice(*_RULES[wildcard], "built-in rule")
     return None
 
 
 def price_of(model: str, prices: Mapping[str, Price] | None = None) -> Price | None:
     """The (input, output) price of ``model`` per million tokens; ``prices`` wins over the
-    database and the built-in table."""
+    database and the built-in rule."""
     found = model_price_of(model, prices)
     return None if found is None else (found.input, found.output)
 
@@ -155,7 +136,7 @@ def _database_price(provider_id: str, model: str) -> ModelPrice | None:
         float(base * scale),
         float(output * scale),
         None if cached is None else float(cached * scale),
-        f"genai-prices {getattr(module, '__version__', '')}".strip(),
+        catalog.database_version(),
     )
 
 
@@ -183,11 +164,5 @@ def _calc(module: Any, provider_id: str, model: str, **tokens: int) -> Decimal |
     return total if isinstance(total, Decimal) else Decimal(str(total))
 
 
-@lru_cache(maxsize=1)
 def _genai_prices() -> Any:
-    """The genai_prices module, imported on first use (~0.4 s), or None when not installed."""
-    try:
-        import genai_prices
-    except Exception:
-        return None
-    return genai_prices
+    return catalog.genai_prices()

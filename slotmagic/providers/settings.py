@@ -160,7 +160,7 @@ GENERAL_SETTINGS: tuple[GeneralSetting, ...] = (
         None,
         {},
         "{'openai:my-model': (1.0, 2.0)}",
-        "Prices to add to or override the built-in table, in USD per million tokens: "
+        "Prices to add to or override the genai-prices data, in USD per million tokens: "
         "{'openai:my-model': (input, output)}; 'provider:*' covers a whole provider.",
     ),
 )

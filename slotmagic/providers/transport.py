@@ -613,6 +613,10 @@ def parse_event_json(label: str, event: ServerSentEvent) -> Any:
         raise MalformedReply(
             f"{label}: an event in the reply is not valid JSON ({exc}); the partial reply was discarded"
         ) from None
+    except RecursionError:
+        raise MalformedReply(
+            f"{label}: an event in the reply nests JSON deeper than can be read; the partial reply was discarded"
+        ) from None
 
 
 def one_line(text: str, secrets: tuple[str, ...] = ()) -> str:

@@ -9,9 +9,10 @@
     calibration.observe("anthropic:claude-sonnet-4-5", estimated, reported)  # after each turn
     counter.calibrated(estimate, calibration)                                 # estimate -> expected
 
-    window_for("anthropic:claude-sonnet-4-5-20250929", overrides)  # (200000, True)
+    window_for("anthropic:claude-sonnet-4-5-20250929", overrides)  # (200000, True): genai-prices data
 
-Nothing here needs the network: OpenAI's rank files ship with slotmagic (:mod:`.encodings`).
+Nothing here needs the network: OpenAI's rank files ship with slotmagic (:mod:`.encodings`), and
+windows come from genai-prices' bundled data (only an Ollama server is asked for its own).
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ from __future__ import annotations
 from .calibration import Calibration
 from .counter import ESTIMATE, RequestTokens, TokenCounter, encoding_for_model, render_tools
 from .encodings import ENCODINGS, RankFileError, get_encoding
-from .windows import CONTEXT_WINDOWS, DEFAULT_CONTEXT_WINDOW, window_for
+from .windows import DEFAULT_CONTEXT_WINDOW, Window, model_window, window_for
 
 __all__ = [
-    "CONTEXT_WINDOWS",
     "DEFAULT_CONTEXT_WINDOW",
     "ENCODINGS",
     "ESTIMATE",
@@ -30,8 +30,10 @@ __all__ = [
     "RankFileError",
     "RequestTokens",
     "TokenCounter",
+    "Window",
     "encoding_for_model",
     "get_encoding",
+    "model_window",
     "render_tools",
     "window_for",
 ]

@@ -1,102 +1,128 @@
 """Context windows: how many tokens (prompt and reply together) a model takes.
 
-Looked up like prices: the full model string, then the alias of a dated snapshot
-(``claude-sonnet-4-5-20250929`` and ``claude-3-5-haiku-latest`` as ``claude-sonnet-4-5`` and
-``claude-3-5-haiku``), then ``provider:*``. A mapping passed by the caller
-(``%config SlotMagic.context_windows``) wins over the table at each step.
+No table is written here; a model's window comes from, in this order:
 
-A model found nowhere gets :data:`DEFAULT_CONTEXT_WINDOW`, 8,192 tokens, and ``known`` is False.
-The common models of hosted providers are in the table, so an unknown model is most often a
-local or self-hosted one (llama.cpp's server, vLLM, LM Studio), whose served context is often
-that small whatever the model could take. Guessing too small costs an earlier compaction;
-guessing too large sends requests that fail, or that a local server silently truncates.
+1. ``overrides`` (``%config SlotMagic.context_windows``, ``Session.context_windows``): the full
+   model string, then the alias of a dated snapshot (``claude-sonnet-4-5-20250929`` →
+   ``claude-sonnet-4-5``), then ``provider:*``;
+2. ``echo``, the offline test model, states its own: 8,192 tokens (small, so tutorials and tests
+   reach their budgets);
+3. ``ollama:MODEL``: what the Ollama server serves it with, asked from the server once
+   (:mod:`slotmagic.providers.ollama`), when the caller passes the provider settings; else
+   Ollama's default, 4,096;
+4. the maintained model database (:mod:`slotmagic.providers.catalog`, genai-prices): the model
+   by name (dated snapshots included), under the provider an OpenAI-compatible base URL
+   belongs to first (OpenRouter …);
+5. the model's family in the database: the largest window among the models sharing its
+   leading name parts (``claude-sonnet-4-7`` → the ``claude-sonnet-4`` models);
+6. a model found nowhere gets the largest window any model of its provider has in the
+   database (:data:`DEFAULT_CONTEXT_WINDOW` for a provider it does not list), and
+   ``known=False``, which the engine says once in a note.
+
+The rule of steps 5 and 6: **never refuse a request the model would accept.** Guessing too
+small refused messages the model could take (``claude-sonnet-4-6``, 1M tokens, once got an
+8,192 default); guessing large lets a request through that a smaller model refuses with its own
+one-line error (nothing is stored), and the note says how to state the window.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from types import MappingProxyType
+from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["CONTEXT_WINDOWS", "DEFAULT_CONTEXT_WINDOW", "window_for"]
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "ECHO_WINDOW", "Window", "model_window", "window_for"]
 
-DEFAULT_CONTEXT_WINDOW = 8_192
-
-_GPT_4_1 = 1_047_576
-_CLAUDE = 200_000  # every current Claude model; Sonnet 4 / 4.5 take 1M only behind a beta header
-
-CONTEXT_WINDOWS: Mapping[str, int] = MappingProxyType(
-    {
-        # OpenAI (platform.openai.com model pages: total context, reply included)
-        "openai:gpt-5": 400_000,
-        "openai:gpt-5-mini": 400_000,
-        "openai:gpt-5-nano": 400_000,
-        "openai:gpt-5.1": 400_000,
-        "openai:gpt-5-chat-latest": 128_000,
-        "openai:gpt-4.1": _GPT_4_1,
-        "openai:gpt-4.1-mini": _GPT_4_1,
-        "openai:gpt-4.1-nano": _GPT_4_1,
-        "openai:gpt-4o": 128_000,
-        "openai:gpt-4o-mini": 128_000,
-        "openai:chatgpt-4o": 128_000,
-        "openai:o1": 200_000,
-        "openai:o1-mini": 128_000,
-        "openai:o1-pro": 200_000,
-        "openai:o3": 200_000,
-        "openai:o3-mini": 200_000,
-        "openai:o3-pro": 200_000,
-        "openai:o4-mini": 200_000,
-        "openai:gpt-4-turbo": 128_000,
-        "openai:gpt-4": 8_192,
-        "openai:gpt-4-32k": 32_768,
-        "openai:gpt-3.5-turbo": 16_385,
-        # Anthropic
-        "anthropic:claude-opus-4-5": _CLAUDE,
-        "anthropic:claude-opus-4-1": _CLAUDE,
-        "anthropic:claude-opus-4-0": _CLAUDE,
-        "anthropic:claude-opus-4": _CLAUDE,
-        "anthropic:claude-sonnet-4-5": _CLAUDE,
-        "anthropic:claude-sonnet-4-0": _CLAUDE,
-        "anthropic:claude-sonnet-4": _CLAUDE,
-        "anthropic:claude-haiku-4-5": _CLAUDE,
-        "anthropic:claude-3-7-sonnet": _CLAUDE,
-        "anthropic:claude-3-5-sonnet": _CLAUDE,
-        "anthropic:claude-3-5-haiku": _CLAUDE,
-        "anthropic:claude-3-opus": _CLAUDE,
-        "anthropic:claude-3-haiku": _CLAUDE,
-        # Ollama serves every model with the server's context length, whatever the model could
-        # take: 4,096 unless OLLAMA_CONTEXT_LENGTH (or a Modelfile's num_ctx) says otherwise (it
-        # picks 32k or 256k by itself only on GPUs with 24 / 48 GiB or more). Its /v1 endpoint
-        # cannot change it per request; a server set up for more needs a context_windows entry.
-        "ollama:*": 4_096,
-        # The offline test model takes anything; a small window keeps its budgets easy to reach
-        # in tutorials and tests.
-        "echo": 8_192,
-    }
-)
+ECHO_WINDOW = 8_192
+# A provider the database does not list, with no window stated: as large as the largest
+# windows the database knows (1M), so nothing a model would accept is refused here.
+DEFAULT_CONTEXT_WINDOW = 1_048_576
 
 # "-20250929", "-2024-07-18", "-latest": the names providers publish beside an alias
 _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
 
-def window_for(model: str, overrides: Mapping[str, int] | None = None) -> tuple[int, bool]:
-    """(context window in tokens, whether ``model`` was found) for ``provider:model``.
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A model's context window, whether it is known, and where it came from."""
 
-    ``overrides`` maps model strings (or ``provider:*``) to windows and wins over the built-in
-    table; a model found in neither gets ``DEFAULT_CONTEXT_WINDOW`` and ``known=False``.
-    """
-    tables = (_checked(overrides) if overrides else {}, CONTEXT_WINDOWS)
-    provider, sep, _ = model.partition(":")
+    tokens: int
+    known: bool
+    source: str
+
+    def note(self, model: str) -> str:
+        """One line saying the window is a guess, by which rule, and how to state it."""
+        return (
+            f"{model}: context window unknown; assuming {self.tokens:,} tokens, {self.source}, so nothing it "
+            f"would take is refused here (%config SlotMagic.context_windows = {{{model!r}: N}} sets its real size)"
+        )
+
+
+def model_window(model: str, overrides: Mapping[str, int] | None = None, settings: Any = None) -> Window:
+    """The context window of ``provider:model`` by the rules of the module docstring.
+    ``settings`` (a :class:`~slotmagic.providers.ProviderSettings`) lets an Ollama server be
+    asked and an OpenAI-compatible base URL pick its provider in the database."""
+    table = _checked(overrides) if overrides else {}
+    provider, sep, name = model.partition(":")
     candidates = [model, _SNAPSHOT.sub("", model)]
     if sep:
         candidates.append(f"{provider}:*")
     for candidate in candidates:
-        for table in tables:
-            if candidate in table:
-                return table[candidate], True
-    return DEFAULT_CONTEXT_WINDOW, False
+        if candidate in table:
+            return Window(table[candidate], True, "context_windows")
+    if model == "echo":
+        return Window(ECHO_WINDOW, True, "the offline test model")
+    if provider == "ollama" and sep:
+        return _ollama(name, settings)
+    from ..providers import catalog  # the database loads only when a model needs it
+
+    base_url = _base_url(settings, provider) if settings is not None else None
+    ids = catalog.provider_ids(provider, base_url) if sep else ()
+    family = None
+    for provider_id in ids:
+        found = catalog.find_model(provider_id, name)
+        if found is None or found.window is None:
+            continue
+        if not found.family:
+            return Window(found.window, True, f"{catalog.database_version()}: {found.model_id}")
+        family = family or found
+    if family is not None and family.window is not None:
+        return Window(family.window, True, f"{catalog.database_version()}: the {family.model_id} family")
+    largest = next((w for i in ids if (w := catalog.largest_window(i)) is not None), None)
+    if largest is not None:
+        return Window(largest, False, f"the largest of any {provider} model in {catalog.database_version()}")
+    where = f"slotmagic's default for a provider not in {catalog.database_version()}"
+    return Window(DEFAULT_CONTEXT_WINDOW, False, where)
+
+
+def window_for(model: str, overrides: Mapping[str, int] | None = None, settings: Any = None) -> tuple[int, bool]:
+    """(context window in tokens, whether it is known) for ``provider:model``; see
+    :func:`model_window`."""
+    found = model_window(model, overrides, settings)
+    return found.tokens, found.known
+
+
+def _ollama(name: str, settings: Any) -> Window:
+    from ..providers.ollama import OLLAMA_DEFAULT_CONTEXT, served_context
+
+    if settings is None:
+        return Window(OLLAMA_DEFAULT_CONTEXT, True, "Ollama's default context length")
+    from ..providers.registry import REGISTRY
+
+    served = served_context(REGISTRY.endpoint(settings, "ollama"), name)
+    return Window(served.tokens, True, served.how)
+
+
+def _base_url(settings: Any, provider: str) -> str | None:
+    from ..providers.registry import REGISTRY
+
+    try:
+        return REGISTRY.endpoint(settings, provider).base_url
+    except Exception:  # no key yet, a URL that cannot work: the request says so; the window does not care
+        return None
 
 
 def _checked(overrides: Mapping[str, int]) -> Mapping[str, int]:

@@ -29,10 +29,14 @@ def _no_provider_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def wire() -> Iterator[WireServer]:
+def wire(request: pytest.FixtureRequest) -> Iterator[WireServer]:
+    """The loopback server; every request body it received must keep the documented wire
+    rules (tests/providers/wire_rules.py), unless the test is marked ``broken_bodies``."""
     server = WireServer()
     yield server
     server.close()
+    if request.node.get_closest_marker("broken_bodies") is None:
+        assert not server.violations, f"requests broke the wire rules: {server.violations}"
 
 
 @pytest.fixture

@@ -83,15 +83,22 @@ def test_retry_after_as_an_http_date() -> None:
     assert retry_after_seconds({"retry-after": formatdate(now - 30, usegmt=True)}, now=now) == 0.0
 
 
-def test_cost_from_the_builtin_table() -> None:
+def test_cost_from_the_database() -> None:
     usage = Usage(input_tokens=1_000_000, output_tokens=500_000)
-    inp, out = BUILTIN_PRICES["openai:gpt-4o-mini"]
-    assert cost_of("openai:gpt-4o-mini", usage) == pytest.approx(inp + out / 2)
+    price = price_of("openai:gpt-4o-mini")
+    assert price is not None
+    assert cost_of("openai:gpt-4o-mini", usage) == pytest.approx(price[0] + price[1] / 2)
 
 
 def test_dated_snapshots_cost_as_their_alias() -> None:
-    assert price_of("anthropic:claude-sonnet-4-5-20250929") == BUILTIN_PRICES["anthropic:claude-sonnet-4-5"]
-    assert price_of("openai:gpt-4o-mini-2024-07-18") == BUILTIN_PRICES["openai:gpt-4o-mini"]
+    assert price_of("anthropic:claude-sonnet-4-5-20250929") == price_of("anthropic:claude-sonnet-4-5")
+    assert price_of("openai:gpt-4o-mini-2024-07-18") == price_of("openai:gpt-4o-mini")
+
+
+def test_no_price_is_written_by_hand() -> None:
+    # one rule, no table: every model's price comes from the database or the user
+    assert dict(BUILTIN_PRICES) == {"ollama:*": (0.0, 0.0)}
+    assert price_of("anthropic:claude-sonnet-4-6") is not None  # a model no table here ever named
 
 
 def test_user_prices_extend_and_override_the_table() -> None:
@@ -157,17 +164,15 @@ def test_user_prices_win_over_the_database_but_wildcards_do_not() -> None:
     assert price_of("openai:some-new-model", mine) == (9.0, 9.0)
 
 
-def test_without_the_database_the_built_in_table_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_database_only_the_rules_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prices_module, "_genai_prices", lambda: None)
     prices_module._database_price.cache_clear()
     try:
-        found = model_price_of("openai:gpt-4o-mini-2024-07-18")
-        assert found is not None and found.source == "built-in table"
-        assert (found.input, found.output) == BUILTIN_PRICES["openai:gpt-4o-mini"]
+        assert model_price_of("openai:gpt-4o-mini-2024-07-18") is None  # no price written here
         usage = Usage(input_tokens=1_000_000, output_tokens=0, cached_tokens=1_000_000)
-        assert cost_of("openai:gpt-4o-mini", usage) == pytest.approx(found.cached_input)
         assert cost_of("ollama:llama3.2", usage) == 0.0
         assert cost_of("openai:some-new-model", usage) is None
+        assert model_price_of("ollama:qwen3").source == "built-in rule"  # type: ignore[union-attr]
     finally:
         prices_module._database_price.cache_clear()
 

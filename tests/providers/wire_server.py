@@ -24,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .wire_rules import check
+
 Step = Any  # bytes | Pause | DROP | HOLD
 
 
@@ -60,6 +62,10 @@ class Request:
 @dataclass
 class WireServer:
     requests: list[Request] = field(default_factory=list)
+    api_requests: list[Request] = field(default_factory=list)  # Ollama's /api/... (asked for a window)
+    # the wire rules each request body broke (tests/providers/wire_rules.py); the ``wire``
+    # fixture fails a test that leaves any here, unless it sent a broken body on purpose
+    violations: list[tuple[str, list[str]]] = field(default_factory=list)
     closed_at: list[float] = field(default_factory=list)  # when a HOLD saw the client close
 
     def __post_init__(self) -> None:
@@ -68,6 +74,7 @@ class WireServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self._scripts: queue.Queue[list[Step]] = queue.Queue()
         self._routes: dict[bytes, queue.Queue[list[Step]]] = {}
+        self._api: dict[str, queue.Queue[list[Step]]] = {}
         self._stop = threading.Event()
         self.client_closed = threading.Event()
         self.send_failed = threading.Event()  # the client hung up while a response was being sent
@@ -84,6 +91,13 @@ class WireServer:
         """Queue responses for the requests whose body holds ``marker`` (concurrent requests
         arrive in any order: a test tells them apart by what they carry), ahead of ``script``."""
         found = self._routes.setdefault(marker.encode(), queue.Queue())
+        for steps in responses:
+            found.put(list(steps))
+
+    def ollama_api(self, path: str, *responses: Sequence[Step]) -> None:
+        """Queue responses for Ollama's own API (``/api/ps``, ``/api/show``), which the model
+        window asks; unscripted, those answer 404 like a server that is not Ollama."""
+        found = self._api.setdefault(path, queue.Queue())
         for steps in responses:
             found.put(list(steps))
 
@@ -119,7 +133,22 @@ class WireServer:
                 return
             if request is None:
                 return
+            if request.path.startswith("/api/"):
+                self.api_requests.append(request)
+                try:
+                    steps = self._api.get(request.path, queue.Queue()).get_nowait()
+                except queue.Empty:
+                    steps = json_response(404, {"error": "404 page not found"})
+                for step in steps:
+                    conn.sendall(step)
+                return
             self.requests.append(request)
+            try:
+                broken = check(request.path, request.json())
+            except ValueError:
+                broken = ["the body is not JSON"]
+            if broken:
+                self.violations.append((request.path, broken))
             routed = next((q for marker, q in self._routes.items() if marker in request.body and not q.empty()), None)
             try:
                 steps = (routed or self._scripts).get_nowait()

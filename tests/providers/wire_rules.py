@@ -1,0 +1,256 @@
+"""The providers' documented request rules, as a validator the tests run on every request body.
+
+Written apart from the code it checks (slotmagic/providers/anthropic.py and openai.py build
+requests that keep these rules): each rule is one function, with the source that states it.
+:func:`check` answers the list of rules a body breaks; :class:`~.wire_server.WireServer`
+runs it on every body its loopback server receives on either wire format, and the ``wire``
+fixture fails a test whose requests broke any.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+Body = dict[str, Any]
+Rule = Callable[[Body], Iterator[str]]
+
+# -- Anthropic Messages API --------------------------------------------------------------------
+
+ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+THINKING = ("thinking", "redacted_thinking")
+
+
+def _blocks(message: Body) -> list[Body]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or () if isinstance(b, dict)]
+
+
+def an_roles_alternate(body: Body) -> Iterator[str]:
+    """Turns alternate user / assistant, starting with the user.
+    https://docs.anthropic.com/en/api/messages ("Our models are trained to operate on
+    alternating user and assistant conversational turns")."""
+    for n, message in enumerate(body["messages"]):
+        expected = "user" if n % 2 == 0 else "assistant"
+        if message.get("role") != expected:
+            yield f"messages[{n}] is {message.get('role')!r}, expected {expected!r}"
+
+
+def an_text_not_blank(body: Body) -> Iterator[str]:
+    """No empty or whitespace-only text block: "text content blocks must contain non-whitespace
+    text" / "text content blocks must be non-empty".
+    https://github.com/anthropics/claude-code/issues/23440,
+    https://github.com/LibreChat-AI/agents/pull/124 (the API's answers, shape by shape)."""
+    for n, message in enumerate(body["messages"]):
+        for b in _blocks(message):
+            if b.get("type") == "text" and not str(b.get("text", "")).strip():
+                yield f"messages[{n}] holds a blank text block"
+    for b in body.get("system") if isinstance(body.get("system"), list) else ():
+        if not str(b.get("text", "")).strip():
+            yield "system holds a blank text block"
+
+
+def an_tool_ids_unique(body: Body) -> Iterator[str]:
+    """Every tool_use id once in the request, matching ^[a-zA-Z0-9_-]+$: "tool_use ids must be
+    unique". https://github.com/anthropics/claude-code/issues/28515,
+    https://docs.anthropic.com/en/api/messages (tool_use id pattern)."""
+    seen: set[str] = set()
+    for n, message in enumerate(body["messages"]):
+        for b in _blocks(message):
+            if b.get("type") in ("tool_use", "server_tool_use"):
+                if b.get("id") in seen:
+                    yield f"messages[{n}]: tool_use id {b.get('id')!r} used twice"
+                seen.add(b.get("id"))
+                if b.get("type") == "tool_use" and not ANTHROPIC_ID.match(str(b.get("id"))):
+                    yield f"messages[{n}]: tool_use id {b.get('id')!r} does not match the pattern"
+                if not isinstance(b.get("input"), dict):
+                    yield f"messages[{n}]: tool_use input is not an object"
+
+
+def an_tool_results_pair(body: Body) -> Iterator[str]:
+    """Each tool_use answered by a tool_result in the next (user) message, the results first
+    in it, and no result without its call just before: "tool_use ids were found without
+    tool_result blocks immediately after", "Did not find 1 tool_result block(s) at the
+    beginning of this message". https://github.com/anthropics/claude-code/issues/3512,
+    https://github.com/anthropics/anthropic-sdk-typescript/issues/653,
+    https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use"""
+    messages = body["messages"]
+    for n, message in enumerate(messages):
+        blocks = _blocks(message)
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        previous = _blocks(messages[n - 1]) if n and messages[n - 1].get("role") == "assistant" else []
+        calls = [b.get("id") for b in previous if b.get("type") == "tool_use"]
+        if message.get("role") == "user" and sorted(map(str, calls)) != sorted(
+            str(r.get("tool_use_id")) for r in results
+        ):
+            yield f"messages[{n}]: results {[r.get('tool_use_id') for r in results]} for calls {calls}"
+        if results and any(b.get("type") != "tool_result" for b in blocks[: len(results)]):
+            yield f"messages[{n}]: tool_result blocks are not first"
+
+
+def an_tools_defined(body: Body) -> Iterator[str]:
+    """Tool blocks need tools: "Requests which include tool_use or tool_result blocks must
+    define tools". https://github.com/anthropics/anthropic-sdk-python/issues/494"""
+    kinds = {b.get("type") for m in body["messages"] for b in _blocks(m)}
+    if kinds & {"tool_use", "tool_result"} and not body.get("tools"):
+        yield "tool blocks without tools"
+
+
+def an_thinking(body: Body) -> Iterator[str]:
+    """Extended thinking: budget_tokens >= 1024 and below max_tokens; an assistant message
+    never ends with thinking; with thinking off the final assistant message holds none; with
+    it on, the assistant message of the tool round the request ends in starts with thinking;
+    no temperature or top_k beside it.
+    https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking"""
+    thinking = body.get("thinking")
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if kind == "enabled":
+        budget = thinking.get("budget_tokens")
+        if not isinstance(budget, int) or budget < 1024:
+            yield f"budget_tokens {budget!r} below 1024"
+        elif body.get("max_tokens", 0) <= budget:
+            yield f"max_tokens {body.get('max_tokens')} not above budget_tokens {budget}"
+    messages = body["messages"]
+    for n, message in enumerate(messages):
+        blocks = _blocks(message)
+        if message.get("role") == "assistant" and blocks and blocks[-1].get("type") in THINKING:
+            yield f"messages[{n}] ends with a thinking block"
+    last = messages[-1]
+    if last.get("role") == "assistant" and not kind and any(b.get("type") in THINKING for b in _blocks(last)):
+        yield "thinking in the final assistant message with thinking off"
+    if kind == "enabled" and len(messages) > 1 and any(b.get("type") == "tool_result" for b in _blocks(last)):
+        first = (_blocks(messages[-2]) or [{}])[0]
+        if first.get("type") not in THINKING:
+            yield "the assistant message before the final tool results does not start with thinking"
+    if kind in ("enabled", "adaptive") and ("temperature" in body or "top_k" in body):
+        yield "temperature or top_k beside thinking"
+
+
+def an_sampling(body: Body) -> Iterator[str]:
+    """Claude 4.7 and later refuse sampling parameters: "`temperature` is deprecated for this
+    model". https://github.com/sipeed/picoclaw/issues/2939,
+    https://github.com/Comfy-Org/ComfyUI/issues/13923"""
+    found = re.search(r"claude-(?:[a-z]+-)?(\d+)(?:-(\d)(?!\d))?", str(body.get("model")))
+    if found and (int(found.group(1)), int(found.group(2) or 0)) >= (4, 7):
+        for name in ("temperature", "top_p", "top_k"):
+            if name in body:
+                yield f"{name} sent to {body.get('model')}"
+
+
+def an_json(body: Body) -> Iterator[str]:
+    """The body is JSON a server can parse: no NaN or Infinity (RFC 8259, section 6)."""
+    try:
+        json.dumps(body, allow_nan=False)
+    except ValueError as exc:
+        yield f"not JSON: {exc}"
+    yield from ()
+
+
+ANTHROPIC_RULES: tuple[Rule, ...] = (
+    an_roles_alternate,
+    an_text_not_blank,
+    an_tool_ids_unique,
+    an_tool_results_pair,
+    an_tools_defined,
+    an_thinking,
+    an_sampling,
+    an_json,
+)
+
+# -- OpenAI chat completions ------------------------------------------------------------------
+
+
+def oa_tool_messages_follow_calls(body: Body) -> Iterator[str]:
+    """Every call answered by a tool message right after its assistant message, and no tool
+    message without its call: "An assistant message with 'tool_calls' must be followed by tool
+    messages responding to each 'tool_call_id'".
+    https://platform.openai.com/docs/guides/function-calling,
+    https://github.com/agno-agi/agno/issues/3105"""
+    open_calls: list[str] = []
+    for n, message in enumerate(body["messages"]):
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") in open_calls:
+                open_calls.remove(message["tool_call_id"])
+            else:
+                yield f"messages[{n}]: tool message for {message.get('tool_call_id')!r} without its call"
+            continue
+        if open_calls:
+            yield f"messages[{n}]: calls {open_calls} unanswered"
+        open_calls = [c.get("id") for c in message.get("tool_calls") or ()]
+    if open_calls:
+        yield f"calls {open_calls} unanswered at the end"
+
+
+def oa_call_ids(body: Body) -> Iterator[str]:
+    """Call ids unique and at most 40 characters: "string too long. Expected a string with
+    maximum length 40" (OpenAI, Azure).
+    https://platform.openai.com/docs/api-reference/chat/create"""
+    seen: set[str] = set()
+    for message in body["messages"]:
+        for c in message.get("tool_calls") or ():
+            call_id = c.get("id")
+            if not isinstance(call_id, str) or not call_id or len(call_id) > 40 or call_id in seen:
+                yield f"call id {call_id!r} empty, too long or used twice"
+            seen.add(call_id)
+
+
+def oa_arguments_object(body: Body) -> Iterator[str]:
+    """``function.arguments`` is the JSON text of an object (the API's type is a string;
+    Ollama parses it into an object and refuses anything else).
+    https://platform.openai.com/docs/api-reference/chat/create,
+    https://github.com/ollama/ollama/issues/6155"""
+    for message in body["messages"]:
+        for c in message.get("tool_calls") or ():
+            arguments = (c.get("function") or {}).get("arguments")
+            try:
+                value = json.loads(arguments) if isinstance(arguments, str) else None
+            except ValueError:
+                value = None
+            if not isinstance(value, dict):
+                yield f"call {c.get('id')!r}: arguments {arguments!r:.60} are not a JSON object"
+
+
+def oa_no_blank_messages(body: Body) -> Iterator[str]:
+    """No message without content (an assistant message with calls has content null or text).
+    https://platform.openai.com/docs/api-reference/chat/create"""
+    for n, message in enumerate(body["messages"]):
+        if message.get("role") == "tool" or message.get("tool_calls"):
+            continue
+        if not isinstance(message.get("content"), str) or not message["content"].strip():
+            yield f"messages[{n}] is empty"
+
+
+def oa_tools_defined(body: Body) -> Iterator[str]:
+    """Tool calls in the history come with ``tools`` (``tool_choice: "none"`` when the turn
+    offers none), as strict servers ask; the same rule as Anthropic's.
+    https://github.com/aws-samples/bedrock-access-gateway/pull/239"""
+    if any(m.get("tool_calls") for m in body["messages"]) and not body.get("tools"):
+        yield "tool calls without tools"
+
+
+OPENAI_RULES: tuple[Rule, ...] = (
+    oa_tool_messages_follow_calls,
+    oa_call_ids,
+    oa_arguments_object,
+    oa_no_blank_messages,
+    oa_tools_defined,
+    an_json,
+)
+
+
+def check(path: str, body: Any) -> list[str]:
+    """The rules ``body`` (sent to ``path``) breaks; [] for a valid body, or a path that is
+    neither wire format."""
+    if path.endswith("/v1/messages"):
+        rules = ANTHROPIC_RULES
+    elif path.endswith("/chat/completions"):
+        rules = OPENAI_RULES
+    else:
+        return []
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+        return ["no messages"]
+    return [f"{rule.__name__}: {problem}" for rule in rules for problem in rule(body)]
