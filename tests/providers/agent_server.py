@@ -30,6 +30,7 @@ from slotmagic.core.messages import Message, ToolCall
 from slotmagic.providers import ProviderSettings
 from slotmagic.providers.base import ChatRequest, ToolSpec
 
+from .wire_rules import check
 from .wire_server import an_start, an_stop, an_text_block, an_tool_block, oa_text_stream, oa_tool_stream
 
 Wire = Literal["openai", "anthropic"]
@@ -51,6 +52,7 @@ class Received:
 class AgentServer:
     requests: list[Received] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what the agent could not do (a missing tool ...)
+    violations: list[list[str]] = field(default_factory=list)  # the wire rules (wire_rules.py) a body broke
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -66,6 +68,9 @@ class AgentServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 wire: Wire = "anthropic" if self.path.endswith("/messages") else "openai"
+                broken = check(self.path, body)
+                if broken:
+                    server.violations.append(broken)
                 events = server._answer(wire, body)
                 data = "".join(events).encode()
                 self.send_response(200)
@@ -100,6 +105,8 @@ class AgentServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+        if exc[0] is None:
+            assert not self.violations, f"requests broke the wire rules: {self.violations[:3]}"
 
     # -- the agent ---------------------------------------------------------------------------
 
