@@ -165,6 +165,66 @@ def test_a_long_error_message_is_cut(registry: ToolRegistry) -> None:
     assert content.startswith("error: chatty raised RuntimeError: xxx") and len(content) < 600
 
 
+class MessageRaises(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no message")
+
+
+class OwnBaseException(BaseException):
+    pass
+
+
+def raise_(exception: BaseException) -> Any:
+    raise exception
+
+
+@pytest.mark.parametrize(
+    ("exception", "content"),
+    [
+        (StopIteration("the end"), "error: raiser raised StopIteration: the end"),
+        (StopAsyncIteration(), "error: raiser raised StopAsyncIteration: (no message)"),
+        (GeneratorExit("closed"), "error: raiser raised GeneratorExit: closed"),
+        (OwnBaseException("mine"), "error: raiser raised OwnBaseException: mine"),
+        (MessageRaises(), "error: raiser raised MessageRaises: (its message cannot be shown: ValueError)"),
+        (ValueError("lone \ud800 surrogate"), "error: raiser raised ValueError: lone \\ud800 surrogate"),
+    ],
+)
+def test_whatever_a_tool_raises_is_an_error_result(exception: BaseException, content: str) -> None:
+    """Sync and async tools, run from sync and async code: each comes back as the same error
+    result, never raised, and never a hang (an asyncio future refuses a StopIteration: the
+    task awaiting a sync tool's thread waited forever)."""
+
+    def raiser() -> str:
+        raise exception
+
+    async def araiser() -> str:
+        raise exception
+
+    for function in (raiser, araiser):
+        registry = ToolRegistry([Tool.from_function(function, name="raiser")])
+        c = call("raiser")
+        expected = ToolResult("call_1", "raiser", content, is_error=True)
+        if function is araiser and isinstance(exception, StopIteration):  # a coroutine may not raise it
+            expected = ToolResult(
+                "call_1", "raiser", "error: raiser raised RuntimeError: coroutine raised StopIteration", True
+            )
+        assert registry.run_sync(c) == expected
+        assert asyncio.run(asyncio.wait_for(registry.run(c), 10)) == expected
+        Message.tool(c.id, expected.content, "raiser", is_error=True)  # it can be stored
+
+
+def test_a_lone_surrogate_in_a_result_is_an_error_result(registry: ToolRegistry) -> None:
+    registry.add(lambda: "caf\udce9 au lait", name="decoded", description="Decoded with surrogateescape.")
+    registry.add(lambda: {"name": "\ud83d"}, name="halved", description="An emoji cut in half.")
+    first = run_both(registry, call("decoded"))
+    assert first.is_error and first.content.startswith(
+        "error: decoded returned text that is not valid Unicode: a lone surrogate '\\udce9' at character 3 "
+    )
+    assert run_both(registry, call("halved")).content.startswith(
+        "error: halved returned text that is not valid Unicode: a lone surrogate '\\ud83d' at character 10 "
+    )
+
+
 def test_an_unknown_tool_is_an_error_result(registry: ToolRegistry) -> None:
     result = run_both(registry, call("get_wether"))
     assert result == ToolResult(
