@@ -70,6 +70,7 @@ class ToolRounds:
     rounds: int = 0
     note: str | None = None
     on_step: Callable[[ToolStep], None] | None = None
+    shelved: list[Message] = field(default_factory=list)  # results kept aside: stored again with the turn
     last: Completion | None = None  # the latest reply
     final: Message | None = None  # the reply that ended the turn without calls
 
@@ -111,7 +112,10 @@ class ToolRounds:
     def _record(self, assistant: Message, results: list[ToolResult]) -> None:
         self.added.append(assistant)
         for result in results:
-            shelved = self.namespace.shelve(result.to_message())
+            message = result.to_message()
+            shelved = self.namespace.shelve(message)
+            if shelved is not message:
+                self.shelved.append(message)
             self.added.append(shelved)
             arguments = _compact(_arguments(assistant, result.call_id))
             step = ToolStep(result.name, arguments, result.content, result.is_error)

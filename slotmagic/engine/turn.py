@@ -472,6 +472,7 @@ class TurnEngine:
         store, session_id = self.store, self.session_id
         try:
             with store.atomic():  # a fork exists only with its turn, even after a crash
+                self.namespace.keep(rounds.shelved)  # gc elsewhere may have taken them meanwhile
                 slot = turn.slot
                 if turn.fork_before is not None:
                     slot = self._fork(turn.slot, turn.fork_before.start)

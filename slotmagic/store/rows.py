@@ -600,6 +600,11 @@ class RowStore:
             found = row.fetchone()
             return None if found is None else self._messages([("tool", found[0], 0, None)])[0].content
 
+    def namespace_has(self, session_id: str, key: str) -> bool:
+        with self._read() as db:
+            row = db.execute("SELECT 1 FROM namespace WHERE session_id = ? AND key = ?", (session_id, key))
+            return row.fetchone() is not None
+
     # -- small values kept across sessions ------------------------------------------------
 
     def meta(self, key: str) -> str | None:
