@@ -13,11 +13,12 @@ the engine commits the turn.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from ..core.messages import Message, ToolCall
 from ..core.usage import Usage
+from ..errors import MalformedReply
 from ..namespace import Namespace
 from ..providers.base import ChatRequest, Completion
 from ..tools import Tool, ToolRegistry, ToolResult
@@ -53,6 +54,39 @@ def steps_of(messages: list[Message]) -> tuple[ToolStep, ...]:
             call = calls[m.tool_call_id]
             steps.append(ToolStep(call.name, _compact(call.arguments), m.content, m.is_error))
     return tuple(steps)
+
+
+def checked(completion: Completion, model: str, taken: Iterable[str] = ()) -> Completion:
+    """A complete reply as a turn may run and store it: each tool call with an id no other call
+    of the turn has (a server that repeats ids, or sends none, gets them renamed ``id_2`` …, so
+    each result answers one call); ``MalformedReply`` for a call without a tool name or usage
+    below zero (nothing of the turn is stored: a nameless call would be sent back to the API
+    with every later request of the slot, and refused)."""
+    usage = completion.usage
+    if min(usage.input_tokens, usage.output_tokens, usage.cached_tokens) < 0:
+        raise MalformedReply(
+            f"the reply from {model} reported a negative token count ({usage.input_tokens} in, "
+            f"{usage.output_tokens} out, {usage.cached_tokens} cached); nothing was stored, run the turn again"
+        )
+    calls = completion.message.tool_calls
+    if not calls:
+        return completion
+    if any(not c.name.strip() for c in calls):
+        raise MalformedReply(
+            f"the reply from {model} called a tool without naming it; nothing was stored, run the turn again"
+        )
+    seen, fixed = set(taken), []
+    for n, call in enumerate(calls, 1):
+        base = call.id if call.id.strip() else f"call_{n}"
+        new, more = base, 1
+        while new in seen:
+            more += 1
+            new = f"{base}_{more}"
+        seen.add(new)
+        fixed.append(call if new == call.id else replace(call, id=new))
+    if all(a is b for a, b in zip(fixed, calls, strict=True)):
+        return completion
+    return replace(completion, message=replace(completion.message, tool_calls=tuple(fixed)))
 
 
 @dataclass
@@ -92,6 +126,10 @@ class ToolRounds:
             self._record(completion.message, results)
             return None
         return calls
+
+    def call_ids(self) -> set[str]:
+        """The ids of the calls made so far in this turn."""
+        return {c.id for m in self.added if m.role == "assistant" for c in m.tool_calls}
 
     def next_request(self, completion: Completion, results: list[ToolResult]) -> ChatRequest:
         self._record(completion.message, results)

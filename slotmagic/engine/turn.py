@@ -43,7 +43,7 @@ from ..store.base import History, Store, Tip
 from ..tokens import Calibration, TokenCounter, window_for
 from ..tools import Tool, ToolRegistry, default_registry
 from .compactor import Fold, Summarizer, plan_fold
-from .loop import ToolRounds, ToolStep, read_namespace_tool, steps_of
+from .loop import ToolRounds, ToolStep, checked, read_namespace_tool, steps_of
 from .pipeline import assemble
 from .plan import CellPlan, fork_name, plan_cell_turn
 from .reply import Reply
@@ -492,7 +492,9 @@ class TurnEngine:
                         slot = self._fork(turn.slot, turn.base.length)
                         info = info.replace(forked_from=ForkRef(turn.slot, None, "moved"))
                         record = self._store(slot, turn, messages, info, None)
-        except (SlotMoved, SlotNotFound):
+        except SlotMoved:  # its name holds another history now: the turn undone, or the slot made anew
+            raise TurnNotStored(turn.slot, reply_message.content, "was undone, or deleted and made again,") from None
+        except SlotNotFound:
             raise TurnNotStored(turn.slot, reply_message.content) from None
         self.usage = self.usage + usage
         self.observe(turn.model, turn.request, last.usage)
@@ -603,10 +605,10 @@ class _Stream:
         engine = self._engine
         return ToolRounds(turn.tools, engine.namespace, engine.max_tool_rounds, turn.request, on_step=self.on_step)
 
-    def _completed(self, turn: PendingTurn) -> Completion:
+    def _completed(self, turn: PendingTurn, rounds: ToolRounds) -> Completion:
         completion = turn.completion_or_raise(self._completion)
         self._completion = None
-        return completion
+        return checked(completion, turn.model, rounds.call_ids())
 
 
 class TurnStream(_Stream):
@@ -642,7 +644,7 @@ class TurnStream(_Stream):
                         yield text
             finally:
                 self.close()
-            completion = self._completed(turn)
+            completion = self._completed(turn, rounds)
             calls = rounds.calls(completion)
             if calls is None:
                 break
@@ -693,7 +695,7 @@ class AsyncTurnStream(_Stream):
                         yield text
             finally:
                 await self.aclose()
-            completion = self._completed(turn)
+            completion = self._completed(turn, rounds)
             calls = rounds.calls(completion)
             if calls is None:
                 break
