@@ -23,7 +23,7 @@ from ..core.compaction import (
     transcript,
 )
 from ..core.messages import Message
-from ..errors import ProviderError
+from ..errors import ConfigError
 from ..providers import parse_model
 from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
 from ..store.base import History
@@ -112,15 +112,15 @@ class Summarizer:
     def summarize(self, fold: Fold, instructions: str | None = None) -> Compaction:
         try:
             text = _collect(self.provider.stream(self.request(fold, instructions)))
-        except ProviderError as exc:
-            return self._build(fold, None, f"the model failed: {exc}", instructions)
+        except Exception as exc:  # failing in any way (a reply of any shape too): keywords, the turn goes on
+            return self._build(fold, None, f"the model failed: {exc or type(exc).__name__}", instructions)
         return self._build(fold, text, None, instructions)
 
     async def asummarize(self, fold: Fold, instructions: str | None = None) -> Compaction:
         try:
             text = await _acollect(self.provider.astream(self.request(fold, instructions)))
-        except ProviderError as exc:
-            return self._build(fold, None, f"the model failed: {exc}", instructions)
+        except Exception as exc:  # as in summarize
+            return self._build(fold, None, f"the model failed: {exc or type(exc).__name__}", instructions)
         return self._build(fold, text, None, instructions)
 
     def _build(self, fold: Fold, reply: str | None, failure: str | None, instructions: str | None) -> Compaction:
@@ -135,7 +135,7 @@ class Summarizer:
                 if made.tokens_after <= self.limit:
                     return made
                 note = f"the model's summary took {made.tokens_after:,} tokens, more than the {self.limit:,} it may"
-            except SummaryRejected as exc:
+            except (SummaryRejected, ConfigError) as exc:  # ConfigError: text that cannot be stored
                 note = str(exc)
         card, text = keyword_summary(fold.messages, fold.previous)
         made = self._compaction(fold, card, text, note, instructions)
@@ -165,7 +165,7 @@ class Summarizer:
             tokens_before=fold.tokens_before,
             tokens_after=0,
             replaced=fold.upto - fold.start,
-            note=note.splitlines()[0][:200] if note else None,
+            note=note.splitlines()[0][:200].encode("utf-8", "backslashreplace").decode() if note else None,
             instructions=instructions,
         )
         return compaction.replace(tokens_after=self.counting.count(compaction.message()))
