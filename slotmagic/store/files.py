@@ -20,6 +20,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +30,7 @@ from typing import Any
 
 from ..core.checks import check_text
 from ..errors import ConfigError, StoreError
+from ..providers.endpoint import masked_url
 from .migrations import APPLICATION_ID, MIGRATIONS, migrate
 
 # A slotmagic file from before the mark (APPLICATION_ID) is recognised by its tables: these,
@@ -42,6 +44,9 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
 
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 def check_path(value: object) -> str:
     """A path to a state file, or ``":memory:"``; anything else is one clear error."""
     if isinstance(value, os.PathLike):
@@ -53,6 +58,11 @@ def check_path(value: object) -> str:
     if "\x00" in value:
         raise ConfigError(f"db_path {value!r:.80} holds a NUL character; name a real file")
     check_text(value, "db_path")
+    if _URL.match(value.strip()):  # never a file named so: mysql://x@y/z is no state file
+        raise ConfigError(
+            f"db_path {masked_url(value.strip())} is a URL slotmagic cannot open; name a state file, or a "
+            "postgresql://USER@HOST/DATABASE?schema=NAME URL"
+        )
     if value != ":memory:" and os.path.isdir(value):
         raise ConfigError(
             f"db_path {value} is a folder; name a file in it, e.g. {os.path.join(value, 'state.sqlite3')}"

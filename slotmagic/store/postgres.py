@@ -118,7 +118,9 @@ class PostgresStore(RowStore):
     _CONTAINS_KEY_SQL: ClassVar[str] = "strpos(m.content, namespace.key) > 0"
     _db: _Connection
 
-    def __init__(self, url: str, *, durability: Literal["normal", "full"] = "normal", timeout: float = 10.0) -> None:
+    def __init__(
+        self, url: str, *, durability: Literal["normal", "full"] = "normal", timeout: float = 10.0, create: bool = True
+    ) -> None:
         if durability not in ("normal", "full"):
             raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
         self.target = parse_postgres_url(url)
@@ -143,7 +145,7 @@ class PostgresStore(RowStore):
             "connect_timeout": max(1, int(timeout)),
             "application_name": "slotmagic",
         }
-        self._migrate()
+        self._migrate(create)
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
             self.target.conninfo, min_size=1, max_size=1, kwargs=self._kwargs, open=False, name="slotmagic"
         )
@@ -165,14 +167,20 @@ class PostgresStore(RowStore):
         except psycopg.Error as exc:
             raise StoreError(error_line(self.target, exc)) from None
 
-    def _migrate(self) -> None:
+    def _migrate(self, create: bool = True) -> None:
         """Create the schema and bring it to the newest version, once, however many kernels
-        open it at the same moment (an advisory lock held for the transaction)."""
+        open it at the same moment (an advisory lock held for the transaction). Without
+        ``create``, a schema that holds no store yet is refused, and nothing is made."""
         conn = self._connect()
         db = _Connection(conn, self.target)
         try:
             db.execute("BEGIN")
             db.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", (MIGRATION_LOCK, self.schema))
+            found = db.execute("SELECT to_regclass(?)", (f"{self.schema}.slotmagic_schema",)).fetchone()[0]
+            if found is None and not create:
+                raise StoreError(
+                    f"there is no slotmagic store in schema {self.schema} of {self.path}; check the URL's schema="
+                )
             if db.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", (self.schema,)).fetchone() is None:
                 db.execute(f'CREATE SCHEMA "{self.schema}"')
             if db.execute("SELECT to_regclass(?)", (f"{self.schema}.slotmagic_schema",)).fetchone()[0] is None:
