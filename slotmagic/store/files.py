@@ -22,6 +22,7 @@ import json
 import os
 import re
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -116,6 +117,24 @@ def translate(exc: sqlite3.DatabaseError, path: str, timeout: float) -> Exceptio
     return None
 
 
+def use_wal(db: sqlite3.Connection, path: str, timeout: float) -> None:
+    """Put the file in WAL mode, waiting up to ``timeout`` for another process that is doing
+    the same to a new file: while it writes the new file's first page, SQLite answers "locked"
+    at once rather than wait (the busy timeout does not apply), and opening failed."""
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            sqlite3.Connection.execute(db, "PRAGMA journal_mode = WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+            if code not in (_BUSY, _LOCKED) or time.monotonic() >= deadline:
+                raise translate(exc, path, timeout) or exc from None
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 # -- creating, reading, checking ----------------------------------------------------------------
 
 
@@ -193,12 +212,21 @@ class FileInfo:
 def identify(db: sqlite3.Connection, path: str) -> FileInfo:
     """Whose file this is: slotmagic's (marked, or a slotmagic file from before the mark), a
     new empty database, or someone else's (refused, untouched)."""
-    app = db.execute("PRAGMA application_id").fetchone()[0]
-    version = db.execute("PRAGMA user_version").fetchone()[0]
-    tables = {
-        name
-        for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-    }
+    # One read transaction: another process may be making the store right now, and its mark,
+    # version and tables must be seen as of one moment (a file read between two of its
+    # commits looked like someone else's).
+    db.execute("BEGIN")
+    try:
+        app = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {
+            name
+            for (name,) in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+    finally:
+        db.execute("COMMIT")
     if app == APPLICATION_ID:
         return FileInfo(version, True, False)
     if app != 0:
