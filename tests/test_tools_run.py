@@ -8,7 +8,9 @@ import asyncio
 import dataclasses
 import datetime
 import enum
+import math
 import os
+import re
 import signal
 import sys
 import threading
@@ -124,6 +126,44 @@ def test_a_hand_written_schema() -> None:
     assert run_both(registry, call("sum", '{"numbers": ["x"]}')).content == (
         "error: sum was not run: argument 'numbers'[0] must be a number, not \"x\""
     )
+
+
+def deep(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "array", "items": schema}
+    return {"type": "object", "properties": {"x": schema}}
+
+
+@pytest.mark.parametrize(
+    ("parameters", "why"),
+    [
+        (["city"], "must be a JSON schema dict, not list"),
+        ("{'type': 'object'}", "must be a JSON schema dict, not str"),
+        ({"properties": {"city": {"type": "string"}}}, 'type must be "object"'),
+        ({"type": "array"}, 'type must be "object"'),
+        ({"type": "object", "properties": ["city"]}, "properties must be a dict of schemas"),
+        ({"type": "object", "properties": {"city": "string"}}, "parameters['city'] must be a schema"),
+        ({"type": "object", "properties": {"city": {"type": "strng"}}}, "type 'strng' is not a JSON schema type"),
+        ({"type": "object", "properties": {"n": {"type": 5}}}, "type 5 is not a JSON schema type"),
+        ({"type": "object", "properties": {}, "required": "city"}, "required must be a list of property names"),
+        ({"type": "object", "properties": {"a": {}}, "required": ["b"]}, "required names 'b'"),
+        ({"type": "object", "properties": {"u": {"enum": "c"}}}, "enum must be a non-empty list"),
+        ({"type": "object", "properties": {"u": {"anyOf": {"type": "string"}}}}, "anyOf must be a non-empty list"),
+        ({"type": "object", "properties": {"x": {"type": "number", "maximum": math.inf}}}, "must be plain JSON"),
+        ({"type": "object", "properties": {"x": {"default": {1, 2}}}}, "must be plain JSON"),
+        ({"type": "object", "properties": {"x": {"type": "array", "items": "string"}}}, "items must be a schema"),
+        (deep(40), "nests more than 32 levels deep"),
+    ],
+)
+def test_a_hand_written_schema_that_no_turn_could_use_is_refused_when_made(parameters: Any, why: str) -> None:
+    """Such a schema was taken as it was, and the first turn offering the tool failed raw
+    (TypeError, ValueError: not JSON compliant) or was refused by the API."""
+    with pytest.raises(ConfigError, match=re.escape(why)) as raised:
+        Tool("lookup", "Looks things up.", parameters, lambda **kwargs: "found")
+    assert str(raised.value).startswith("tool 'lookup': ") and "\n" not in str(raised.value)
+    with pytest.raises(ConfigError, match="the description must be a string"):
+        Tool("lookup", None, {"type": "object"}, lambda: "found")  # type: ignore[arg-type]
 
 
 def test_positional_only_parameters(registry: ToolRegistry) -> None:

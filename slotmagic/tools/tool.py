@@ -35,7 +35,7 @@ from ..core.messages import Message, ToolCall
 from ..errors import ConfigError
 from ..providers.base import ToolSpec
 from .schema import FunctionSchema, Parameter, function_schema
-from .validate import errors_of
+from .validate import errors_of, schema_problem
 
 if TYPE_CHECKING:
     import asyncio  # imported where used: `import slotmagic` stays free of it
@@ -72,8 +72,9 @@ class Tool(Generic[P, R]):
 
     Made by :func:`slotmagic.tool` (or :meth:`from_function`), it is still the function:
     calling it calls the function. A tool with a schema written by hand is
-    ``Tool(name, description, parameters, function)``; its arguments are then checked against
-    that schema and passed as keyword arguments.
+    ``Tool(name, description, parameters, function)``: the schema is checked when the tool is
+    made (a JSON object schema whose keywords have their shapes, ``ConfigError`` otherwise), and
+    a call's arguments are checked against it and passed as keyword arguments.
     """
 
     def __init__(
@@ -94,6 +95,11 @@ class Tool(Generic[P, R]):
             raise ConfigError(f"tool {name!r}: {function!r} is not a function")
         if inspect.isasyncgenfunction(function) or inspect.isgeneratorfunction(function):
             raise ConfigError(f"tool {name!r}: a generator cannot be a tool; return the whole result")
+        if not isinstance(description, str):
+            raise ConfigError(f"tool {name!r}: the description must be a string, not {type(description).__name__}")
+        problem = schema_problem(parameters)
+        if problem is not None:
+            raise ConfigError(f"tool {name!r}: {problem}")
         self.name = name
         self.description = description
         self.parameters: Mapping[str, Any] = parameters
