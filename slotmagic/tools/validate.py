@@ -40,7 +40,7 @@ def schema_problem(parameters: object) -> str | None:
     except (TypeError, ValueError, RecursionError) as exc:
         return f"the parameters must be plain JSON (dicts, lists, strings, finite numbers, booleans, null): {exc}"
     if parameters.get("type") != "object":
-        return f"the parameters' type must be \"object\" (both APIs require it), not {parameters.get('type')!r}"
+        return f'the parameters\' type must be "object" (both APIs require it), not {parameters.get("type")!r}'
     return _subschema_problem(parameters, "parameters", 0)
 
 
