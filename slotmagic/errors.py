@@ -145,15 +145,16 @@ class DamagedRecord(StoreError):
 
 
 class TurnNotStored(SlotMagicError):
-    """A reply came back but its slot was renamed or deleted while it was written. The text
-    is kept on the exception (``text``) so nothing the model said is lost."""
+    """A reply came back but its slot was renamed, deleted or undone while it was written
+    (``happened`` says which). The text is kept on the exception (``text``) so nothing the
+    model said is lost."""
 
-    def __init__(self, slot_id: str, text: str) -> None:
+    def __init__(self, slot_id: str, text: str, happened: str = "was renamed or deleted") -> None:
         self.slot_id = slot_id
         self.text = text
         super().__init__(
-            f"the reply was not stored: slot {slot_id!r} was renamed or deleted while it was written; "
-            "its text is on this error (.text), run the turn again on another slot"
+            f"the reply was not stored: slot {slot_id!r} {happened} while it was written; "
+            "its text is on this error (.text), run the turn again"
         )
 
 

@@ -61,7 +61,10 @@ def export_slot(store: Store, session_id: str, path: str | os.PathLike[str], slo
     """Write the slot's history to ``path``: ``.md`` or ``.json``, chosen by the suffix."""
     if not isinstance(path, (str, os.PathLike)):
         raise ConfigError(f"export needs a file path ending in .md or .json, not {type(path).__name__}")
-    target = Path(check_text(os.fspath(path), "the export path"))
+    text = check_text(os.fspath(path), "the export path")
+    if "\x00" in text or not text.strip():
+        raise ConfigError(f"cannot export to {text!r:.80}: name a file ending in .md or .json")
+    target = Path(text)
     suffix = target.suffix.lower()
     if suffix not in FORMATS:
         raise ConfigError(f"cannot export to {target.name!r}: name a file ending in .md or .json")

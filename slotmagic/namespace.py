@@ -39,6 +39,8 @@ class NamespaceRows(Protocol):
 
     def namespace_get(self, session_id: str, key: str) -> str | None: ...
 
+    def namespace_has(self, session_id: str, key: str) -> bool: ...
+
 
 def content_key(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
@@ -46,13 +48,17 @@ def content_key(content: str) -> str:
 
 def reference_text(tool: str, key: str, content: str) -> str:
     """What the model sees instead of a large result."""
-    size = len(content.encode("utf-8"))
     preview = content[:PREVIEW_CHARS].rstrip()
     return (
-        f"{PREFIX}{tool}/{key}\n"
-        f"[{size:,} bytes, {len(content):,} characters kept aside; read them with "
+        f"{_reference_head(tool, key, content)}; read them with "
         f"read_namespace(ref, offset, length). Preview:]\n{preview}{'…' if len(content) > PREVIEW_CHARS else ''}"
     )
+
+
+def _reference_head(tool: str, key: str, content: str) -> str:
+    """How a reference to ``content`` begins: what tells it from a result that merely starts
+    with ``namespace://…``."""
+    return f"{PREFIX}{tool}/{key}\n[{len(content.encode('utf-8')):,} bytes, {len(content):,} characters kept aside"
 
 
 def parse_reference(text: str) -> tuple[str, str] | None:
@@ -94,6 +100,16 @@ class Namespace:
         self.store.namespace_put(self.session_id, key, tool, content)
         self._remember(key, content)
         return key
+
+    def keep_stored(self, originals: Sequence[Message]) -> None:
+        """Make sure the originals of the references a turn is about to store are kept: called
+        in the transaction that stores the turn. A result is stored when it is shelved, but
+        until its turn is stored nothing refers to it, and ``gc`` in another kernel or
+        process removes what nothing refers to; gc's own transaction and this one take turns."""
+        for message in originals:
+            key = content_key(message.content)
+            if not self.store.namespace_has(self.session_id, key):
+                self.store.namespace_put(self.session_id, key, message.name or "tool", message.content)
 
     def get(self, key: str) -> str | None:
         with self._lock:
@@ -143,12 +159,17 @@ class Namespace:
         return text
 
     def expand(self, messages: Sequence[Message]) -> list[Message]:
-        """The messages with every reference replaced by its original text."""
+        """The messages with every reference replaced by its original text (a result that only
+        starts with a ``namespace://…`` line, as a tool may return one, stays as it is)."""
         out = []
         for message in messages:
             parsed = parse_reference(message.content) if message.role == "tool" else None
-            original = self.get(parsed[1]) if parsed is not None else None
-            out.append(message if original is None else replace(message, content=original))
+            if parsed is not None:
+                tool, key = parsed
+                original = self.get(key)
+                if original is not None and message.content.startswith(_reference_head(tool, key, original)):
+                    message = replace(message, content=original)
+            out.append(message)
         return out
 
     def _remember(self, key: str, content: str) -> None:

@@ -94,6 +94,11 @@ class Session:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ConfigError("a session id must be a non-empty string")
         check_text(session_id, "the session id")
+        if not callable(getattr(store, "ensure_session", None)) or not callable(getattr(store, "history", None)):
+            raise ConfigError(
+                f"store must be a slotmagic store (slotmagic.store.open_store(path) makes one), not "
+                f"{type(store).__name__} {store!r:.60}; or pass db_path= instead"
+            )
         settings = settings or ProviderSettings()
         if not isinstance(settings, ProviderSettings):
             raise ConfigError(f"settings must be a ProviderSettings, not {type(settings).__name__}")
@@ -132,6 +137,8 @@ class Session:
         _check_model(model)
         check_optional_text(system, "system")
         owns = store is None
+        if store is not None and db_path is not None:
+            raise ConfigError("give Session.open a db_path or a store, not both")
         if store is None:
             path = check_db_path(db_path if db_path is not None else default_db_path())
             if durability not in ("normal", "full"):

@@ -120,6 +120,14 @@ def test_a_lone_surrogate_in_a_turn_cell_is_one_line(ip: Any) -> None:
         ("derive_slot(at='3')", lambda s: s.derive_slot("c", at="3"), "whole number"),
         ("rename_slot(None, 'x')", lambda s: s.rename_slot(None, "x"), "invalid slot id"),
         ("export(5)", lambda s: s.export(5), "file path"),
+        ("export('a\\x00b.md')", lambda s: s.export("notes\x00.md"), "cannot export to 'notes\\\\x00.md'"),
+        ("Session.open(store='x')", lambda s: Session.open("x", store="x"), "store must be a slotmagic store"),
+        ("Session(5, 'x')", lambda s: Session(5, "x"), "store must be a slotmagic store"),  # type: ignore[arg-type]
+        (
+            "Session.open(db_path, store)",
+            lambda s: Session.open("x", db_path=":memory:", store=s.store),
+            "a db_path or a store, not both",
+        ),
         ("ContextBudget(history=-1)", lambda s: ContextBudget(history=-1), ">= 0"),
         ("FocusedConfig(summary_override=5)", lambda s: FocusedConfig(summary_override=5), "must be a string"),
         ("FocusedConfig(keep_system='no')", lambda s: FocusedConfig(keep_system="no"), "True or False"),

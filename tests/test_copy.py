@@ -126,3 +126,59 @@ def test_slot_session_copy_to(ip: object, postgres_url: str) -> None:
         assert session.messages()[0].content == "kept on the server"
     with pytest.raises(UsageError, match="PGPASSWORD"):
         shell.run_cell("%slot session --copy-to postgresql://me:pw@127.0.0.1/test")  # type: ignore[attr-defined]
+
+
+def test_copy_cases_that_went_wrong(tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each of these copied the wrong thing, made something, or said the wrong thing (issue 26)."""
+    source = tmp_path / "a.sqlite3"
+    with Session.open("nb1", db_path=source) as session:
+        session.submit_turn("kept")
+    monkeypatch.chdir(tmp_path)  # where a URL taken for a path would have been made
+    # Another database's URL is no file path: nothing made, one line.
+    other = cli("copy", str(source), "mysql://me:Secret-pw@db.example/z")
+    assert other.returncode == 2 and other.stdout == "" and other.stderr.count("\n") == 1
+    assert "is a URL slotmagic cannot open" in other.stderr and "Secret-pw" not in other.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.sqlite3"]
+    # A schema that is not there is not made in the source.
+    absent = postgres_url.replace("?schema=", "?schema=absent_")
+    empty = cli("copy", absent, str(tmp_path / "b.sqlite3"))
+    assert empty.returncode == 2 and "there is no slotmagic store in schema absent_" in empty.stderr
+    assert not schema_exists(absent) and not (tmp_path / "b.sqlite3").exists()
+    # The same session named twice is copied once, and said so.
+    twice = cli("copy", str(source), str(tmp_path / "c.sqlite3"), "--session", "nb1", "--session", "nb1")
+    assert twice.returncode == 0, twice.stderr
+    assert twice.stdout.startswith("copied 1 session (1 slots, 2 messages)")
+    # A copy that fails leaves no state file behind.
+    failed = cli("copy", str(source), str(tmp_path / "c.sqlite3"))  # nb1 is there already
+    assert failed.returncode == 2 and "exists already" in failed.stderr
+    assert (tmp_path / "c.sqlite3").exists()  # it was there before: kept
+    missing = cli("copy", str(source), str(tmp_path / "d.sqlite3"), "--session", "nope")
+    assert missing.returncode == 2 and "no session 'nope'" in missing.stderr
+    assert not list(tmp_path.glob("d.sqlite3*"))
+    # schema= twice: which one was meant is not guessed.
+    doubled = cli("copy", str(source), postgres_url + "&schema=other")
+    assert doubled.returncode == 2 and "names schema= 2 times" in doubled.stderr
+    assert not schema_exists(postgres_url) and not schema_exists(postgres_url.split("?")[0] + "?schema=other")
+
+
+def test_a_failed_copy_removes_the_state_file_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from slotmagic import StoreError
+    from slotmagic.store.rows import SessionDump as Dump
+
+    source = tmp_path / "a.sqlite3"
+    with Session.open("nb1", db_path=source) as session:
+        session.submit_turn("kept")
+    monkeypatch.setattr(Dump, "checksum", lambda self: str(id(self)))  # every read-back differs
+    with pytest.raises(StoreError, match="differs"):
+        copy_sessions(str(source), str(tmp_path / "new.sqlite3"))
+    assert not list(tmp_path.glob("new.sqlite3*"))
+
+
+def schema_exists(url: str) -> bool:
+    import psycopg
+
+    from slotmagic.store.urls import parse_postgres_url
+
+    schema = parse_postgres_url(url).schema
+    with psycopg.connect(url.split("?")[0]) as db:
+        return db.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is not None

@@ -343,6 +343,22 @@ def test_search_uses_fts5_and_names_slot_and_turn(s: Session, db_path: Path) -> 
         s.search("   ")
 
 
+def test_a_search_of_many_words_or_a_nul_is_an_answer_or_one_line(s: Session) -> None:
+    """A pasted page as a search made SQLite refuse the query raw ("Expression tree is too
+    large", from 999 words) and PostgreSQL take minutes; a NUL raised raw on both stores."""
+    dispute(s)
+    words = " ".join(f"w{i}" for i in range(49))
+    s.append([Message.user(f"the deposit {words}")])
+    assert [h.role for h in s.search(f"Deposit {words} deposit DEPOSIT")] == ["user"]  # 52 words, 50 different
+    for n in (999, 3_000, 40_000):
+        with pytest.raises(ConfigError, match=f"a search takes at most 50 different words, not {n:,}") as raised:
+            s.search(" ".join(f"w{i}" for i in range(n)))
+        assert "\n" not in str(raised.value)
+    assert len(s.search(" ".join(["deposit"] * 40_000))) > 0  # the same word 40,000 times: one word
+    assert [h.role for h in s.search("deposit\x00w7")] == ["user"]  # a NUL separates words
+    assert s.search("\x00nothing\x00like\x00this") == []
+
+
 def test_search_through_the_magic(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
     dispute(session(ip))
     out = run(ip, "%slot search demand letter", capsys)

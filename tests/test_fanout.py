@@ -212,6 +212,42 @@ def test_the_async_form(session: Session) -> None:
     assert list(result.replies) == ["draft-a", "notes"] and result.errors == {}
 
 
+def test_tools_that_raise_anything_end_async_turns_and_fan_outs(session: Session) -> None:
+    """A sync tool raising StopIteration hung async turns and fan-outs forever (an asyncio
+    future cannot hold one); a lone surrogate from a tool aborted the turn. Each is an error
+    result the model reads, and the turn is stored."""
+    import threading
+
+    def stops() -> str:
+        """Raises StopIteration."""
+        raise StopIteration
+
+    def closes() -> str:
+        """Raises GeneratorExit."""
+        raise GeneratorExit
+
+    def halves() -> str:
+        """Returns half an emoji."""
+        return "\ud83d"
+
+    for function in (stops, closes, halves):
+        session.tools.add(function)
+    ask = "call stops\ncall closes\ncall halves"
+    seen = "- stops: error: stops raised StopIteration"
+
+    reply = asyncio.run(asyncio.wait_for(session.asubmit_turn(ask, slot="draft-a"), 30))
+    assert seen in reply.text and "- halves: error: halves returned text that is not valid Unicode" in reply.text
+    assert [m.is_error for m in session.messages("draft-a") if m.role == "tool"] == [True, True, True]
+
+    outcome: list[FanOutResult] = []
+    worker = threading.Thread(target=lambda: outcome.append(session.fan_out(ask, slots="draft-b,notes")), daemon=True)
+    worker.start()
+    worker.join(30)
+    assert outcome, "the fan-out hung"
+    assert outcome[0].errors == {} and all(seen in r.text for r in outcome[0].replies.values())
+    assert seen in asyncio.run(asyncio.wait_for(session.afan_out(ask, slots="default"), 30)).replies["default"].text
+
+
 def test_a_fan_out_runs_once(session: Session) -> None:
     fanout = session.plan_fan_out("Once", slots="draft-a")
     fanout.run_sync()

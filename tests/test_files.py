@@ -545,6 +545,55 @@ def test_new_and_empty_files_are_marked(tmp_path: Path) -> None:
         db.close()
 
 
+# -- several processes making one new file at once ----------------------------------------------
+
+
+def test_a_new_file_another_process_is_making_is_waited_for(tmp_path: Path) -> None:
+    """While another process writes a new file's first page (turning it to WAL), SQLite
+    answers "locked" at once instead of waiting: opening failed with "stayed locked by another
+    process for 10 s" after 0.00 s."""
+    import threading
+    import time
+
+    path = tmp_path / "new.sqlite3"
+    path.touch()
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # as that process holds it while it writes page 1
+    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    release.start()
+    started = time.monotonic()
+    SQLiteStore(path).close()
+    assert time.monotonic() - started >= 0.4  # it waited for the other process
+    release.join()
+    other.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
+
+
+def test_a_file_read_while_another_process_makes_it_is_not_taken_for_someone_elses(tmp_path: Path) -> None:
+    """Its mark, version and tables are read as of one moment: read between two commits of the
+    process making it, the file looked like another application's ("it holds other tables")."""
+    path = tmp_path / "new.sqlite3"
+    maker = sqlite3.connect(path, isolation_level=None)
+    maker.execute("PRAGMA journal_mode = WAL")
+
+    class MadeMeanwhile(sqlite3.Connection):
+        def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+            cursor = super().execute(sql, *args)
+            if sql.startswith("PRAGMA user_version"):
+                migrate(maker)  # the other process commits the whole store right now
+            return cursor
+
+    reader = files.connect_readonly(str(path), 1.0, MadeMeanwhile)
+    try:
+        assert files.identify(reader, str(path)).empty  # as it was when the reading began
+        assert files.identify(reader, str(path)).version == len(MIGRATIONS)  # and now: slotmagic's
+    finally:
+        reader.close()
+        maker.close()
+
+
 def write_old_store(path: Path, version: int) -> None:
     """A file as slotmagic wrote it at schema ``version``, before files were marked."""
     db = sqlite3.connect(path, isolation_level=None)

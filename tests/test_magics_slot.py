@@ -152,6 +152,26 @@ def test_session_show_and_attach(ip: Any, capsys: pytest.CaptureFixture[str]) ->
     assert session(ip).has_slot("only-here")
 
 
+def test_a_session_name_that_cannot_be_stored_is_one_line_and_not_kept(
+    ip: Any, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lone surrogate as a session name printed a raw UnicodeEncodeError and stayed the
+    setting: every later %slot and %%turn was refused, %slot session valid-name too."""
+    first = session(ip).session_id
+    assert usage_error(ip, "%slot session \ud800").startswith(
+        "%slot session: the session name holds a lone surrogate ('\\ud800' at character 0)"
+    )
+    assert session(ip).session_id == first
+    for name, value in (("session_id", "x\\ud800"), ("system", "\\udfff"), ("db_path", "state\\ud800.db")):
+        ip.run_cell(f"%config SlotMagic.{name} = '{value}'")
+        assert caplog.records[-1].getMessage().startswith(f"SlotMagic.{name} = ")
+        assert "holds a lone surrogate" in caplog.records[-1].getMessage()
+    assert run(ip, "%slot", capsys).startswith("current slot: default")
+    ip.run_cell("%%turn\nstill fine")
+    assert run(ip, "%slot session valid-name", capsys).startswith("started session valid-name")
+    assert session(ip).session_id == "valid-name"
+
+
 def test_rename(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
     ip.run_cell("%slot create a")
     assert run(ip, "%slot rename a b", capsys).strip() == "renamed slot 'a' to 'b'"

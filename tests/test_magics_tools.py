@@ -36,10 +36,7 @@ def with_tool(ip: Any) -> Iterator[Any]:
 def test_a_decorated_function_is_called_and_shown(with_tool: Any) -> None:
     outputs = displays(with_tool, '%%turn\nWhat does clause 3 say?\ncall lease_clause {"number": 3}')
     data = outputs[-1]["data"]
-    assert (
-        "<summary>🔧 lease_clause(number=3) → The deposit is returned within 30 days.</summary>"
-        in data["text/markdown"]
-    )
+    assert "<summary>🔧 lease_clause(number=3) → The deposit is returned within 30 days.</summary>" in data["text/html"]
     assert data["text/plain"].startswith("[tool] lease_clause(number=3) → The deposit is returned within 30 days.")
     reply = with_tool.user_ns["_"]
     assert "lease_clause: The deposit is returned within 30 days." in reply.text

@@ -54,14 +54,16 @@ def displays(ip: Any, cell: str, **kwargs: Any) -> list[dict[str, Any]]:
     return recorder.outputs
 
 
-def test_reply_is_shown_once_as_markdown_with_a_footer(ip: Any) -> None:
+def test_reply_is_shown_once_rendered_with_a_footer(ip: Any) -> None:
     outputs = displays(ip, "%%turn\nHello there")
     assert len(outputs) == 1 and not outputs[0]["update"]
     data = outputs[0]["data"]
     reply = ip.user_ns["_"]
-    assert data["text/markdown"].startswith(reply.text)
-    assert data["text/markdown"].endswith(
-        f"*slot default · turn 1 · {reply.usage.input_tokens} in / {reply.usage.output_tokens} out · echo*"
+    assert set(data) == {"text/html", "text/plain"}  # no Markdown form: see test_markdown.py
+    assert data["text/html"].startswith("<p><strong>echo</strong> (offline test model) received 1 message.")
+    assert data["text/html"].endswith(
+        f'<p class="slotmagic-footer"><em>slot default · turn 1 · {reply.usage.input_tokens} in / '
+        f"{reply.usage.output_tokens} out · echo</em></p>\n"
     )
     assert data["text/plain"].endswith(
         f"[slot default · turn 1 · {reply.usage.input_tokens} in / {reply.usage.output_tokens} out · echo]"
@@ -279,15 +281,21 @@ def test_cost_in_the_footer(usd: float, shown: str) -> None:
 @pytest.mark.parametrize(
     ("text", "shown"),
     [
-        ("<img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert(1)>"),
-        ("a <script>x</script> b", "a &lt;script>x&lt;/script> b"),
-        ("code `<b>` stays", "code `<b>` stays"),
-        ("```html\n<img src=x>\n```\nthen <i>", "```html\n<img src=x>\n```\nthen &lt;i>"),
-        ("**bold** and 3 < 4", "**bold** and 3 &lt; 4"),
+        ("<img src=x onerror=alert(1)>", "<p>&lt;img src=x onerror=alert(1)&gt;</p>"),
+        ("a <script>x</script> b", "<p>a &lt;script&gt;x&lt;/script&gt; b</p>"),
+        ("code `<b>` stays", "<p>code <code>&lt;b&gt;</code> stays</p>"),
+        ("```html\n<img src=x>\n```\nthen <i>", '<pre><code class="language-html">&lt;img src=x&gt;\n</code></pre>'),
+        ("**bold** and 3 < 4", "<p><strong>bold</strong> and 3 &lt; 4</p>"),
+        # What the per-line guess at code spans let through (issue 26)
+        ("\\`<img src=x onerror=alert(1)>`", "<p>`&lt;img src=x onerror=alert(1)&gt;`</p>"),
+        ("``<img src=x onerror=alert(1)>`", "<p>``&lt;img src=x onerror=alert(1)&gt;`</p>"),
+        ("`\na` <img src=x onerror=alert(1)> `b", "<p><code> a</code> &lt;img src=x onerror=alert(1)&gt; `b</p>"),
+        ("[a](javascript:alert(1))", "<p>[a](javascript:alert(1))</p>"),
     ],
 )
-def test_replies_are_shown_as_markdown_never_as_html(text: str, shown: str) -> None:
-    from slotmagic.magics.display import bundle, inert_markdown
+def test_replies_are_shown_rendered_never_as_html(text: str, shown: str) -> None:
+    from slotmagic.magics.display import bundle
 
-    assert inert_markdown(text) == shown
-    assert bundle(text, "footer")["text/plain"].startswith(text)  # the plain form is the text itself
+    data = bundle(text, "footer")
+    assert shown in data["text/html"] and "text/markdown" not in data
+    assert data["text/plain"].startswith(text)  # the plain form is the text itself

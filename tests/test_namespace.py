@@ -92,3 +92,87 @@ def test_the_cache_is_bounded_by_bytes(session: Session) -> None:
         namespace.shelve(Message.tool(f"c{n}", BIG + str(n), "fetch_lease"))
     assert namespace._cached <= 300_000 and len(namespace._cache) == 1
     assert namespace.get(content_key(BIG + "0")) == BIG + "0"  # read back from the store
+
+
+GC_LOOP = """
+import sys, time
+from pathlib import Path
+from slotmagic import Session
+target, status, stop = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+passes = 0
+with Session.open("race", db_path=target) as session:
+    while not stop.exists():
+        session.gc()
+        passes += 1
+        status.write_text(str(passes))
+        time.sleep(0.02)
+"""
+
+
+@pytest.mark.slow
+def test_gc_in_another_process_throughout_tool_turns_never_takes_their_results(
+    db_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large result is in the store from when its tool returns, but nothing refers to it
+    until its turn is stored: gc in another kernel took it meanwhile, and the stored reference
+    pointed at nothing. Here gc runs in a second process throughout, while each turn waits for
+    the model's second reply long enough for several gc passes; every result is readable after."""
+    import subprocess
+    import sys
+    import time
+
+    from slotmagic.providers import ProviderSettings
+    from tests.providers.wire_server import Pause, WireServer, oa_text_stream, oa_tool_stream, sse_response
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    wire = WireServer()
+    settings = ProviderSettings(openai_api_key="sk-test", openai_base_url=wire.url + "/v1", read_timeout=10.0)
+    session = Session.open("race", db_path=db_path, settings=settings, model="openai:gpt-4o-mini")
+    results = {n: f"result {n}: " + "".join(f"row {i} of turn {n}\n" for i in range(400)) for n in range(3)}
+
+    def fetch(turn: int) -> str:
+        """A large result."""
+        return results[turn]
+
+    session.tools.add(fetch)
+    status, stop = tmp_path / "passes", tmp_path / "stop"
+    session.submit_turn("warm up", model="echo")  # the session exists before gc looks for it
+    gc = subprocess.Popen([sys.executable, "-c", GC_LOOP, str(db_path), str(status), str(stop)])
+    try:
+        while not status.exists():
+            assert gc.poll() is None, "the gc process ended"
+            time.sleep(0.05)
+        for n in results:
+            wire.script(
+                sse_response(oa_tool_stream([(f"c{n}", "fetch", [json.dumps({"turn": n})])])),
+                [Pause(1.0), *sse_response(oa_text_stream(f"Read turn {n}."))],  # gc runs meanwhile
+            )
+            before = int(status.read_text() or 0)
+            session.submit_turn(f"Fetch {n}.")
+            assert int(status.read_text() or 0) - before >= 3, "gc did not run during the turn"
+            with Session.open("race", db_path=db_path) as other:  # another kernel: nothing cached
+                at = other.turns()[-1].start + 2
+                assert other.messages(expand=True)[at].content == results[n]
+                assert other.read_namespace(other.messages()[at].content, 0, 50_000).endswith(results[n])
+    finally:
+        stop.touch()
+        assert gc.wait(60) == 0
+        wire.close()
+    session.gc()  # reachable: kept
+    assert [m.content for m in session.messages(expand=True) if m.role == "tool"] == list(results.values())
+    exported = json.loads(session.export(tmp_path / "race.json").read_text(encoding="utf-8"))
+    assert [m["content"] for m in exported["messages"] if m["role"] == "tool"] == list(results.values())
+    session.close()
+
+
+def test_a_small_result_that_starts_with_a_reference_is_exported_as_it_is(session: Session, tmp_path: Path) -> None:
+    session.submit_turn("Look at it.\ncall fetch_lease")
+    ref = f"namespace://fetch_lease/{content_key(BIG)}"
+    session.tools.add(lambda: f"{ref}\nthat is where the lease is", name="pointer", description="Points.")
+    session.submit_turn("Where?\ncall pointer")
+    said = f"{ref}\nthat is where the lease is"
+    assert session.messages()[-2].content == said  # small: stored as it is
+    assert session.messages(expand=True)[-2].content == said  # not taken for the reference
+    exported = json.loads(session.export(tmp_path / "out.json").read_text(encoding="utf-8"))["messages"]
+    assert exported[2]["content"] == BIG and exported[-2]["content"] == said

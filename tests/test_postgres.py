@@ -233,6 +233,66 @@ def test_a_connection_lost_mid_turn_is_one_line_and_stores_nothing(
         assert [m.content for m in session.messages() if m.role == "user"] == ["before", "after"]
 
 
+def test_a_turn_whose_commit_went_through_is_not_reported_failed(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection lost just after the server committed a turn, before its answer came: the
+    turn was stored but reported failed. Whether it committed is asked on a new connection;
+    one lost before its COMMIT reached the server still fails and stores nothing."""
+    from slotmagic.store.postgres import _Connection
+
+    real = _Connection.execute
+    when: list[str] = []
+
+    def lose_the_connection(self: Any, sql: str, parameters: Any = (), /) -> Any:
+        if sql != "COMMIT" or not when:
+            return real(self, sql, parameters)
+        if when.pop() == "after":
+            real(self, sql, parameters)  # the server commits
+        terminate(self.conn.info.backend_pid)  # and the connection is gone
+        return real(self, "SELECT 1")  # what the client sees
+
+    monkeypatch.setattr(_Connection, "execute", lose_the_connection)
+    with Session.open("s", db_path=postgres_url) as session:
+        when.append("after")
+        reply = session.submit_turn("stored, its answer lost")
+        assert reply.turn == 1
+        when.append("before")
+        with pytest.raises(StoreError) as lost:
+            session.submit_turn("lost before its commit")
+        assert "\n" not in str(lost.value)
+        session.submit_turn("after")
+    with Session.open("s", db_path=postgres_url) as again:
+        assert [m.content for m in again.messages() if m.role == "user"] == ["stored, its answer lost", "after"]
+
+
+def test_an_exception_a_signal_handler_raises_into_a_query_leaves_the_store_usable(postgres_url: str) -> None:
+    """psycopg cancels a query for Ctrl-C only; another exception raised into one left the
+    connection "another command is already in progress" for good."""
+    import signal
+
+    class Timeout(Exception):
+        pass
+
+    def ring(*_: object) -> None:
+        raise Timeout
+
+    with Session.open("s", db_path=postgres_url) as session:
+        session.submit_turn("before")
+        store: Any = session.store
+        previous = signal.signal(signal.SIGALRM, ring)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.2)
+            with pytest.raises(Timeout), store._read() as db:
+                db.execute("SELECT pg_sleep(3)")  # what a slow query of the store's would be
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        assert session.list_slots()[0].meta.message_count == 2
+        session.submit_turn("after")
+        assert [m.content for m in session.messages() if m.role == "user"] == ["before", "after"]
+
+
 def test_a_team_schema_owned_by_a_group_role(postgres_url: str) -> None:
     """The README's grants: a group role owns the schema, members open it as that role, and
     a role without grants is refused in one line."""

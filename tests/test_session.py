@@ -79,7 +79,8 @@ def test_submit_turn_stores_the_turn_and_returns_the_reply(session: Session) -> 
     assert reply.slot == "default" and reply.turn == 1 and reply.model == "echo"
     assert "received 1 message." in reply.text and "last user message: Hello there" in reply.text
     assert reply.usage.input_tokens > 0 and reply.usage.output_tokens > 0
-    assert str(reply) == reply.text == reply._repr_markdown_()
+    assert str(reply) == reply.text
+    assert reply._repr_html_().startswith("<p><strong>echo</strong> (offline test model) received 1 message.")
     stored = session.messages()
     assert [m.role for m in stored] == ["user", "assistant"]
     assert stored[1] == reply.message

@@ -8,7 +8,9 @@ import asyncio
 import dataclasses
 import datetime
 import enum
+import math
 import os
+import re
 import signal
 import sys
 import threading
@@ -126,6 +128,44 @@ def test_a_hand_written_schema() -> None:
     )
 
 
+def deep(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "array", "items": schema}
+    return {"type": "object", "properties": {"x": schema}}
+
+
+@pytest.mark.parametrize(
+    ("parameters", "why"),
+    [
+        (["city"], "must be a JSON schema dict, not list"),
+        ("{'type': 'object'}", "must be a JSON schema dict, not str"),
+        ({"properties": {"city": {"type": "string"}}}, 'type must be "object"'),
+        ({"type": "array"}, 'type must be "object"'),
+        ({"type": "object", "properties": ["city"]}, "properties must be a dict of schemas"),
+        ({"type": "object", "properties": {"city": "string"}}, "parameters['city'] must be a schema"),
+        ({"type": "object", "properties": {"city": {"type": "strng"}}}, "type 'strng' is not a JSON schema type"),
+        ({"type": "object", "properties": {"n": {"type": 5}}}, "type 5 is not a JSON schema type"),
+        ({"type": "object", "properties": {}, "required": "city"}, "required must be a list of property names"),
+        ({"type": "object", "properties": {"a": {}}, "required": ["b"]}, "required names 'b'"),
+        ({"type": "object", "properties": {"u": {"enum": "c"}}}, "enum must be a non-empty list"),
+        ({"type": "object", "properties": {"u": {"anyOf": {"type": "string"}}}}, "anyOf must be a non-empty list"),
+        ({"type": "object", "properties": {"x": {"type": "number", "maximum": math.inf}}}, "must be plain JSON"),
+        ({"type": "object", "properties": {"x": {"default": {1, 2}}}}, "must be plain JSON"),
+        ({"type": "object", "properties": {"x": {"type": "array", "items": "string"}}}, "items must be a schema"),
+        (deep(40), "nests more than 32 levels deep"),
+    ],
+)
+def test_a_hand_written_schema_that_no_turn_could_use_is_refused_when_made(parameters: Any, why: str) -> None:
+    """Such a schema was taken as it was, and the first turn offering the tool failed raw
+    (TypeError, ValueError: not JSON compliant) or was refused by the API."""
+    with pytest.raises(ConfigError, match=re.escape(why)) as raised:
+        Tool("lookup", "Looks things up.", parameters, lambda **kwargs: "found")
+    assert str(raised.value).startswith("tool 'lookup': ") and "\n" not in str(raised.value)
+    with pytest.raises(ConfigError, match="the description must be a string"):
+        Tool("lookup", None, {"type": "object"}, lambda: "found")  # type: ignore[arg-type]
+
+
 def test_positional_only_parameters(registry: ToolRegistry) -> None:
     @tool(registry=registry)
     def power(base: float, exponent: int = 2, /) -> float:
@@ -163,6 +203,66 @@ def test_a_long_error_message_is_cut(registry: ToolRegistry) -> None:
 
     content = run_both(registry, call("chatty")).content
     assert content.startswith("error: chatty raised RuntimeError: xxx") and len(content) < 600
+
+
+class MessageRaises(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no message")
+
+
+class OwnBaseException(BaseException):
+    pass
+
+
+def raise_(exception: BaseException) -> Any:
+    raise exception
+
+
+@pytest.mark.parametrize(
+    ("exception", "content"),
+    [
+        (StopIteration("the end"), "error: raiser raised StopIteration: the end"),
+        (StopAsyncIteration(), "error: raiser raised StopAsyncIteration: (no message)"),
+        (GeneratorExit("closed"), "error: raiser raised GeneratorExit: closed"),
+        (OwnBaseException("mine"), "error: raiser raised OwnBaseException: mine"),
+        (MessageRaises(), "error: raiser raised MessageRaises: (its message cannot be shown: ValueError)"),
+        (ValueError("lone \ud800 surrogate"), "error: raiser raised ValueError: lone \\ud800 surrogate"),
+    ],
+)
+def test_whatever_a_tool_raises_is_an_error_result(exception: BaseException, content: str) -> None:
+    """Sync and async tools, run from sync and async code: each comes back as the same error
+    result, never raised, and never a hang (an asyncio future refuses a StopIteration: the
+    task awaiting a sync tool's thread waited forever)."""
+
+    def raiser() -> str:
+        raise exception
+
+    async def araiser() -> str:
+        raise exception
+
+    for function in (raiser, araiser):
+        registry = ToolRegistry([Tool.from_function(function, name="raiser")])
+        c = call("raiser")
+        expected = ToolResult("call_1", "raiser", content, is_error=True)
+        if function is araiser and isinstance(exception, StopIteration):  # a coroutine may not raise it
+            expected = ToolResult(
+                "call_1", "raiser", "error: raiser raised RuntimeError: coroutine raised StopIteration", True
+            )
+        assert registry.run_sync(c) == expected
+        assert asyncio.run(asyncio.wait_for(registry.run(c), 10)) == expected
+        Message.tool(c.id, expected.content, "raiser", is_error=True)  # it can be stored
+
+
+def test_a_lone_surrogate_in_a_result_is_an_error_result(registry: ToolRegistry) -> None:
+    registry.add(lambda: "caf\udce9 au lait", name="decoded", description="Decoded with surrogateescape.")
+    registry.add(lambda: {"name": "\ud83d"}, name="halved", description="An emoji cut in half.")
+    first = run_both(registry, call("decoded"))
+    assert first.is_error and first.content.startswith(
+        "error: decoded returned text that is not valid Unicode: a lone surrogate '\\udce9' at character 3 "
+    )
+    assert run_both(registry, call("halved")).content.startswith(
+        "error: halved returned text that is not valid Unicode: a lone surrogate '\\ud83d' at character 10 "
+    )
 
 
 def test_an_unknown_tool_is_an_error_result(registry: ToolRegistry) -> None:

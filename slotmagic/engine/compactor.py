@@ -23,7 +23,7 @@ from ..core.compaction import (
     transcript,
 )
 from ..core.messages import Message
-from ..errors import ProviderError
+from ..errors import ConfigError
 from ..providers import parse_model
 from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
 from ..store.base import History
@@ -234,8 +234,8 @@ class Summarizer:
                 continue
             try:
                 text = _collect(self.provider.stream(self.request(part, instructions)))
-            except ProviderError as exc:
-                failed = f"the model failed: {exc}"
+            except Exception as exc:  # failing in any way (a reply of any shape too): keywords, the turn goes on
+                failed = f"the model failed: {exc or type(exc).__name__}"
                 made = self._build(part, None, failed, instructions)
                 continue
             made = self._build(part, text, None, instructions)
@@ -253,8 +253,8 @@ class Summarizer:
                 continue
             try:
                 text = await _acollect(self.provider.astream(self.request(part, instructions)))
-            except ProviderError as exc:
-                failed = f"the model failed: {exc}"
+            except Exception as exc:  # failing in any way (a reply of any shape too): keywords, the turn goes on
+                failed = f"the model failed: {exc or type(exc).__name__}"
                 made = self._build(part, None, failed, instructions)
                 continue
             made = self._build(part, text, None, instructions)
@@ -299,7 +299,7 @@ class Summarizer:
                 note = (
                     f"the model's summary took {made.tokens_after:,} tokens, more than the {self._limit(fold):,} it may"
                 )
-            except SummaryRejected as exc:
+            except (SummaryRejected, ConfigError) as exc:  # ConfigError: text that cannot be stored
                 note = str(exc)
         card, text = keyword_summary(fold.messages, fold.previous)
         made = self._compaction(fold, card, text, note, instructions)
@@ -329,7 +329,7 @@ class Summarizer:
             tokens_before=fold.tokens_before,
             tokens_after=0,
             replaced=fold.upto - fold.start,
-            note=note.splitlines()[0][:200] if note else None,
+            note=note.splitlines()[0][:200].encode("utf-8", "backslashreplace").decode() if note else None,
             instructions=instructions,
         )
         return compaction.replace(tokens_after=self.counting.count(compaction.message()))

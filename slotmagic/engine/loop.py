@@ -13,11 +13,12 @@ the engine commits the turn.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..core.messages import Message, ToolCall
 from ..core.usage import Usage
+from ..errors import MalformedReply
 from ..namespace import Namespace, has_reference
 from ..providers.base import ChatRequest, Completion
 from ..tools import Tool, ToolRegistry, ToolResult
@@ -81,6 +82,39 @@ def server_steps(message: Message) -> list[ToolStep]:
     return steps
 
 
+def checked(completion: Completion, model: str, taken: Iterable[str] = ()) -> Completion:
+    """A complete reply as a turn may run and store it: each tool call with an id no other call
+    of the turn has (a server that repeats ids, or sends none, gets them renamed ``id_2`` …, so
+    each result answers one call); ``MalformedReply`` for a call without a tool name or usage
+    below zero (nothing of the turn is stored: a nameless call would be sent back to the API
+    with every later request of the slot, and refused)."""
+    usage = completion.usage
+    if min(usage.input_tokens, usage.output_tokens, usage.cached_tokens) < 0:
+        raise MalformedReply(
+            f"the reply from {model} reported a negative token count ({usage.input_tokens} in, "
+            f"{usage.output_tokens} out, {usage.cached_tokens} cached); nothing was stored, run the turn again"
+        )
+    calls = completion.message.tool_calls
+    if not calls:
+        return completion
+    if any(not c.name.strip() for c in calls):
+        raise MalformedReply(
+            f"the reply from {model} called a tool without naming it; nothing was stored, run the turn again"
+        )
+    seen, fixed = set(taken), []
+    for n, call in enumerate(calls, 1):
+        base = call.id if call.id.strip() else f"call_{n}"
+        new, more = base, 1
+        while new in seen:
+            more += 1
+            new = f"{base}_{more}"
+        seen.add(new)
+        fixed.append(call if new == call.id else replace(call, id=new))
+    if all(a is b for a, b in zip(fixed, calls, strict=True)):
+        return completion
+    return replace(completion, message=replace(completion.message, tool_calls=tuple(fixed)))
+
+
 @dataclass
 class ToolRounds:
     """A turn's tool rounds so far. ``added`` holds what the rounds put after the user
@@ -96,6 +130,7 @@ class ToolRounds:
     rounds: int = 0
     note: str | None = None
     on_step: Callable[[ToolStep], None] | None = None
+    shelved: list[Message] = field(default_factory=list)  # results kept aside: stored again with the turn
     last: Completion | None = None  # the latest reply
     final: Message | None = None  # the reply that ended the turn without calls
     fit: RequestFit | None = None  # keeps every next request within the window
@@ -128,6 +163,10 @@ class ToolRounds:
             readers = sum(1 for c in calls if c.name in READERS)
             self.room.tokens = self.fit.room_per_page(pending, readers, len(calls) - readers)
         return calls
+
+    def call_ids(self) -> set[str]:
+        """The ids of the calls made so far in this turn."""
+        return {c.id for m in self.added if m.role == "assistant" for c in m.tool_calls}
 
     def next_request(self, completion: Completion, results: list[ToolResult]) -> ChatRequest | None:
         """The request that sends the results back; None when it cannot be made to fit the
@@ -175,6 +214,8 @@ class ToolRounds:
         for result in results:
             message = result.to_message()
             shelved = message if result.name in READERS else self.namespace.shelve(message)
+            if shelved is not message:
+                self.shelved.append(message)
             self.added.append(shelved)
             arguments = _compact(_arguments(assistant, result.call_id))
             step = ToolStep(result.name, arguments, result.content, result.is_error)

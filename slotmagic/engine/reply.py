@@ -7,12 +7,14 @@ from dataclasses import dataclass, field
 from ..core.messages import Message
 from ..core.records import ForkRef, TurnInfo
 from ..core.usage import Usage
+from ..markdown import reply_html
 from .loop import ToolStep
 
 
 @dataclass(frozen=True)
 class Reply:
-    """A model's answer to one turn. Displays as Markdown in a notebook."""
+    """A model's answer to one turn. Displays in a notebook as its Markdown rendered to HTML,
+    raw HTML escaped and unsafe links refused (:mod:`slotmagic.markdown`)."""
 
     text: str
     message: Message
@@ -36,5 +38,6 @@ class Reply:
     def __str__(self) -> str:
         return self.text
 
-    def _repr_markdown_(self) -> str:
-        return self.text
+    def _repr_html_(self) -> str:
+        # Never a text/markdown form: JupyterLab renders trusted Markdown with raw HTML live.
+        return reply_html(self.text)

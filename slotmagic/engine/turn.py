@@ -48,7 +48,7 @@ from ..tokens import Calibration, TokenCounter, model_window
 from ..tools import Tool, ToolRegistry, default_registry
 from .compactor import Fold, Summarizer, plan_fold
 from .fit import RequestFit
-from .loop import ToolRounds, ToolStep, steps_of
+from .loop import ToolRounds, ToolStep, checked, steps_of
 from .pipeline import assemble
 from .plan import CellPlan, fork_name, plan_cell_turn
 from .reading import RECALL, PageRoom, read_namespace_tool, recall_spec, recall_tool
@@ -576,6 +576,7 @@ class TurnEngine:
         store, session_id = self.store, self.session_id
         try:
             with store.atomic():  # a fork exists only with its turn, even after a crash
+                self.namespace.keep_stored(rounds.shelved)  # gc elsewhere may have taken them meanwhile
                 slot = turn.slot
                 if turn.fork_before is not None:
                     slot = self._fork(turn.slot, turn.fork_before.start)
@@ -595,7 +596,9 @@ class TurnEngine:
                         slot = self._fork(turn.slot, turn.base.length)
                         info = info.replace(forked_from=ForkRef(turn.slot, None, "moved"))
                         record = self._store(slot, turn, messages, info, None)
-        except (SlotMoved, SlotNotFound):
+        except SlotMoved:  # its name holds another history now: the turn undone, or the slot made anew
+            raise TurnNotStored(turn.slot, reply_message.content, "was undone, or deleted and made again,") from None
+        except SlotNotFound:
             raise TurnNotStored(turn.slot, reply_message.content) from None
         self.usage = self.usage + usage
         self.observe(turn.model, turn.request, last.usage)
@@ -720,10 +723,10 @@ class _Stream:
             fit=turn.fit, room=turn.room, reader=turn.reader,
         )  # fmt: skip
 
-    def _completed(self, turn: PendingTurn) -> Completion:
+    def _completed(self, turn: PendingTurn, rounds: ToolRounds) -> Completion:
         completion = turn.completion_or_raise(self._completion)
         self._completion = None
-        return completion
+        return checked(completion, turn.model, rounds.call_ids())
 
 
 class TurnStream(_Stream):
@@ -759,7 +762,7 @@ class TurnStream(_Stream):
                         yield text
             finally:
                 self.close()
-            completion = self._completed(turn)
+            completion = self._completed(turn, rounds)
             calls = rounds.calls(completion)
             if calls is None:
                 break
@@ -813,7 +816,7 @@ class AsyncTurnStream(_Stream):
                         yield text
             finally:
                 await self.aclose()
-            completion = self._completed(turn)
+            completion = self._completed(turn, rounds)
             calls = rounds.calls(completion)
             if calls is None:
                 break

@@ -1,14 +1,13 @@
 """Showing a reply: one display area, updated at a bounded rate while the reply streams.
 
-Each output is a mimebundle (Markdown with a plain-text fallback, so notebooks render on
-GitHub and under nbval) with provenance metadata (session, slot, turn, model) that
-front-end code can find.
+Each output is a mimebundle (HTML rendered from the reply's Markdown, with a plain-text
+fallback, so notebooks render on GitHub and under nbval) with provenance metadata (session,
+slot, turn, model) that front-end code can find.
 """
 
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Iterable, Sequence
 from time import monotonic
 from typing import Any
@@ -17,8 +16,7 @@ from IPython.display import DisplayHandle, display
 
 from ..engine.loop import ToolStep
 from ..engine.reply import Reply
-
-_MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|"})
+from ..markdown import reply_html
 
 
 def format_cost(usd: float) -> str:
@@ -57,49 +55,25 @@ def footer(reply: Reply, *, note: str | None = None) -> str:
     return "\n".join([line, *reply.notes]) if reply.notes else line
 
 
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
-
-
-def inert_markdown(text: str) -> str:
-    """Markdown from a model or a user, with raw HTML made text: a reply holding
-    ``<img src=x onerror=...>`` is shown as those characters, never run. Code blocks and code
-    spans are left alone (they show their text as is already)."""
-    out, fence = [], None
-    for line in text.split("\n"):
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            out.append(line)
-        elif opened:
-            fence = opened.group(1)
-            out.append(line)
-        else:
-            pieces, last = [], 0
-            for span in _CODE_SPAN.finditer(line):
-                pieces += [line[last : span.start()].replace("<", "&lt;"), span.group(0)]
-                last = span.end()
-            out.append("".join([*pieces, line[last:].replace("<", "&lt;")]))
-    return "\n".join(out)
-
-
-def step_markdown(step: ToolStep) -> str:
+def step_html(step: ToolStep) -> str:
     """A tool call in one line, its whole result folded under it (all of it escaped)."""
     head = html.escape(f"{step.name}({step.arguments}) → {step.summary}")
     mark = "⚠️" if step.is_error else "🔧"
-    return f"<details><summary>{mark} {head}</summary>\n<pre>{html.escape(step.result)}</pre>\n</details>"
+    return f"<details><summary>{mark} {head}</summary>\n<pre>{html.escape(step.result)}</pre>\n</details>\n"
 
 
 def bundle(text: str, line: str, steps: Sequence[ToolStep] = ()) -> dict[str, str]:
     """The reply with its tool calls above it and its footer (one or more lines) under it, as
-    Markdown and as plain text."""
+    HTML (the reply's Markdown rendered by :func:`~slotmagic.markdown.reply_html`: raw HTML
+    escaped, unsafe links refused) and as plain text. There is deliberately no
+    ``text/markdown`` form: JupyterLab renders the Markdown of an output it trusts with raw
+    HTML passed through, unsanitized, so the model's text would be live there."""
     lines = line.split("\n")
-    tools_md = "".join(step_markdown(s) + "\n\n" for s in steps)
+    tools_html = "".join(step_html(s) for s in steps)
     tools_plain = "".join(f"[tool] {s.describe()}\n" for s in steps)
+    footer = "<br>\n".join(f"<em>{html.escape(x)}</em>" for x in lines)
     return {
-        "text/markdown": f"{tools_md}{inert_markdown(text)}\n\n"
-        + "  \n".join(f"*{x.translate(_MARKDOWN_SPECIALS)}*" for x in lines),
+        "text/html": f'{tools_html}{reply_html(text)}<p class="slotmagic-footer">{footer}</p>\n',
         "text/plain": f"{tools_plain}{text}\n\n" + "\n".join(f"[{x}]" for x in lines),
     }
 

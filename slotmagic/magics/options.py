@@ -27,6 +27,7 @@ from typing import Any
 from traitlets import Bool, CaselessStrEnum, CFloat, CInt, Dict, TraitError, TraitType, Unicode, default, validate
 from traitlets.config import Config, Configurable
 
+from ..core.checks import check_text
 from ..errors import ConfigError, SlotMagicError
 from ..providers import REGISTRY, parse_model
 from ..providers.endpoint import masked_url
@@ -302,11 +303,24 @@ class SlotMagicOptions(Configurable):
                 raise TraitError(str(exc)) from None
         return MaskedURL(value)
 
+    @validate("session_id", "system")
+    def _check_text(self, proposal: Any) -> Any:
+        """Text that can be stored: a lone surrogate kept as a setting would refuse every
+        later command, ``%slot session another-name`` included."""
+        try:
+            return check_text(proposal["value"], f"SlotMagic.{proposal['trait'].name}")
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
+
     @validate("db_path")
     def _check_db_path(self, proposal: Any) -> Any:
         """A PostgreSQL URL: its credentials are never printed (``%config SlotMagic``), and a
         password is refused when typed into the notebook (it would be saved with it)."""
         value = proposal["value"]
+        try:
+            check_text(value, "SlotMagic.db_path")
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
         if not is_postgres_url(value):
             return value
         try:

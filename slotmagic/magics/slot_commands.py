@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..core.budget import ContextBudget
+from ..core.checks import check_text
 from ..core.compaction import Compaction
 from ..core.messages import Message
 from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
@@ -464,6 +465,7 @@ def _session(ctx: Context, args: argparse.Namespace) -> None:
         return
     if not args.name.strip():
         raise UsageError("%slot session: a session name cannot be empty")
+    check_text(args.name, "%slot session: the session name")  # before it becomes the setting
     known = args.name in ctx.session.store.sessions()
     ctx.options.session_id = args.name  # the workspace reopens on this setting
     print(

@@ -56,6 +56,7 @@ class Number:
     minimum: float = 0.0
     minimum_allowed: bool = False  # whether ``minimum`` itself is allowed
     off_at_zero: bool = False  # 0 and None both mean "no limit" (stored as None)
+    maximum: float = math.inf  # the largest value that still works (a timer, a loop, a sum)
 
     def check(self, value: Any) -> Any:
         """``value`` if it is allowed (0 becomes None where 0 means off); else ValueError."""
@@ -67,7 +68,7 @@ class Number:
             raise ValueError
         if self.off_at_zero and value == 0:
             return None
-        if value < self.minimum or (value == self.minimum and not self.minimum_allowed):
+        if value < self.minimum or (value == self.minimum and not self.minimum_allowed) or value > self.maximum:
             raise ValueError
         return value
 
@@ -103,7 +104,11 @@ class GeneralSetting:
         return repr(dict(value)) if self.kind is None else repr(value)
 
 
-SECONDS = Number("a positive number of seconds")
+DAY = 86_400.0
+SECONDS = Number("a positive number of seconds, at most 86400 (a day)", maximum=DAY)
+# A price past this (USD per million tokens: a dollar a token) is a typo, and prices far past
+# it make a turn's cost overflow to infinity, which no store can keep.
+MAX_PRICE = 1_000_000.0
 
 GENERAL_SETTINGS: tuple[GeneralSetting, ...] = (
     GeneralSetting(
@@ -124,7 +129,12 @@ GENERAL_SETTINGS: tuple[GeneralSetting, ...] = (
     ),
     GeneralSetting(
         "turn_timeout",
-        Number("a number of seconds >= 0 (0 or None: no limit)", minimum_allowed=True, off_at_zero=True),
+        Number(
+            "a number of seconds >= 0, at most 86400 (0 or None: no limit)",
+            minimum_allowed=True,
+            off_at_zero=True,
+            maximum=DAY,
+        ),
         600.0,
         "600",
         "Seconds one reply may take in all, retries included, however steadily the server "
@@ -133,7 +143,7 @@ GENERAL_SETTINGS: tuple[GeneralSetting, ...] = (
     ),
     GeneralSetting(
         "max_retries",
-        Number("a whole number >= 0", integer=True, minimum_allowed=True),
+        Number("a whole number from 0 to 100", integer=True, minimum_allowed=True, maximum=100),
         3,
         "5",
         "Retries after HTTP 429 (rate limited) or 5xx, with exponential backoff; 0 turns retrying off.",
@@ -141,7 +151,7 @@ GENERAL_SETTINGS: tuple[GeneralSetting, ...] = (
     ),
     GeneralSetting(
         "backoff_base",
-        Number("a number of seconds >= 0", minimum_allowed=True),
+        Number("a number of seconds from 0 to 60", minimum_allowed=True, maximum=60.0),
         0.5,
         "0.5",
         "Seconds before the first retry (before jitter), doubling each time.",
@@ -281,14 +291,14 @@ def _checked_prices(prices: Any) -> dict[str, Price]:
             inp, out = price
         except (TypeError, ValueError):
             inp = out = None
-        if not (isinstance(model, str) and _is_number(inp) and _is_number(out) and inp >= 0 and out >= 0):
+        if not (isinstance(model, str) and _is_price(inp) and _is_price(out)):
             raise ConfigError(
                 f"price for {model!r} must be (USD per million input tokens, USD per million output "
-                f"tokens), e.g. (0.15, 0.60), not {price!r}"
+                f"tokens), each from 0 to {MAX_PRICE:,.0f}, e.g. (0.15, 0.60), not {price!r}"
             )
         checked[model] = (float(inp), float(out))
     return checked
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+def _is_price(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_PRICE

@@ -453,6 +453,9 @@ class Store(Protocol):
     def namespace_get(self, session_id: str, key: str) -> str | None:
         """A kept tool result of this session, or None."""
 
+    def namespace_has(self, session_id: str, key: str) -> bool:
+        """Whether a tool result is kept under ``key`` (without reading it)."""
+
     def meta(self, key: str) -> str | None:
         """A small value kept across sessions, or None."""
 

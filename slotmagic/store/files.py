@@ -20,7 +20,9 @@ import contextlib
 import functools
 import json
 import os
+import re
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ from typing import Any
 
 from ..core.checks import check_text
 from ..errors import ConfigError, StoreError
+from ..providers.endpoint import masked_url
 from .migrations import APPLICATION_ID, MIGRATIONS, migrate
 
 # A slotmagic file from before the mark (APPLICATION_ID) is recognised by its tables: these,
@@ -42,6 +45,9 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
 
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 def check_path(value: object) -> str:
     """A path to a state file, or ``":memory:"``; anything else is one clear error."""
     if isinstance(value, os.PathLike):
@@ -53,6 +59,11 @@ def check_path(value: object) -> str:
     if "\x00" in value:
         raise ConfigError(f"db_path {value!r:.80} holds a NUL character; name a real file")
     check_text(value, "db_path")
+    if _URL.match(value.strip()):  # never a file named so: mysql://x@y/z is no state file
+        raise ConfigError(
+            f"db_path {masked_url(value.strip())} is a URL slotmagic cannot open; name a state file, or a "
+            "postgresql://USER@HOST/DATABASE?schema=NAME URL"
+        )
     if value != ":memory:" and os.path.isdir(value):
         raise ConfigError(
             f"db_path {value} is a folder; name a file in it, e.g. {os.path.join(value, 'state.sqlite3')}"
@@ -104,6 +115,24 @@ def translate(exc: sqlite3.DatabaseError, path: str, timeout: float) -> Exceptio
     if code == _CANTOPEN:
         return StoreError(f"cannot open {path} ({exc}); check that the file and its folder exist and are readable")
     return None
+
+
+def use_wal(db: sqlite3.Connection, path: str, timeout: float) -> None:
+    """Put the file in WAL mode, waiting up to ``timeout`` for another process that is doing
+    the same to a new file: while it writes the new file's first page, SQLite answers "locked"
+    at once rather than wait (the busy timeout does not apply), and opening failed."""
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            sqlite3.Connection.execute(db, "PRAGMA journal_mode = WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+            if code not in (_BUSY, _LOCKED) or time.monotonic() >= deadline:
+                raise translate(exc, path, timeout) or exc from None
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 # -- creating, reading, checking ----------------------------------------------------------------
@@ -183,12 +212,21 @@ class FileInfo:
 def identify(db: sqlite3.Connection, path: str) -> FileInfo:
     """Whose file this is: slotmagic's (marked, or a slotmagic file from before the mark), a
     new empty database, or someone else's (refused, untouched)."""
-    app = db.execute("PRAGMA application_id").fetchone()[0]
-    version = db.execute("PRAGMA user_version").fetchone()[0]
-    tables = {
-        name
-        for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-    }
+    # One read transaction: another process may be making the store right now, and its mark,
+    # version and tables must be seen as of one moment (a file read between two of its
+    # commits looked like someone else's).
+    db.execute("BEGIN")
+    try:
+        app = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {
+            name
+            for (name,) in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+    finally:
+        db.execute("COMMIT")
     if app == APPLICATION_ID:
         return FileInfo(version, True, False)
     if app != 0:

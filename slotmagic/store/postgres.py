@@ -31,6 +31,7 @@ import logging
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, ClassVar, Literal
@@ -38,6 +39,7 @@ from typing import Any, ClassVar, Literal
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
+from psycopg import pq
 
 from ..core.messages import Message
 from ..errors import StoreError
@@ -95,6 +97,14 @@ class _Connection:
             raise StoreError(self.message(exc)) from None
         except psycopg.Error as exc:
             raise StoreError(self.message(exc)) from None
+        except BaseException:
+            # Raised into a query from outside it (a signal handler's exception; psycopg
+            # cancels the query itself only for Ctrl-C): a command left running here would
+            # refuse every later one ("another command is already in progress"), so the
+            # connection is replaced before the next.
+            if self.conn.closed or self.conn.info.transaction_status == pq.TransactionStatus.ACTIVE:
+                self.broken = True
+            raise
 
     def message(self, exc: BaseException) -> str:
         return error_line(self._target, exc)
@@ -118,7 +128,9 @@ class PostgresStore(RowStore):
     _CONTAINS_KEY_SQL: ClassVar[str] = "strpos(m.content, namespace.key) > 0"
     _db: _Connection
 
-    def __init__(self, url: str, *, durability: Literal["normal", "full"] = "normal", timeout: float = 10.0) -> None:
+    def __init__(
+        self, url: str, *, durability: Literal["normal", "full"] = "normal", timeout: float = 10.0, create: bool = True
+    ) -> None:
         if durability not in ("normal", "full"):
             raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
         self.target = parse_postgres_url(url)
@@ -143,7 +155,7 @@ class PostgresStore(RowStore):
             "connect_timeout": max(1, int(timeout)),
             "application_name": "slotmagic",
         }
-        self._migrate()
+        self._migrate(create)
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
             self.target.conninfo, min_size=1, max_size=1, kwargs=self._kwargs, open=False, name="slotmagic"
         )
@@ -165,14 +177,20 @@ class PostgresStore(RowStore):
         except psycopg.Error as exc:
             raise StoreError(error_line(self.target, exc)) from None
 
-    def _migrate(self) -> None:
+    def _migrate(self, create: bool = True) -> None:
         """Create the schema and bring it to the newest version, once, however many kernels
-        open it at the same moment (an advisory lock held for the transaction)."""
+        open it at the same moment (an advisory lock held for the transaction). Without
+        ``create``, a schema that holds no store yet is refused, and nothing is made."""
         conn = self._connect()
         db = _Connection(conn, self.target)
         try:
             db.execute("BEGIN")
             db.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", (MIGRATION_LOCK, self.schema))
+            found = db.execute("SELECT to_regclass(?)", (f"{self.schema}.slotmagic_schema",)).fetchone()[0]
+            if found is None and not create:
+                raise StoreError(
+                    f"there is no slotmagic store in schema {self.schema} of {self.path}; check the URL's schema="
+                )
             if db.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", (self.schema,)).fetchone() is None:
                 db.execute(f'CREATE SCHEMA "{self.schema}"')
             if db.execute("SELECT to_regclass(?)", (f"{self.schema}.slotmagic_schema",)).fetchone()[0] is None:
@@ -253,17 +271,17 @@ class PostgresStore(RowStore):
             self._in_transaction = True
             try:
                 try:
-                    version = self._begin(db)
+                    version, xid = self._begin(db)
                 except StoreError:
                     if not db.broken:
                         raise
                     db = self._connection()  # lost while idle: nothing was sent yet, so once more
-                    version = self._begin(db)
+                    version, xid = self._begin(db)
                 if self._version is not None and version != self._version + 1:
                     self._others_wrote()
                 self._version = version
                 yield db
-                db.execute("COMMIT")
+                self._commit(db, xid)
             except BaseException:
                 if not db.broken:
                     with suppress(Exception):
@@ -274,16 +292,39 @@ class PostgresStore(RowStore):
             finally:
                 self._in_transaction = False
 
-    def _begin(self, db: _Connection) -> int:
-        """Open a write transaction; the change counter's new value. The row lock on the
-        counter makes writers take turns: what others committed before it is what this
-        transaction builds on. BEGIN, the lock and the NOTIFY (delivered at COMMIT) go to the
-        server in one round trip."""
+    def _begin(self, db: _Connection) -> tuple[int, int]:
+        """Open a write transaction; the change counter's new value and the transaction's id.
+        The row lock on the counter makes writers take turns: what others committed before it
+        is what this transaction builds on. BEGIN, the lock and the NOTIFY (delivered at
+        COMMIT) go to the server in one round trip."""
         with db.errors(), db.conn.pipeline():
             db.conn.execute("BEGIN")
-            counter = db.conn.execute("UPDATE changes SET version = version + 1 RETURNING version")
+            counter = db.conn.execute("UPDATE changes SET version = version + 1 RETURNING version, txid_current()")
             db.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.schema} {self._token}"))
-        return int(counter.fetchone()[0])  # type: ignore[index]
+        version, xid = counter.fetchone()  # type: ignore[misc]
+        return int(version), int(xid)
+
+    def _commit(self, db: _Connection, xid: int) -> None:
+        """COMMIT. When the connection is lost with it, whether the server committed is asked
+        on a new connection: a turn whose COMMIT went through, its answer lost with the
+        connection, was reported failed although it was stored."""
+        try:
+            db.execute("COMMIT")
+        except StoreError:
+            if not db.broken or not self._committed(xid):
+                raise
+            logger.info("PostgreSQL store %s: the connection was lost as a write committed; it did", self.path)
+
+    def _committed(self, xid: int) -> bool:
+        deadline = time.monotonic() + self.timeout
+        try:
+            while True:
+                status = self._connection().execute("SELECT txid_status(?)", (xid,)).fetchone()[0]
+                if status != "in progress" or time.monotonic() > deadline:  # the server may still be at it
+                    return bool(status == "committed")
+                time.sleep(0.05)
+        except StoreError:
+            return False
 
     def _text_in(self, text: str) -> str:
         if "\x00" in text or text.startswith(_ESCAPE):

@@ -610,6 +610,11 @@ class RowStore:
             found = row.fetchone()
             return None if found is None else self._messages([("tool", found[0], 0, None)])[0].content
 
+    def namespace_has(self, session_id: str, key: str) -> bool:
+        with self._read() as db:
+            row = db.execute("SELECT 1 FROM namespace WHERE session_id = ? AND key = ?", (session_id, key))
+            return row.fetchone() is not None
+
     # -- small values kept across sessions ------------------------------------------------
 
     def meta(self, key: str) -> str | None:
@@ -1316,7 +1321,7 @@ class RowStore:
     # -- exploring: search -----------------------------------------------------------------------
 
     def search(self, session_id: str, query: str, slot_id: str | None = None, *, limit: int = 20) -> list[SearchHit]:
-        words = query.split()
+        words = search_words(query)
         if not words:
             raise ConfigError("nothing to search for: give a word or two, e.g. %slot search deposit")
         with self._read() as db:
@@ -1411,6 +1416,25 @@ class RowStore:
     def _compact_file(self) -> bool:
         """Give the space gc freed back; False when it could not be done now."""
         return True
+
+
+MAX_SEARCH_WORDS = 50
+
+
+def search_words(query: str) -> list[str]:
+    """The different words of a search (case aside; a NUL separates words, as the full-text
+    index reads it). More than :data:`MAX_SEARCH_WORDS` is refused in one line: each word is a
+    condition every message is checked against, and a pasted page made SQLite refuse the
+    query ("Expression tree is too large") or PostgreSQL take minutes."""
+    words: dict[str, str] = {}
+    for word in query.replace("\x00", " ").split():
+        words.setdefault(word.casefold(), word)
+    if len(words) > MAX_SEARCH_WORDS:
+        raise ConfigError(
+            f"a search takes at most {MAX_SEARCH_WORDS} different words, not {len(words):,}: "
+            "search for the few that matter (a message is found when it holds every one)"
+        )
+    return list(words.values())
 
 
 def _tree_order(rows: _SessionRows) -> list[_Row]:

@@ -39,6 +39,7 @@ from .files import (
     identify,
     readonly_message,
     readonly_reason,
+    use_wal,
 )
 from .migrations import MIGRATIONS, migrate, newer_schema_message
 from .rows import Connection, RowStore
@@ -126,7 +127,7 @@ class SQLiteStore(RowStore):
             db = self._connect(self.path)
             try:
                 db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-                db.execute("PRAGMA journal_mode = WAL")
+                use_wal(db, self.path, self.timeout)
                 db.execute(f"PRAGMA synchronous = {durability.upper()}")
                 migrate(db, backup=backup_before_migrating)
             except BaseException:

@@ -35,8 +35,11 @@ def check_target(value: object) -> str:
     return check_path(value)
 
 
-def open_store(target: str | os.PathLike[str], *, durability: Literal["normal", "full"] = "normal") -> Store:
-    """The store at ``target``: a ``PostgresStore`` for a URL, else a ``SQLiteStore``."""
+def open_store(
+    target: str | os.PathLike[str], *, durability: Literal["normal", "full"] = "normal", create: bool = True
+) -> Store:
+    """The store at ``target``: a ``PostgresStore`` for a URL, else a ``SQLiteStore``. With
+    ``create=False`` a store that is not there yet is a ``StoreError``, and nothing is made."""
     if is_postgres_url(target):
         assert isinstance(target, str)
         try:
@@ -48,7 +51,9 @@ def open_store(target: str | os.PathLike[str], *, durability: Literal["normal", 
                 f"db_path {shown_target(target)} is a PostgreSQL URL, and the PostgreSQL driver is not "
                 "installed: pip install 'slotmagic[postgres]'"
             ) from None
-        return PostgresStore(target, durability=durability)
+        return PostgresStore(target, durability=durability, create=create)
+    if not create and (target == ":memory:" or not os.path.isfile(target)):
+        raise StoreError(f"there is no state file {target}")
     from .sqlite import SQLiteStore
 
     return SQLiteStore(target, durability=durability)

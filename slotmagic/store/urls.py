@@ -53,7 +53,9 @@ def parse_postgres_url(url: str) -> PostgresTarget:
         )
     query = parse_qsl(parts.query, keep_blank_values=True)
     schemas = [v for k, v in query if k == "schema"]
-    schema = schemas[-1] if schemas else DEFAULT_SCHEMA
+    if len(schemas) > 1:
+        raise ConfigError(f"db_path {shown} names schema= {len(schemas)} times; name the one schema to use")
+    schema = schemas[0] if schemas else DEFAULT_SCHEMA
     if not _SCHEMA.fullmatch(schema):
         raise ConfigError(
             f"schema={schema!r:.70} in db_path {shown} is not a schema name slotmagic uses: "

@@ -3,9 +3,11 @@
 :meth:`Tool.run` (async) and :meth:`Tool.run_sync` turn a :class:`ToolCall` into a
 :class:`ToolResult`, and only ever return one: arguments that are not JSON, or do not match the
 schema, are refused; an exception the function raises becomes an error result (its type and
-message on one line, no traceback); a return value becomes text. The turn goes on, and the model
-reads what went wrong. ``KeyboardInterrupt``, ``SystemExit`` and task cancellation are not
-caught: they end the turn, which stores nothing.
+message on one line, no traceback), whatever it is (``StopIteration``, ``GeneratorExit``, a
+``BaseException`` of its own, one whose message cannot be shown); a return value becomes text
+(text that is not valid Unicode, a lone surrogate, is an error result too). The turn goes on,
+and the model reads what went wrong. ``KeyboardInterrupt``, ``SystemExit`` and task
+cancellation are not caught: they end the turn, which stores nothing.
 
 A sync function runs in a worker thread when called from async code (so the event loop stays
 free); an async function called from sync code runs on an event loop of its own (in a thread
@@ -21,6 +23,7 @@ import functools
 import inspect
 import json
 import re
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
@@ -32,7 +35,7 @@ from ..core.messages import Message, ToolCall
 from ..errors import ConfigError
 from ..providers.base import ToolSpec
 from .schema import FunctionSchema, Parameter, function_schema
-from .validate import errors_of
+from .validate import errors_of, schema_problem
 
 if TYPE_CHECKING:
     import asyncio  # imported where used: `import slotmagic` stays free of it
@@ -69,8 +72,9 @@ class Tool(Generic[P, R]):
 
     Made by :func:`slotmagic.tool` (or :meth:`from_function`), it is still the function:
     calling it calls the function. A tool with a schema written by hand is
-    ``Tool(name, description, parameters, function)``; its arguments are then checked against
-    that schema and passed as keyword arguments.
+    ``Tool(name, description, parameters, function)``: the schema is checked when the tool is
+    made (a JSON object schema whose keywords have their shapes, ``ConfigError`` otherwise), and
+    a call's arguments are checked against it and passed as keyword arguments.
     """
 
     def __init__(
@@ -91,6 +95,11 @@ class Tool(Generic[P, R]):
             raise ConfigError(f"tool {name!r}: {function!r} is not a function")
         if inspect.isasyncgenfunction(function) or inspect.isgeneratorfunction(function):
             raise ConfigError(f"tool {name!r}: a generator cannot be a tool; return the whole result")
+        if not isinstance(description, str):
+            raise ConfigError(f"tool {name!r}: the description must be a string, not {type(description).__name__}")
+        problem = schema_problem(parameters)
+        if problem is not None:
+            raise ConfigError(f"tool {name!r}: {problem}")
         self.name = name
         self.description = description
         self.parameters: Mapping[str, Any] = parameters
@@ -182,10 +191,14 @@ class Tool(Generic[P, R]):
             else:
                 import asyncio
 
-                value = await asyncio.to_thread(self.function, *args, **kwargs)
+                value = await asyncio.to_thread(_in_a_thread, self.function, args, kwargs)
                 if inspect.isawaitable(value):  # a callable object whose __call__ is async
                     value = await value
-        except Exception as exc:
+        except _Raised as raised:
+            return self._raised(call, raised.exception)
+        except BaseException as exc:
+            if ends_the_turn(exc):
+                raise
             return self._raised(call, exc)
         return self._result(call, value)
 
@@ -204,25 +217,73 @@ class Tool(Generic[P, R]):
                 if inspect.isawaitable(value):
                     awaitable = value
                     value = run_coroutine(lambda: awaitable)
-        except Exception as exc:
+        except BaseException as exc:
+            if ends_the_turn(exc):
+                raise
             return self._raised(call, exc)
         return self._result(call, value)
 
     def _refused(self, call: ToolCall, why: str) -> ToolResult:
         return error_result(call, f"{self.name} was not run: {why}")
 
-    def _raised(self, call: ToolCall, exc: Exception) -> ToolResult:
+    def _raised(self, call: ToolCall, exc: BaseException) -> ToolResult:
         return error_result(call, f"{self.name} raised {type(exc).__name__}: {exception_text(exc)}")
 
     def _result(self, call: ToolCall, value: Any) -> ToolResult:
         try:
             content = result_text(value)
-        except Exception as exc:
+        except BaseException as exc:
+            if ends_the_turn(exc):
+                raise
             return error_result(
                 call,
                 f"{self.name} returned a {type(value).__name__} that cannot be shown as text ({exception_text(exc)})",
             )
+        bad = _lone_surrogate(content)
+        if bad is not None:
+            return error_result(
+                call,
+                f"{self.name} returned text that is not valid Unicode: a lone surrogate {content[bad]!r} at "
+                f"character {bad:,} (text read with errors='surrogateescape' or cut inside a character?)",
+            )
         return ToolResult(call.id, self.name, content)
+
+
+class _Raised(Exception):
+    """Carries what a tool raised out of its worker thread, as a plain exception: an asyncio
+    future refuses a ``StopIteration`` (the task awaiting the thread would wait forever), and
+    a ``GeneratorExit`` out of one passes by every ``except`` of the coroutines awaiting it."""
+
+    def __init__(self, exception: BaseException) -> None:
+        super().__init__()
+        self.exception = exception
+
+
+def _in_a_thread(function: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    try:
+        return function(*args, **kwargs)
+    except BaseException as exc:
+        if ends_the_turn(exc):
+            raise
+        raise _Raised(exc) from None
+
+
+def ends_the_turn(exc: BaseException) -> bool:
+    """Whether an exception out of a tool ends the turn (an interrupt, an exit, the task
+    cancelled) rather than being the tool's error the model reads."""
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        return True
+    asyncio = sys.modules.get("asyncio")  # not imported: nothing can have been cancelled
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
+
+
+def _lone_surrogate(text: str) -> int | None:
+    """Where the first lone surrogate in ``text`` is (None: it is valid Unicode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
 
 
 # -- results as text ---------------------------------------------------------------------------
@@ -258,13 +319,17 @@ def _to_json(value: Any) -> Any:
 
 def exception_text(exc: BaseException) -> str:
     """An exception's message on one line, at most :data:`MAX_ERROR` characters."""
-    text = " ".join(str(exc).split()) or "(no message)"
+    try:
+        text = " ".join(str(exc).split()) or "(no message)"
+    except Exception as inner:  # its __str__ raised
+        text = f"(its message cannot be shown: {type(inner).__name__})"
     return text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 1] + "…"
 
 
 def error_result(call: ToolCall, text: str, name: str | None = None) -> ToolResult:
-    """An error result for ``call``: ``error: ...`` on one line."""
-    line = " ".join(text.split())
+    """An error result for ``call``: ``error: ...`` on one line (a lone surrogate in it shown
+    as its escape, ``\\ud800``: the result is stored and sent as UTF-8)."""
+    line = " ".join(text.split()).encode("utf-8", "backslashreplace").decode("utf-8")
     return ToolResult(call.id, name or call.name, f"error: {line}", is_error=True)
 
 

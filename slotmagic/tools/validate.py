@@ -10,6 +10,7 @@ would check those too, for a tool schema slotmagic mostly writes itself.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +23,64 @@ _TYPE_NAMES = {
     "array": "a list",
     "object": "an object",
 }
+
+
+_MAX_DEPTH = 32  # levels of nested schemas a tool's parameters may have
+
+
+def schema_problem(parameters: object) -> str | None:
+    """What is wrong with a tool's parameters schema, in one line (None: nothing): what both
+    APIs take (a JSON object schema, sent as JSON) and what :func:`errors_of` reads (each
+    keyword of its own shape). A schema written by hand is checked when the tool is made, not
+    when a turn fails on it."""
+    if not isinstance(parameters, Mapping):
+        return f"the parameters must be a JSON schema dict, not {type(parameters).__name__}"
+    try:
+        json.dumps(parameters, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return f"the parameters must be plain JSON (dicts, lists, strings, finite numbers, booleans, null): {exc}"
+    if parameters.get("type") != "object":
+        return f'the parameters\' type must be "object" (both APIs require it), not {parameters.get("type")!r}'
+    return _subschema_problem(parameters, "parameters", 0)
+
+
+def _subschema_problem(schema: object, where: str, depth: int) -> str | None:
+    if isinstance(schema, bool):
+        return None
+    if not isinstance(schema, Mapping):
+        return f"{where} must be a schema (a dict), not {type(schema).__name__}"
+    if depth > _MAX_DEPTH:
+        return f"{where} nests more than {_MAX_DEPTH} levels deep"
+    kind = schema.get("type")
+    if kind is not None:
+        kinds = kind if isinstance(kind, list) else [kind]
+        unknown = [k for k in kinds if k not in _TYPE_NAMES]
+        if not kinds or unknown:
+            shown = repr(unknown[0]) if unknown else "[]"
+            return f"{where}: type {shown} is not a JSON schema type ({', '.join(_TYPE_NAMES)})"
+    for key in ("enum", "anyOf", "oneOf", "allOf"):
+        if key in schema and (not isinstance(schema[key], list) or not schema[key]):
+            return f"{where}: {key} must be a non-empty list"
+    properties = schema.get("properties", {})
+    if not isinstance(properties, Mapping):
+        return f"{where}: properties must be a dict of schemas, not {type(properties).__name__}"
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return f"{where}: required must be a list of property names"
+    missing = [r for r in required if r not in properties] if "properties" in schema else []
+    if missing:
+        return f"{where}: required names {missing[0]!r}, which is not among its properties"
+    parts: list[tuple[object, str]] = [(v, f"{where}[{k!r}]") for k, v in properties.items()]
+    for key in ("anyOf", "oneOf", "allOf"):
+        parts += [(option, f"{where}.{key}[{i}]") for i, option in enumerate(schema.get(key) or ())]
+    for key in ("items", "additionalProperties"):
+        if key in schema:
+            parts.append((schema[key], f"{where}.{key}"))
+    for part, there in parts:
+        found = _subschema_problem(part, there, depth + 1)
+        if found:
+            return found
+    return None
 
 
 def errors_of(value: Any, schema: Mapping[str, Any], path: str = "") -> list[str]:

@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
-from slotmagic import ContextBudget, Session
+from slotmagic import ContextBudget, Message, Session
 from slotmagic.core.compaction import COMPACTION_MARKER
 from slotmagic.providers import ProviderSettings
 
@@ -101,3 +103,110 @@ def test_a_failed_turn_after_a_compaction_stores_neither(wire: WireServer, sessi
     with pytest.raises(Exception, match="bad request"):
         session.submit_turn(QUESTION.format(i=5))
     assert session.messages() == before and session.compactions() == []
+
+
+# -- whatever the summarizer replies ------------------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+ANY_TEXT = st.lists(
+    st.text(st.characters(codec=None, exclude_categories=()), max_size=20) | st.sampled_from(["\ud800", "\udfff"]),
+    max_size=4,
+).map("".join)  # lone surrogates too
+CARD_KEYS = st.sampled_from(["topics", "decisions", "open_questions", "facts", "other"])
+SUMMARY_TEXT = st.one_of(
+    ANY_TEXT,
+    st.builds(
+        lambda card, text: f"<card>{card}</card><summary>{text}</summary>",
+        st.one_of(
+            st.dictionaries(CARD_KEYS, JSON, max_size=5).map(lambda d: json.dumps(d, allow_nan=True)),
+            ANY_TEXT,
+        ),
+        ANY_TEXT,
+    ),
+)
+
+
+def event(body: Any) -> str:
+    """One SSE event, its JSON escaped to ASCII: a lone surrogate travels as \\ud800."""
+    return f"data: {json.dumps(body, allow_nan=True)}\n\n"
+
+
+def text_events(pieces: list[str]) -> list[str]:
+    chunks = [{"choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
+    done = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    usage = {"choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": 9}}
+    return [*(event(c) for c in chunks), event(done), event(usage), "data: [DONE]\n\n"]
+
+
+DELTA_KEYS = st.sampled_from(["content", "tool_calls", "role", "refusal", "reasoning_content"])
+ODD_EVENTS = st.one_of(
+    JSON.map(event),
+    st.dictionaries(st.sampled_from(["choices", "usage", "error", "model"]), JSON, max_size=3).map(event),
+    st.builds(
+        lambda c: event({"choices": [c]}), st.dictionaries(st.sampled_from(["index", "delta", "finish_reason"]), JSON)
+    ),
+    st.builds(lambda d: event({"choices": [{"index": 0, "delta": d}]}), st.dictionaries(DELTA_KEYS, JSON) | JSON),
+    st.builds(
+        lambda u: event({"choices": [], "usage": u}),
+        st.dictionaries(st.sampled_from(["prompt_tokens", "completion_tokens"]), JSON) | JSON,
+    ),
+    ANY_TEXT.map(lambda t: f"data: {t.encode('utf-8', 'replace').decode()}\n\n"),
+)
+SUMMARIZER_REPLIES = st.one_of(
+    st.lists(SUMMARY_TEXT, min_size=1, max_size=3).map(lambda pieces: sse_response(text_events(pieces))),
+    st.tuples(st.lists(SUMMARY_TEXT, max_size=2), st.lists(ODD_EVENTS, min_size=1, max_size=3)).map(
+        lambda both: sse_response([*text_events(both[0])[:-3], *both[1], "data: [DONE]\n\n"])
+    ),
+    st.builds(json_response, st.sampled_from([200, 400, 404, 500, 529]), JSON),
+    st.builds(lambda m: json_response(500, {"error": {"message": m}}), ANY_TEXT),
+)
+
+
+@pytest.fixture(scope="module")
+def shared_wire() -> Iterator[WireServer]:
+    server = WireServer()
+    yield server
+    server.close()
+
+
+def odd(*bodies: Any) -> list[Any]:
+    return sse_response([*(event(b) for b in bodies), "data: [DONE]\n\n"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(SUMMARIZER_REPLIES)
+# What the issue saw (issue 26): a lone surrogate in the summary, and replies of the wrong shape.
+@example(sse_response(text_events(['<card>{"topics": ["\ud800"]}</card><summary>x</summary>'])))
+@example(sse_response(text_events(['<card>{"topics": ["a"]}</card><summary>x\udfff</summary>'])))
+@example(json_response(500, {"error": {"message": "bad \ud800 thing"}}))
+@example(odd({"choices": [{"index": 0, "delta": "str"}]}))
+@example(odd({"choices": 5}))
+@example(odd({"choices": [{"index": [1], "delta": {"content": "x"}}]}))
+@example(odd({"choices": [], "usage": {"prompt_tokens": "abc"}}))
+@example(odd({"choices": [], "usage": {"prompt_tokens": float("inf")}}))
+@example(odd({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": {}}}]}}]}))
+def test_whatever_the_summarizer_replies_the_turn_stands(shared_wire: WireServer, response: list[Any]) -> None:
+    """The model asked for the summary answers anything at all (any text, lone surrogates,
+    cards of any shape, events of any JSON, an error status): the user's turn is stored,
+    with the model's summary or the keyword one, and never fails because of it."""
+    wire = shared_wire
+    settings_ = ProviderSettings(
+        openai_api_key="sk-test", openai_base_url=wire.url + "/v1", read_timeout=2.0, max_retries=0
+    )
+    with Session.open("fuzz", db_path=":memory:", model="openai:gpt-4o-mini", settings=settings_) as session:
+        session.compaction_model = "openai:summarizer"
+        session.configure_slot(budget=BUDGET)
+        for i in range(5):
+            session.append([Message.user(QUESTION.format(i=i)), Message.assistant(ANSWER.format(i=i))])
+        wire.route('"model":"summarizer"', response)
+        wire.script(sse_response(oa_text_stream("Noted anyway.")))
+        reply = session.submit_turn(QUESTION.format(i=5))
+        assert reply.text == "Noted anyway."
+        [compaction] = session.compactions()
+        assert compaction.method in ("model", "keyword")
+        assert session.messages()[-1].content == "Noted anyway." and reply.notes[0].startswith("compacted ")
+    assert wire.pending() == 0

@@ -90,10 +90,10 @@ def test_a_bad_provider_setting_is_refused_when_set(ip: Any, caplog: pytest.LogC
     ip.run_cell("%config SlotMagic.read_timeout = -1")
     ip.run_cell("%config SlotMagic.max_retries = -2")
     assert (
-        "SlotMagic.read_timeout = -1 refused: read_timeout must be a positive number of seconds, e.g. 300"
+        "SlotMagic.read_timeout = -1 refused: read_timeout must be a positive number of seconds, at most 86400"
         in caplog.text
     )
-    assert "SlotMagic.max_retries = -2 refused: max_retries must be a whole number >= 0, e.g. 5" in caplog.text
+    assert "SlotMagic.max_retries = -2 refused: max_retries must be a whole number from 0 to 100, e.g. 5" in caplog.text
     assert (session(ip).settings.read_timeout, session(ip).settings.max_retries) == (120.0, 3)
 
 

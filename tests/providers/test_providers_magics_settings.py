@@ -118,7 +118,7 @@ def test_a_refused_config_value_does_not_stick(ip: Any, caplog: pytest.LogCaptur
     ip.run_cell("%config SlotMagic.read_timeout = 'abc'")
     assert caplog.records[-1].getMessage() == (
         "SlotMagic.read_timeout = 'abc' refused: read_timeout must be a positive number of seconds, "
-        "e.g. 300, not 'abc'; it stays 120.0"
+        "at most 86400 (a day), e.g. 300, not 'abc'; it stays 120.0"
     )
     assert "read_timeout" not in dict.get(ip.config, "SlotMagic", {})  # not kept for the next load
     ip.run_cell("%reload_ext slotmagic")  # used to fail here, leaving %slot undefined
@@ -166,7 +166,7 @@ def test_a_bad_value_from_a_config_file_is_ignored_with_one_line(ip: Any, caplog
     ip.run_cell("%reload_ext slotmagic")
     warnings = [r.getMessage() for r in caplog.records if r.name == "slotmagic" and r.levelno == logging.WARNING]
     assert warnings == [
-        "SlotMagic.max_retries = 'lots' refused: max_retries must be a whole number >= 0, e.g. 5, "
+        "SlotMagic.max_retries = 'lots' refused: max_retries must be a whole number from 0 to 100, e.g. 5, "
         "not 'lots'; it stays 3"
     ]
     assert (session(ip).settings.max_retries, session(ip).settings.read_timeout) == (3, 45)

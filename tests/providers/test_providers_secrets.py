@@ -95,7 +95,7 @@ def test_planted_keys_and_url_passwords_appear_nowhere(
             wire.script(*RECOVERIES["5xx then success"](protocol, echo, "recovered"))
             replies = [reply, run(model, sync)]
             for r in replies:
-                seen += [r.text, repr(r), str(r.info), r._repr_markdown_()]
+                seen += [r.text, repr(r), str(r.info), r._repr_html_()]
             for name, failure in FAILURES.items():
                 wire.script(*failure.responses(protocol, echo, RETRIES))
                 with pytest.raises(failure.error) as caught:

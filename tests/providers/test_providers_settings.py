@@ -101,11 +101,34 @@ def test_repr_hides_keys() -> None:
         {"prices": {"openai:x": (1.0,)}},
         {"prices": {"openai:x": (-1, 2)}},
         {"prices": ["openai:x"]},
+        # Values past what works: a turn's cost overflowed to infinity and the store refused
+        # the turn after its reply came (SQLite: a raw "malformed JSON"); timers overflow.
+        {"prices": {"echo": (1e308, 1e308)}},
+        {"prices": {"echo": (float("inf"), 1.0)}},
+        {"prices": {"echo": (1.0, 10**400)}},
+        {"max_retries": 10**9},
+        {"backoff_base": 1e308},
+        {"read_timeout": 1e308},
+        {"connect_timeout": 10**9},
+        {"turn_timeout": 1e12},
     ],
 )
 def test_bad_values_are_refused(changes: dict[str, object]) -> None:
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError) as raised:
         ProviderSettings(**changes)  # type: ignore[arg-type]
+    assert "\n" not in str(raised.value)
+
+
+def test_the_largest_values_allowed_still_make_a_turn() -> None:
+    from slotmagic import Session
+
+    settings = ProviderSettings(
+        prices={"echo": (1_000_000, 1_000_000)}, max_retries=100, backoff_base=60, read_timeout=86_400
+    )
+    with Session.open("big", db_path=":memory:", settings=settings) as session:
+        reply = session.submit_turn("What does it cost?")
+        assert reply.cost is not None and 0 < reply.cost < 1e6
+        assert session.turns()[-1].info.cost == reply.cost
 
 
 def test_replace_changes_fields_and_refuses_unknown_ones() -> None:

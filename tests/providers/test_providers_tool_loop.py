@@ -5,6 +5,7 @@ limit, an async tool, and Ctrl-C during a tool or a model call."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -161,3 +162,61 @@ def test_tools_per_slot_and_per_turn(wire: WireServer, session: Session) -> None
 
     with pytest.raises(ConfigError, match="no tool 'weathr'"):
         session.submit_turn("d", model=PROTOCOLS["openai"], tools=["weathr"])
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_repeated_call_ids_are_made_unique_in_the_turn(wire: WireServer, session: Session, protocol: str) -> None:
+    """A server that repeats a call id (within a reply, or across the rounds of a turn): each
+    call gets an id of its own, so each result answers one call, in the store and on the wire."""
+    wire.script(
+        calls(protocol, ("same", "weather", '{"city": "Oslo"}'), ("same", "weather", '{"city": "Lima"}')),
+        calls(protocol, ("same", "weather", '{"city": "Oslo"}')),
+        text(protocol, "Done."),
+    )
+    reply = session.submit_turn("Weather twice.", model=PROTOCOLS[protocol])
+    stored = session.messages()
+    ids = [c.id for m in stored if m.role == "assistant" for c in m.tool_calls]
+    assert ids == ["same", "same_2", "same_3"]
+    assert [(m.tool_call_id, m.content) for m in stored if m.role == "tool"] == [
+        ("same", "-3 C, snow"), ("same_2", "19 C, clouds"), ("same_3", "-3 C, snow")
+    ]  # fmt: skip
+    assert [s.arguments for s in reply.steps] == ['city="Oslo"', 'city="Lima"', 'city="Oslo"']
+    assert len(set(results_sent(protocol, wire.requests[-1].json()))) == 3
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        (sse_response(oa_tool_stream([("n1", "", ["{}"])])), "called a tool without naming it"),
+        (
+            sse_response(oa_text_stream("Hi.", usage=(-50, 5, 0))),
+            "reported a negative token count (-50 in, 5 out, 0 cached)",
+        ),
+    ],
+)
+def test_a_nameless_call_or_negative_usage_stores_nothing(
+    wire: WireServer, session: Session, reply: list[Any], why: str
+) -> None:
+    from slotmagic.errors import MalformedReply
+
+    wire.script(reply)
+    with pytest.raises(MalformedReply, match=re.escape(why)):
+        session.submit_turn("Go.", model=PROTOCOLS["openai"])
+    assert session.messages() == [] and session.usage.input_tokens == 0
+
+
+def test_a_turn_whose_slot_is_undone_meanwhile_says_so(wire: WireServer, session: Session) -> None:
+    from slotmagic import TurnNotStored
+
+    session.submit_turn("First.", model="echo")
+
+    def undo_it() -> str:
+        """Undoes the slot's last turn."""
+        session.undo()
+        return "undone"
+
+    session.tools.add(undo_it)
+    wire.script(calls("openai", ("u1", "undo_it", "{}")), text("openai", "Did it."))
+    with pytest.raises(TurnNotStored, match="slot 'default' was undone, or deleted and made again, while it was"):
+        session.submit_turn("Undo.", model=PROTOCOLS["openai"])
+    assert session.messages() == []

@@ -58,3 +58,34 @@ def test_rerun_replays_edit_forks_and_restart_run_all_replays(lab: Any, page: An
         assert {s.id for s in session.list_slots()} == {"default", "default.2"}
         assert session.messages("default")[0].content == "What is a deposit?"
         assert session.messages("default.2")[0].content == "What is a deposit? Briefly."
+
+
+def test_a_hostile_reply_is_shown_as_text_and_its_tex_typeset(lab: Any, page: Any) -> None:
+    """The echo model repeats the cell, so its reply holds what a hostile model might send:
+    none of it runs in JupyterLab, which renders an output it trusts without sanitizing it;
+    its Markdown and its TeX still render."""
+    attacks = (
+        "<img src=x onerror=\"document.title='pwned'\"> \\`<img src=x onerror=\"document.title='pwned'\">` "
+        "``<img src=x onerror=\"document.title='pwned'\">` [click](javascript:alert(1)) "
+        "`\na` <img src=x onerror=\"document.title='pwned'\"> `b"
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(source)
+        for source in ("%load_ext slotmagic", f"%%turn\nLet $x_1 + y_{{2}} * z_3$ be **bold**. {attacks}")
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab.root / "hostile.ipynb")
+
+    page.goto(f"{lab.url}/lab/tree/hostile.ipynb?reset")
+    wait_idle(page)
+    run_all(page)
+    output = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output")
+    output.locator("mjx-container").first.wait_for(timeout=30_000)  # MathJax typeset the TeX
+    text = output.inner_text()
+    assert "slot default · turn 1" in text
+    assert text.count("<img src=x onerror=") == 4 and "[click](javascript:alert(1))" in text
+    assert output.locator("img").count() == 0 and output.locator("a[href^='javascript']").count() == 0
+    assert output.locator("strong", has_text="bold").count() == 1 and output.locator("code").count() == 2
+    page.wait_for_timeout(500)
+    assert page.title() != "pwned"

@@ -45,7 +45,7 @@ def test_a_slow_reply_is_shown_while_it_streams(lab: Any, page: Any) -> None:
         page.get_by_text("Run All Cells", exact=True).click()
 
         turn_cell = page.locator(".jp-Notebook .jp-Cell").nth(3)
-        output = turn_cell.locator(".jp-RenderedMarkdown")
+        output = turn_cell.locator(".jp-OutputArea-output")  # HTML rendered from the reply's Markdown
         output.get_by_text("a tenant", exact=False).wait_for(timeout=30_000)
         partial = output.inner_text()
         assert "The end." not in partial  # shown before the reply was complete
