@@ -2,11 +2,11 @@
  * The sidebar's comm protocol, version 1: the front end's copy of the design in
  * `slotmagic/magics/sidebar.py` (the kernel side's docstring). Pure: no JupyterLab imports.
  *
- * Target `slotmagic.sidebar` on both sides. The kernel registers it on `%load_ext slotmagic`
- * and at the same time opens a comm to the front end's target (registered with
- * `kernel.registerCommTarget`) carrying the current state. The front end, when it starts
- * following a notebook, opens a comm to the kernel's target; a comm the kernel closes at once
- * (no such target) means slotmagic is not loaded there.
+ * Target `slotmagic.sidebar`, in the kernel: it registers it on `%load_ext slotmagic` and never
+ * opens a comm itself (where no front end listens, that would be logged as unhandled). The
+ * front end opens a comm to it when it starts following a notebook, after a restart, and, while
+ * slotmagic is not loaded, after each cell the kernel ran; a comm the kernel closes at once (no
+ * such target) means slotmagic is not loaded there.
  */
 
 export const TARGET = 'slotmagic.sidebar';
