@@ -17,11 +17,11 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anywidget
 from traitlets import Dict, Unicode
 
 from ..errors import SlotMagicError
 from .live import LiveWidgets, live_widgets
+from .static import StaticForms
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -45,7 +45,7 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class SessionWidget(anywidget.AnyWidget):
+class SessionWidget(StaticForms):
     """A widget that shows part of a session and follows it.
 
     ``session`` is a :class:`~slotmagic.Session` or a function returning the session to read
@@ -92,6 +92,10 @@ class SessionWidget(anywidget.AnyWidget):
     def to_text(self) -> str:
         """The text form (``text/plain`` of the output): what ``%slot`` prints without widgets."""
         return self._text
+
+    def to_html(self) -> str:
+        """The HTML form (``text/html`` of the output's static part)."""
+        return self._html
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         found = super()._repr_mimebundle_(**kwargs)

@@ -99,4 +99,4 @@ function render({ model, el }) {
   draw();
 }
 
-export default { render };
+export default { render: live(render) };

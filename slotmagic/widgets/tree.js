@@ -294,4 +294,4 @@ function render({ model, el }) {
   };
 }
 
-export default { render };
+export default { render: live(render) };
