@@ -7,6 +7,7 @@ session after the notebook, as the tutorials say.
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -52,6 +53,16 @@ STATIC = re.compile(r'<div class="slotmagic-static [^"]*">')
 
 def test_every_tutorial_is_listed() -> None:
     assert sorted(STATIC_FORMS) == sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
+
+
+def test_tutorials_carry_the_kernelspec_jupyterlab_writes() -> None:
+    """Else JupyterLab marks each tutorial changed as soon as it is opened."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        kernelspec = json.loads(path.read_text(encoding="utf-8"))["metadata"]["kernelspec"]
+        assert kernelspec == {"display_name": spec.display_name, "language": spec.language, "name": "python3"}, path
 
 
 def text_of(fragment: str) -> str:
