@@ -115,8 +115,8 @@ def test_view_data_marks_injected_blocks_of_any_kind_and_places_what_was_left_ou
     assert [r["type"] for r in rows] == ["entry"] * 4 + ["omitted", "omitted", "entry", "entry"]
     assert [r["label"] for r in rows[:4]] == ["system prompt", "context", "workflow", "compaction summary"]
     assert all(r["injected"] for r in rows[:4]) and not rows[6]["injected"]
-    assert rows[4]["text"] == "4 stored messages folded into the compaction summary (positions 0-3)"
-    assert rows[5]["text"] == "2 stored messages left out by the focused filter (positions 4-5)"
+    assert rows[4]["text"] == "4 stored messages folded into the compaction summary (stored messages 1-4)"
+    assert rows[5]["text"] == "2 stored messages left out by the focused filter (stored messages 5-6)"
     assert rows[6]["refs"] == ["namespace://results/7"] and rows[7]["calls"] == ["search({})"]
     assert data["omitted"] == 6 and data["tokens"] == 33
 
@@ -516,3 +516,10 @@ def test_the_preview_and_budget_widgets_follow_what_changes_no_slot_row(session:
     drawn = preview.view
     live.refresh()
     assert preview.view is drawn  # nothing changed: not drawn again
+
+
+def test_left_out_messages_are_numbered_as_slot_show_numbers_them() -> None:
+    from slotmagic.engine.view import stored_range
+
+    assert stored_range(5, 6) == "stored message 6"  # was "positions 5-5"
+    assert stored_range(0, 4) == "stored messages 1-4"
