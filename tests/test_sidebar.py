@@ -46,6 +46,7 @@ def test_snapshot_of_a_tree(session: Session) -> None:
     budget = session.budget("court")  # the current slot's, as %slot budget reports it
     assert state["budget"] == {
         "window": 8192,
+        "total": 8192,
         "used": budget.report.used,
         "threshold": budget.threshold,
         "compactions": 0,

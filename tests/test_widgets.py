@@ -523,3 +523,29 @@ def test_left_out_messages_are_numbered_as_slot_show_numbers_them() -> None:
 
     assert stored_range(5, 6) == "stored message 6"  # was "positions 5-5"
     assert stored_range(0, 4) == "stored messages 1-4"
+
+
+def test_a_slot_with_its_own_budget_is_measured_against_it_everywhere(session: Session) -> None:
+    """The bar, its headline, the static form and the sidebar all say the slot's 800 tokens,
+    as the preview does, not the model's 8,192."""
+    from slotmagic import ContextBudget, SlotConfig
+    from slotmagic.engine.budgeting import budget_data, budget_html
+    from slotmagic.snapshot import session_snapshot
+    from slotmagic.widgets import SlotBudgetWidget
+
+    session.create_slot("lease", SlotConfig(budget=ContextBudget.auto(800)))
+    session.switch_slot("lease")
+    session.submit_turn("How long may the landlord keep my deposit?")
+    data = budget_data(session.budget("lease"))
+    assert data["window"] == 8192 and data["total"] == 800 and data["scale"] == 800 and data["own_budget"]
+    assert sum(c["allowed"] for c in data["categories"]) == 800
+    assert 0 < data["threshold_at"] <= 800
+    widget = SlotBudgetWidget(session, "lease", live=None)
+    assert widget.budget["scale"] == 800
+    widget.close()
+    assert "of budget 800 (window 8,192) tokens" in budget_html(session.budget("lease"))
+    assert "budget 800" in session.preview("lease")._repr_html_()  # the preview says the same
+    state = session_snapshot(session)
+    assert state["budget"]["total"] == 800 and state["budget"]["window"] == 8192
+    # a slot without a budget of its own: the window, as before
+    assert budget_data(session.budget("default"))["scale"] == 8192

@@ -38,6 +38,8 @@ export interface IBudgetPart {
 /** The current slot's token budget (null until the kernel sends one). */
 export interface IBudget {
   window: number | null;
+  /** The slot's budget: its own (`--budget`), else the model's window. */
+  total?: number | null;
   used: number | null;
   parts: { name: string; part: IBudgetPart }[];
 }
@@ -137,11 +139,12 @@ export function parseBudget(value: unknown): IBudget | null {
     }
   }
   const window = numberOrNull(value.window);
+  const total = numberOrNull(value.total);
   const used = numberOrNull(value.used);
   if (window === null && used === null && parts.length === 0) {
     return null;
   }
-  return { window, used, parts };
+  return { window, total, used, parts };
 }
 
 /** The workflow if the kernel sent one this panel can read, else null. */

@@ -31,7 +31,7 @@ before its children. ``budget`` is None until later work fills it; ``workflow`` 
 session's active workflow (None when none is active). The panel renders them when present.
 Their shapes (the panel ignores what it does not know)::
 
-    budget:   {"window": int, "used": int,
+    budget:   {"window": int, "total": int, "used": int,  # total: the slot's own budget, else window
                "parts": {name: {"used": int, "limit": int}}}  # system, history, tools, ...
     workflow: {"name": str, "current": str | None, "completed": int, "total": int,
                "next": [str]}
