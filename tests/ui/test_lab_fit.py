@@ -46,7 +46,8 @@ GRAPH = {
 CELLS = (
     "%load_ext slotmagic",
     "%%turn\nMy landlord kept my $1,200 deposit. What are my options?",
-    "%slot derive letter --no-switch\n%slot derive court\n%slot derive appeal-with-a-long-name --from court --no-switch",
+    "%slot derive letter --no-switch\n%slot derive court\n"
+    "%slot derive appeal-with-a-long-name --from court --no-switch",
     "%slot create lease-review --budget 800 --no-switch",
     "%slot tree",
     "%slot budget lease-review",
@@ -183,7 +184,8 @@ def test_widgets_fit_their_outputs_and_the_window(lab: Any, page: Any, artifacts
         "Collapse all",
     ]
     fork = page.locator(f"{ROW}[data-slot-id='letter'] .sm-fork")
-    assert fork.inner_text() == "forked at 2" and fork.get_attribute("aria-label") == "forked from default after 2 messages"
+    assert fork.inner_text() == "forked at 2"
+    assert fork.get_attribute("aria-label") == "forked from default after 2 messages"
 
     for width in (1000, 1400):
         page.set_viewport_size({"width": width, "height": 800})
