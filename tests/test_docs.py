@@ -88,5 +88,6 @@ def test_the_pages_hold_what_a_newcomer_needs(site: Path) -> None:
     assert 'id="slotmagic.Session.submit_turn"' in text["reference/api.html"]
     settings = text["reference/configuration.html"]
     for name in ("model", "db_path", "stream_throttle", "max_concurrency", "openai_base_url"):
-        assert f"<code class=\"docutils literal notranslate\"><span class=\"pre\">{name}</span></code>" in settings
+        assert f'<code class="docutils literal notranslate"><span class="pre">{name}</span></code>' in settings
     assert "SLOTMAGIC_STREAM_THROTTLE" in settings and "SLOTMAGIC_READ_TIMEOUT" in settings
+    assert "Env: " not in settings  # said once, as the variable

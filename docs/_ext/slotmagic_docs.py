@@ -4,7 +4,7 @@
   (which needs a widget manager): its static form, the output after it, is what the page shows
   (MyST-NB renders the stored outputs);
 - ``reference/_settings.md``: every ``%config SlotMagic`` setting from the traitlets, with its
-  type, default, environment variable and help text.
+  kind, default, environment variable and help text.
 
 Both are written at each build and ignored by git.
 """
@@ -43,7 +43,7 @@ def copy_tutorials() -> None:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    return " ".join(text.split())
 
 
 def _default(value: Any) -> str:
@@ -52,28 +52,32 @@ def _default(value: Any) -> str:
     return f"`{value!r}`"
 
 
+KINDS = {"Unicode": "text", "Bool": "True or False", "CInt": "a whole number", "CFloat": "a number", "Dict": "a dict"}
+
+
 def settings_table() -> str:
-    """The settings, as a Markdown table, with their defaults where no variable is set."""
+    """The settings, as a Markdown definition list, with their defaults where no variable is
+    set."""
     from slotmagic.magics.options import ENVIRONMENT, SlotMagicOptions
 
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("SLOTMAGIC_")}
     try:
         options = SlotMagicOptions()
-        rows = ["| setting | type | default | environment variable | what it does |", "|---|---|---|---|---|"]
+        entries = []
         for name, trait in sorted(SlotMagicOptions.class_traits(config=True).items()):
             help_text = trait.help or ""
             env = ENVIRONMENT.get(name)
-            if env is None and "Env: " in help_text:
-                help_text, _, env = help_text.rpartition(" Env: ")
-                env = env.rstrip(".")
-            kind = type(trait).__name__.removeprefix("C").lower()
-            default = _default(getattr(options, name))
-            rows.append(
-                f"| `{name}` | {kind} | {_cell(default)} | {f'`{env}`' if env else ''} | {_cell(help_text)} |"
-            )
+            if " Env: " in help_text:  # the numeric settings' help names their variable last
+                help_text, _, named = help_text.rpartition(" Env: ")
+                env = env or named.rstrip(".")
+            kind = KINDS.get(type(trait).__name__, type(trait).__name__.lower())
+            facts = [kind, f"default {_default(getattr(options, name))}"]
+            if env:
+                facts.append(f"environment variable `{env}`")
+            entries.append(f"`{name}`\n: {' · '.join(facts)}\n\n  {_cell(help_text)}\n")
     finally:
         os.environ.update(saved)
-    return "\n".join(rows) + "\n"
+    return "\n".join(entries)
 
 
 def generate(app: Sphinx, config: Any) -> None:

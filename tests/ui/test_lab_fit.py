@@ -52,8 +52,7 @@ CELLS = (
     "%slot tree",
     "%slot budget lease-review",
     "%slot budget",
-    "from slotmagic.widgets import live_widgets, workflow_widget\n"
-    f"workflow_widget(live_widgets().session, {GRAPH!r})",
+    f"from slotmagic.widgets import live_widgets, workflow_widget\nworkflow_widget(live_widgets().session, {GRAPH!r})",
 )
 
 
