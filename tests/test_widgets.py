@@ -174,6 +174,7 @@ def test_a_click_switches_the_kernels_slot_and_every_widget_follows(ip: Any) -> 
     front_sends(tree, {"type": "switch", "slot": "default"})
     assert tree.current == "default" and budget.budget["slot"] == "default"  # no cell ran
     assert tree.status["kind"] == "ok" and tree.status["text"] == "switched to slot default"
+    assert tree.status["current"] == "default"  # the view hides the line once another slot is current
     out = _printed(ip, "%slot")
     assert out.startswith("current slot: default")
 

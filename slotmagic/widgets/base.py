@@ -55,7 +55,10 @@ class SessionWidget(StaticForms):
     """
 
     error = Unicode("", help="one line: why the session could not be read at the last refresh").tag(sync=True)
-    status = Dict(help="the answer to the last action: kind (ok, error), text, error, action, seq").tag(sync=True)
+    status = Dict(
+        help="the answer to the last action: kind (ok, error), text, error, action, seq, and the current slot "
+        "it left (current)"
+    ).tag(sync=True)
 
     def __init__(self, session: Session | SessionSource, *, live: LiveWidgets | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -129,7 +132,9 @@ class SessionWidget(StaticForms):
             text = getattr(exc, "widget_text", None) or one_line(exc)  # a widget may say it better
             self.status = {**answer, "kind": "error", "text": text, "error": type(exc).__name__}
             return
-        self.status = {**answer, "kind": "ok", "text": text}
+        # the current slot the action left: once another changes it, the line is stale
+        current = getattr(self._source(), "current_slot", None)
+        self.status = {**answer, "kind": "ok", "text": text, "current": current}
         if self._live is not None:
             self._live.changed()
         else:

@@ -285,7 +285,9 @@ function render({ model, el }) {
     }
     const error = model.get("error");
     const status = model.get("status") || {};
-    const text = error || (status.seq === shownStatus ? status.text : "");
+    // "switched to slot x" no longer holds once the sidebar or a cell made another slot current
+    const stale = status.current !== undefined && status.current !== model.get("current");
+    const text = error || (status.seq === shownStatus && !stale ? status.text : "");
     if (!text) return;
     if (error || status.kind === "error") message.classList.add("sm-error");
     message.append(h("span", "sm-text", text));

@@ -195,6 +195,15 @@ def test_widgets_fit_their_outputs_and_the_window(lab: Any, page: Any, artifacts
             check_workflow(page, name, artifacts)
             check_budget(page, name, artifacts)
 
+    # The tree's "switched to" line goes once the sidebar makes another slot current.
+    set_sidebar(page, True)
+    page.locator(f"{ROW}[data-slot-id='letter']").click()
+    message = page.locator(f"{TREE} .sm-message")
+    message.filter(has_text="switched to slot letter").wait_for()
+    page.locator("#slotmagic-slots [data-slot-id='court']").first.click()
+    page.locator(f"{ROW}.sm-current[data-slot-id='court']").wait_for()
+    page.wait_for_function("() => !document.querySelector('.sm-tree .sm-message').textContent.includes('letter')")
+
     # The menu's items act: derive asks for a name, with JupyterLab's dialog buttons.
     page.locator(f"{ROW}[data-slot-id='court']").click(button="right")
     page.locator(".sm-menu .sm-menu-item[data-label='Derive…']").click()
