@@ -111,7 +111,7 @@ def require_postgres() -> None:
     if problem is None:
         return
     if os.environ.get("SLOTMAGIC_REQUIRE_POSTGRES") == "1":
-        pytest.fail(f"{problem}; SLOTMAGIC_REQUIRE_POSTGRES=1 needs one (see README, The store)")
+        pytest.fail(f"{problem}; SLOTMAGIC_REQUIRE_POSTGRES=1 needs one (see docs/guide/postgres.md)")
     pytest.skip(problem)
 
 

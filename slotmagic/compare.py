@@ -3,12 +3,14 @@ so a user can decide which branch to keep (``%slot compare A B [C]``)."""
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Any
 
 from .columns import column_data, columns_html, columns_text
 from .core.records import TurnRecord
 from .errors import ConfigError
+from .markdown import reply_html
 from .store.base import History, Store
 
 __all__ = ["Comparison", "compare_slots"]
@@ -54,7 +56,8 @@ def compare_slots(store: Store, session_id: str, slots: list[str], *, since_fork
     for slot, history, own in zip(slots, histories, turns, strict=True):
         since = own[shared:]
         shown = since if since_fork else own[-1:] if len(own) > shared else []
-        text = _transcript(history, shown, whole=since_fork)
+        blocks = _transcript(history, shown, whole=since_fork)
+        text = "\n\n".join(f"[{role}] {content}" if role else content for role, content in blocks)
         usage = [t.info.usage for t in shown if t.info.usage is not None]
         costs = [t.info.cost for t in shown if t.info.cost is not None]
         models = list(dict.fromkeys(t.info.model for t in shown if t.info.model))
@@ -62,6 +65,11 @@ def compare_slots(store: Store, session_id: str, slots: list[str], *, since_fork
         tokens = f"{sum(u.input_tokens for u in usage)} in / {sum(u.output_tokens for u in usage)} out"
         column = column_data(slot, slot, ", ".join(models) or "-", "since the fork" if since_fork else "last reply")
         column.update(text=text or "(nothing since the fork)", stored=where, tokens=tokens if usage else "")
+        if blocks:  # Markdown, as a fan-out column shows a reply
+            column["html"] = "".join(
+                (f"<p><strong>{html.escape(role)}</strong></p>" if role else "") + reply_html(content)
+                for role, content in blocks
+            )
         column["cost"] = f"${sum(costs):.4f}" if costs else None
         columns.append(column)
     summary = (
@@ -72,17 +80,18 @@ def compare_slots(store: Store, session_id: str, slots: list[str], *, since_fork
     return Comparison(tuple(columns), summary)
 
 
-def _transcript(history: History, turns: list[TurnRecord], *, whole: bool) -> str:
-    """The turns' messages; a last reply alone is its assistant text."""
+def _transcript(history: History, turns: list[TurnRecord], *, whole: bool) -> list[tuple[str, str]]:
+    """The turns' messages as (role, text); a last reply alone is its assistant text, with no
+    role."""
     if not turns:
-        return ""
+        return []
     if not whole:
         turn = turns[-1]
         replies = [m for m in history.messages(turn.start, turn.end) if m.role == "assistant" and m.content]
-        return replies[-1].content if replies else ""
-    blocks = []
-    for turn in turns:
-        for message in history.messages(turn.start, turn.end):
-            if message.content:
-                blocks.append(f"[{message.role}] {message.content}")
-    return "\n\n".join(blocks)
+        return [("", replies[-1].content)] if replies else []
+    return [
+        (message.role, message.content)
+        for turn in turns
+        for message in history.messages(turn.start, turn.end)
+        if message.content
+    ]

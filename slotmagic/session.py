@@ -212,7 +212,7 @@ class Session:
 
     @property
     def namespace_threshold(self) -> int:
-        """Tool results larger than this many bytes are kept aside (seed T2: 2,048)."""
+        """Tool results larger than this many bytes are kept aside (2,048 by default)."""
         return self._engine.namespace.threshold
 
     @namespace_threshold.setter

@@ -5,7 +5,7 @@ sends the sidebar (see :mod:`slotmagic.magics.sidebar` for the protocol)::
 
     {"type": "state", "protocol": 1, "session": "notes.ipynb", "current": "default",
      "model": "echo", "workflow": None,
-     "budget": {"window": 8192, "used": 35, "threshold": 5120, "compactions": 0,
+     "budget": {"window": 8192, "total": 8192, "used": 35, "threshold": 5120, "compactions": 0,
                 "parts": {"system": {"used": 0, "limit": 512}, "history": {"used": 35, "limit": 5120}, ...}},
      "slots": [{"id": "default", "parent": None, "mode": "full", "source": "new",
                 "messages": 2, "tokens": 31, "turns": 1, "current": True,
@@ -144,6 +144,7 @@ def _budget(session: SessionReader, slot: str) -> dict[str, Any] | None:
     parts = {name: {"used": use.used, "limit": use.allowed} for name, use in budget.report.categories.items()}
     return {
         "window": budget.window,
+        "total": budget.budget.total,  # the slot's own budget, else the model's window
         "used": budget.report.used,
         "parts": parts,
         "threshold": budget.threshold,

@@ -285,6 +285,19 @@ def test_compare_lays_the_last_replies_side_by_side(session: Session) -> None:
         session.compare("left", "rigth")
 
 
+def test_compare_renders_markdown_as_the_fan_out_columns_do(session: Session) -> None:
+    session.derive_slot("left")
+    session.derive_slot("right")
+    session.fan_out("**bold** and [bad](javascript:alert(1)) <img src=x>", slots="left,right")
+    for since_fork in (False, True):
+        column = session.compare("left", "right", since_fork=since_fork).columns[0]
+        assert "<strong>bold</strong>" in column["html"] and "**bold**" not in column["html"]
+        assert 'href="javascript' not in column["html"] and "<img" not in column["html"]
+        html = session.compare("left", "right", since_fork=since_fork)._repr_html_()
+        assert "<strong>bold</strong>" in html and "**bold**" not in html
+    assert "<strong>user</strong>" in session.compare("left", "right", since_fork=True).columns[0]["html"]
+
+
 # -- through the magics ------------------------------------------------------------------------
 
 
@@ -335,8 +348,12 @@ def test_max_concurrency_setting(ip: Any) -> None:
     assert magic_session(ip).max_concurrency == 2
 
 
-def test_the_columns_widget_holds_each_column(ip: Any) -> None:
+def test_the_columns_widget_holds_each_column(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from IPython.core.displaypub import DisplayPublisher
+
+    from slotmagic.widgets import static
+
+    monkeypatch.setattr(static, "_in_kernel", lambda: True)  # the view part is shown in a kernel only
 
     from slotmagic.widgets import FanOutWidget
 
@@ -366,7 +383,11 @@ def test_the_columns_widget_holds_each_column(ip: Any) -> None:
     assert all(c["status"] == "done" and c["stored"].startswith("new branch") for c in widget.columns)
     assert all("<img src=x onerror=alert(1)>" in c["text"] for c in widget.columns)  # text, shown as text
     assert widget.summary.startswith("2 of 2 replies")
+    # Two outputs: the widget view alone, then its static form, updated once the replies are done.
+    views = [d for d in shown if "application/vnd.jupyter.widget-view+json" in d]
+    assert len(views) == 1 and views[0]["text/plain"] == ""
     data = shown[-1]
-    assert "application/vnd.jupyter.widget-view+json" in data
+    assert "application/vnd.jupyter.widget-view+json" not in data
+    assert 'class="slotmagic-static' in data["text/html"]
     assert "&lt;img src=x" in data["text/html"] and "<img src=x" not in data["text/html"]
     assert "a.echo (from a)" in data["text/plain"]

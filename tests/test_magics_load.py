@@ -13,7 +13,7 @@ from IPython.core.completer import provisionalcompleter
 
 import slotmagic
 from slotmagic.magics.completion import complete
-from slotmagic.magics.workspace import notebook_path, session_id_for
+from slotmagic.magics.workspace import notebook_path, runner_notebook, session_id_for
 
 
 def magic(ip: Any) -> Any:
@@ -69,6 +69,41 @@ def test_session_id_from_the_notebook_path(tmp_path: Path) -> None:
     assert notebook_path({}, {}) is None
     assert session_id_for(str(tmp_path / "sub" / "n.ipynb"), str(tmp_path)) == "sub/n.ipynb"
     assert session_id_for("/elsewhere/n.ipynb", str(tmp_path)) == "/elsewhere/n.ipynb"
+
+
+def test_a_headless_runner_names_the_notebook(tmp_path: Path) -> None:
+    """nbconvert --execute tells the kernel nothing of its notebook: its command line does."""
+    import subprocess
+    import sys
+    import time
+
+    if not Path("/proc/self/cmdline").exists():
+        pytest.skip("no /proc here: headless runs get a new session id")
+    (tmp_path / "nb").mkdir()
+    for name in ("a.ipynb", "b.ipynb", "a.out.ipynb"):
+        (tmp_path / "nb" / name).write_text("{}")
+    here = str(tmp_path / "nb")
+
+    def named(*args: str) -> str | None:
+        runner = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(30)", *args], cwd=tmp_path, stdin=subprocess.DEVNULL
+        )
+        try:
+            for _ in range(200):  # until the child has exec'd (its command line is the runner's)
+                if b"time.sleep" in Path(f"/proc/{runner.pid}/cmdline").read_bytes():
+                    break
+                time.sleep(0.01)
+            return runner_notebook({"JPY_PARENT_PID": str(runner.pid)}, here)
+        finally:
+            runner.kill()
+            runner.wait()
+
+    assert named("--execute", "--to", "html", "nb/a.ipynb") == "a.ipynb"
+    assert named("--to=notebook", "nb/a.ipynb", "--output", "nb/a.out.ipynb") == "a.ipynb"
+    assert named("nb/a.ipynb", "--output=nb/a.out.ipynb") == "a.ipynb"
+    assert named("nb/a.ipynb", "nb/b.ipynb") is None  # which one runs here cannot be told
+    assert named("elsewhere/a.ipynb") is None and named("nb/missing.ipynb") is None
+    assert runner_notebook({}, here) is None and runner_notebook({"JPY_PARENT_PID": "x"}, here) is None
 
 
 def test_without_a_notebook_path_a_new_session_starts(ip: Any) -> None:

@@ -138,7 +138,7 @@ def test_preview_shows_the_filtered_view_with_tokens(ip: Any, capsys: pytest.Cap
         f"~{entry.tokens} tokens, then the new user message:"
     )
     assert f"[1] assistant ({entry.tokens} tokens)" in out
-    assert "… 3 stored messages left out by the focused filter (positions 0-2)" in out
+    assert "… 3 stored messages left out by the focused filter (stored messages 1-3)" in out
 
 
 def test_session_show_and_attach(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -92,7 +92,12 @@ def run_all(
 def turn_outputs(nb: nbformat.NotebookNode) -> Iterator[dict[str, Any]]:
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith("%%turn"):
-            (output,) = [o for o in cell.outputs if o.output_type == "display_data"]
+            # a fan-out's columns are a widget: its view, then its static form (widgets/static.py)
+            (output,) = [
+                o
+                for o in cell.outputs
+                if o.output_type == "display_data" and "application/vnd.jupyter.widget-view+json" not in o.data
+            ]
             meta = output.metadata["slotmagic"]
             if "fan_out" in meta:  # one output, a turn per column
                 for column in meta["fan_out"]:

@@ -46,6 +46,7 @@ def test_snapshot_of_a_tree(session: Session) -> None:
     budget = session.budget("court")  # the current slot's, as %slot budget reports it
     assert state["budget"] == {
         "window": 8192,
+        "total": 8192,
         "used": budget.report.used,
         "threshold": budget.threshold,
         "compactions": 0,
@@ -234,12 +235,15 @@ def slot_ids(state: dict[str, Any]) -> list[str]:
     return [s["id"] for s in state["slots"]]
 
 
-def test_loading_registers_the_target_and_tells_an_open_panel(kernel: FakeManager) -> None:
+def test_loading_registers_the_target_and_opens_no_comm(ip: Any, kernel: FakeManager) -> None:
+    """Where no front end listens (nbconvert --execute), a comm opened by the kernel would only
+    be logged as "No handler found"; the panel opens one after each cell instead."""
     manager = kernel
     assert TARGET in manager.targets
-    [announce] = manager.opened  # the comm to the front end's target, opened on load
-    assert announce.target_name == TARGET
-    assert announce.opened_with["type"] == "state" and slot_ids(announce.opened_with) == ["default"]
+    ip.run_cell("%slot derive b")
+    assert manager.opened == []
+    [state] = manager.front_opens().sent
+    assert slot_ids(state) == ["default", "b"]
 
 
 def test_a_panel_that_opens_a_comm_gets_the_state(ip: Any, kernel: FakeManager) -> None:
@@ -295,16 +299,17 @@ def test_a_bad_action_is_one_error_line(kernel: tuple[Any, FakeManager], data: A
 
 def test_pushes_only_when_the_state_changed(ip: Any, kernel: FakeManager) -> None:
     manager = kernel
-    [announce] = manager.opened
+    other = manager.front_opens()
     panel = manager.front_opens()
     panel.sent.clear()
+    other.sent.clear()
     ip.run_cell("x = 1")
     ip.run_cell("%slot list")
-    assert panel.sent == [] and announce.sent == []  # nothing changed: nothing sent
+    assert panel.sent == [] and other.sent == []  # nothing changed: nothing sent
     ip.run_cell("%%turn\nhello there")
     [pushed] = panel.sent
     assert pushed["slots"][0]["messages"] == 2 and pushed["slots"][0]["last_user"] == "hello there"
-    assert announce.sent == [pushed]  # every open comm gets it
+    assert other.sent == [pushed]  # every open comm gets it
     ip.run_cell("%slot derive b")
     ip.run_cell("%slot switch default")
     assert [s["current"] for s in panel.sent[-1]["slots"]] == [True, False]
@@ -315,29 +320,31 @@ def test_pushes_only_when_the_state_changed(ip: Any, kernel: FakeManager) -> Non
 
 def test_a_closed_comm_is_forgotten(ip: Any, kernel: FakeManager) -> None:
     manager = kernel
-    [announce] = manager.opened
+    gone = manager.front_opens()
     panel = manager.front_opens()
-    announce.front_closes()  # e.g. a front end without the target closes it at once
+    gone.front_closes()  # e.g. a notebook closed
+    gone.sent.clear()
     ip.run_cell("%slot derive b")
-    assert announce.sent == [] and len(panel.sent) == 2
+    assert gone.sent == [] and len(panel.sent) == 2
 
 
 def test_unloading_unregisters_and_closes_everything(ip: Any, kernel: FakeManager) -> None:
     manager = kernel
     panel = manager.front_opens()
     slotmagic.unload_ipython_extension(ip)
-    assert TARGET not in manager.targets and panel.closed and manager.opened[0].closed
+    assert TARGET not in manager.targets and panel.closed
     assert not [cb for cb in ip.events.callbacks["post_execute"] if type(cb.__self__).__name__ == "Sidebar"]
     slotmagic.load_ipython_extension(ip)
 
 
 def test_reloading_keeps_one_sidebar(ip: Any, kernel: FakeManager) -> None:
     manager = kernel
+    panel = manager.front_opens()
     ip.run_cell("%reload_ext slotmagic")
     ip.run_cell("%load_ext slotmagic")
     sidebars = [cb for cb in ip.events.callbacks["post_execute"] if type(cb.__self__).__name__ == "Sidebar"]
     assert len(sidebars) == 1
-    assert [c.closed for c in manager.opened] == [True, False]  # the old announcement was closed
+    assert panel.closed and manager.opened == []  # the old sidebar's comm was closed
 
 
 def test_a_store_that_cannot_open_is_one_error_line(ip: Any, tmp_path: Path) -> None:
@@ -347,10 +354,10 @@ def test_a_store_that_cannot_open_is_one_error_line(ip: Any, tmp_path: Path) -> 
         raise StoreError("cannot open the state file /nowhere/state.sqlite3: no such folder")
 
     manager = FakeManager()
-    sidebar = Sidebar(broken, manager, manager.create_comm)
+    sidebar = Sidebar(broken, manager)
     sidebar.start()
-    [announce] = manager.opened
-    assert announce.opened_with == {
+    [answer] = manager.front_opens().sent
+    assert answer == {
         "type": "error",
         "message": "cannot open the state file /nowhere/state.sqlite3: no such folder",
     }
@@ -362,11 +369,11 @@ def test_a_sidebar_that_cannot_start_never_stops_loading(ip: Any, monkeypatch: p
 
     manager = FakeManager()
 
-    def broken(**kwargs: Any) -> FakeComm:
+    def broken(name: str, callback: Any) -> None:
         raise RuntimeError("no iopub here")
 
+    monkeypatch.setattr(manager, "register_target", broken)
     monkeypatch.setattr(comm, "get_comm_manager", lambda: manager)
-    monkeypatch.setattr(comm, "create_comm", broken)
     monkeypatch.setattr(ip, "kernel", object(), raising=False)
     with pytest.warns(UserWarning, match=r"sidebar is off in this kernel \(no iopub here\)"):
         slotmagic.load_ipython_extension(ip)

@@ -115,8 +115,8 @@ def test_view_data_marks_injected_blocks_of_any_kind_and_places_what_was_left_ou
     assert [r["type"] for r in rows] == ["entry"] * 4 + ["omitted", "omitted", "entry", "entry"]
     assert [r["label"] for r in rows[:4]] == ["system prompt", "context", "workflow", "compaction summary"]
     assert all(r["injected"] for r in rows[:4]) and not rows[6]["injected"]
-    assert rows[4]["text"] == "4 stored messages folded into the compaction summary (positions 0-3)"
-    assert rows[5]["text"] == "2 stored messages left out by the focused filter (positions 4-5)"
+    assert rows[4]["text"] == "4 stored messages folded into the compaction summary (stored messages 1-4)"
+    assert rows[5]["text"] == "2 stored messages left out by the focused filter (stored messages 5-6)"
     assert rows[6]["refs"] == ["namespace://results/7"] and rows[7]["calls"] == ["search({})"]
     assert data["omitted"] == 6 and data["tokens"] == 33
 
@@ -174,6 +174,7 @@ def test_a_click_switches_the_kernels_slot_and_every_widget_follows(ip: Any) -> 
     front_sends(tree, {"type": "switch", "slot": "default"})
     assert tree.current == "default" and budget.budget["slot"] == "default"  # no cell ran
     assert tree.status["kind"] == "ok" and tree.status["text"] == "switched to slot default"
+    assert tree.status["current"] == "default"  # the view hides the line once another slot is current
     out = _printed(ip, "%slot")
     assert out.startswith("current slot: default")
 
@@ -516,3 +517,36 @@ def test_the_preview_and_budget_widgets_follow_what_changes_no_slot_row(session:
     drawn = preview.view
     live.refresh()
     assert preview.view is drawn  # nothing changed: not drawn again
+
+
+def test_left_out_messages_are_numbered_as_slot_show_numbers_them() -> None:
+    from slotmagic.engine.view import stored_range
+
+    assert stored_range(5, 6) == "stored message 6"  # was "positions 5-5"
+    assert stored_range(0, 4) == "stored messages 1-4"
+
+
+def test_a_slot_with_its_own_budget_is_measured_against_it_everywhere(session: Session) -> None:
+    """The bar, its headline, the static form and the sidebar all say the slot's 800 tokens,
+    as the preview does, not the model's 8,192."""
+    from slotmagic import ContextBudget, SlotConfig
+    from slotmagic.engine.budgeting import budget_data, budget_html
+    from slotmagic.snapshot import session_snapshot
+    from slotmagic.widgets import SlotBudgetWidget
+
+    session.create_slot("lease", SlotConfig(budget=ContextBudget.auto(800)))
+    session.switch_slot("lease")
+    session.submit_turn("How long may the landlord keep my deposit?")
+    data = budget_data(session.budget("lease"))
+    assert data["window"] == 8192 and data["total"] == 800 and data["scale"] == 800 and data["own_budget"]
+    assert sum(c["allowed"] for c in data["categories"]) == 800
+    assert 0 < data["threshold_at"] <= 800
+    widget = SlotBudgetWidget(session, "lease", live=None)
+    assert widget.budget["scale"] == 800
+    widget.close()
+    assert "of budget 800 (window 8,192) tokens" in budget_html(session.budget("lease"))
+    assert "budget 800" in session.preview("lease")._repr_html_()  # the preview says the same
+    state = session_snapshot(session)
+    assert state["budget"]["total"] == 800 and state["budget"]["window"] == 8192
+    # a slot without a budget of its own: the window, as before
+    assert budget_data(session.budget("default"))["scale"] == 8192

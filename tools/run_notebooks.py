@@ -14,6 +14,7 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
 def main(paths: list[str]) -> None:
@@ -31,6 +32,8 @@ def main(paths: list[str]) -> None:
             # state (their ES modules included) would only bloat the file.
             store_widget_state=False,
         ).execute()
+        # What JupyterLab writes on save: a notebook saved otherwise shows as changed when opened.
+        notebook.metadata["kernelspec"] = KERNELSPEC
         nbformat.write(notebook, path)
         print("executed", path)
 

@@ -84,8 +84,11 @@ export function budgetView(budget: IBudget | null): IBudgetView | null {
   if (budget === null) {
     return null;
   }
+  // Against the slot's own budget when it has one, as the budget widget and the preview say.
   const total =
-    budget.window ?? (budget.parts.length ? budget.parts.reduce((sum, p) => sum + p.part.limit, 0) : null);
+    budget.total ??
+    budget.window ??
+    (budget.parts.length ? budget.parts.reduce((sum, p) => sum + p.part.limit, 0) : null);
   const used = budget.used ?? budget.parts.reduce((sum, p) => sum + p.part.used, 0);
   const label =
     total !== null && total > 0

@@ -51,12 +51,14 @@ export class SlotsModel implements IDisposable {
     if (this._context) {
       this._context.kernelChanged.disconnect(this._onKernelChanged, this);
       this._context.statusChanged.disconnect(this._onStatus, this);
+      this._context.iopubMessage.disconnect(this._onIOPub, this);
       this._context.disposed.disconnect(this._onContextDisposed, this);
     }
     this._context = context;
     if (context) {
       context.kernelChanged.connect(this._onKernelChanged, this);
       context.statusChanged.connect(this._onStatus, this);
+      context.iopubMessage.connect(this._onIOPub, this);
       context.disposed.connect(this._onContextDisposed, this);
     }
     this._error = null;
@@ -128,20 +130,32 @@ export class SlotsModel implements IDisposable {
     }
   }
 
+  /**
+   * A cell finished while slotmagic was not loaded: it may have run `%load_ext slotmagic`, so
+   * ask again (quietly: the hint stays until the kernel answers). The kernel never opens a comm
+   * itself, so that a run with no front end (nbconvert --execute) logs no unhandled comm.
+   */
+  private _onIOPub(_context: ISessionContext, msg: KM.IMessage): void {
+    if (
+      this._status.kind === 'not-loaded' &&
+      !this._comm &&
+      msg.header.msg_type === 'status' &&
+      (msg as KM.IStatusMsg).content.execution_state === 'idle' &&
+      (msg.parent_header as Partial<KM.IHeader>)?.msg_type === 'execute_request'
+    ) {
+      void this._connect(++this._generation, true);
+    }
+  }
+
   private _followKernel(): void {
     this._retire();
     this._state = null;
-    const kernel = this._context?.session?.kernel ?? null;
-    this._kernel = kernel;
-    if (kernel && !this._registered.has(kernel)) {
-      this._registered.add(kernel);
-      // The kernel opens a comm to this target when `%load_ext slotmagic` runs.
-      kernel.registerCommTarget(TARGET, (comm, msg) => this._adopt(kernel, comm, msg));
-    }
+    this._kernel = this._context?.session?.kernel ?? null;
     void this._connect(++this._generation);
   }
 
-  private async _connect(generation: number): Promise<void> {
+  /** Open a comm to the kernel's target; `quiet` keeps the hint shown while it is asked. */
+  private async _connect(generation: number, quiet = false): Promise<void> {
     const context = this._context;
     const kernel = this._kernel;
     const facts = () => ({
@@ -169,9 +183,11 @@ export class SlotsModel implements IDisposable {
       return;
     }
     if (this._comm) {
-      return; // the kernel opened one meanwhile
+      return; // asked already
     }
-    this._setStatus({ kind: 'connecting' });
+    if (!quiet) {
+      this._setStatus({ kind: 'connecting' });
+    }
     let comm: Kernel.IComm;
     try {
       comm = kernel.createComm(TARGET);
@@ -187,37 +203,30 @@ export class SlotsModel implements IDisposable {
       this._setStatus({ kind: 'not-loaded' });
       return;
     }
-    this._awaitAnswer(generation, kernel, comm);
+    this._awaitAnswer(generation, kernel, comm, quiet ? 'not-loaded' : 'connecting');
   }
 
   /**
    * A kernel that ignores comms (another kind of kernel speaking Python) never answers: give
    * up after a while, but not while the kernel is busy (it answers once the cell is done).
    */
-  private _awaitAnswer(generation: number, kernel: Kernel.IKernelConnection, comm: Kernel.IComm): void {
+  private _awaitAnswer(
+    generation: number,
+    kernel: Kernel.IKernelConnection,
+    comm: Kernel.IComm,
+    waiting: 'connecting' | 'not-loaded'
+  ): void {
     setTimeout(() => {
-      if (generation !== this._generation || this._comm !== comm || this._status.kind !== 'connecting') {
+      if (generation !== this._generation || this._comm !== comm || this._status.kind !== waiting) {
         return;
       }
       if (kernel.status === 'busy') {
-        this._awaitAnswer(generation, kernel, comm);
+        this._awaitAnswer(generation, kernel, comm, waiting);
       } else {
         this._retire();
         this._setStatus({ kind: 'not-loaded' });
       }
     }, ANSWER_TIMEOUT_MS);
-  }
-
-  /** The kernel opened a comm to the front end's target: slotmagic was just loaded there. */
-  private _adopt(kernel: Kernel.IKernelConnection, comm: Kernel.IComm, msg: KM.ICommOpenMsg): void {
-    if (kernel !== this._kernel || this._disposed) {
-      comm.close(); // another notebook's kernel: it is asked again when that notebook is in focus
-      return;
-    }
-    this._retire();
-    this._generation++;
-    this._watch(comm);
-    this._receive(comm, msg.content.data);
   }
 
   // -- the comm ------------------------------------------------------------------------------
@@ -308,7 +317,6 @@ export class SlotsModel implements IDisposable {
   private _generation = 0;
   private _nextRequest = 1;
   private _pending = new Map<number, { resolve: (m: KernelMessage) => void; reject: (e: Error) => void }>();
-  private _registered = new WeakSet<Kernel.IKernelConnection>();
   private _languages = new WeakMap<Kernel.IKernelConnection, string>();
   private _disposed = false;
 }

@@ -2,11 +2,11 @@
  * The sidebar's comm protocol, version 1: the front end's copy of the design in
  * `slotmagic/magics/sidebar.py` (the kernel side's docstring). Pure: no JupyterLab imports.
  *
- * Target `slotmagic.sidebar` on both sides. The kernel registers it on `%load_ext slotmagic`
- * and at the same time opens a comm to the front end's target (registered with
- * `kernel.registerCommTarget`) carrying the current state. The front end, when it starts
- * following a notebook, opens a comm to the kernel's target; a comm the kernel closes at once
- * (no such target) means slotmagic is not loaded there.
+ * Target `slotmagic.sidebar`, in the kernel: it registers it on `%load_ext slotmagic` and never
+ * opens a comm itself (where no front end listens, that would be logged as unhandled). The
+ * front end opens a comm to it when it starts following a notebook, after a restart, and, while
+ * slotmagic is not loaded, after each cell the kernel ran; a comm the kernel closes at once (no
+ * such target) means slotmagic is not loaded there.
  */
 
 export const TARGET = 'slotmagic.sidebar';
@@ -38,6 +38,8 @@ export interface IBudgetPart {
 /** The current slot's token budget (null until the kernel sends one). */
 export interface IBudget {
   window: number | null;
+  /** The slot's budget: its own (`--budget`), else the model's window. */
+  total?: number | null;
   used: number | null;
   parts: { name: string; part: IBudgetPart }[];
 }
@@ -137,11 +139,12 @@ export function parseBudget(value: unknown): IBudget | null {
     }
   }
   const window = numberOrNull(value.window);
+  const total = numberOrNull(value.total);
   const used = numberOrNull(value.used);
   if (window === null && used === null && parts.length === 0) {
     return null;
   }
-  return { window, used, parts };
+  return { window, total, used, parts };
 }
 
 /** The workflow if the kernel sent one this panel can read, else null. */

@@ -66,6 +66,8 @@ test('budget', () => {
     ]
   });
   assert.equal(budgetView({ window: null, used: 10, parts: [] })?.label, '10 tokens');
+  // a slot with a budget of its own: measured against it, not the model's window
+  assert.equal(budgetView({ window: 8192, total: 800, used: 250, parts: [] })?.label, '250 of 800 tokens (31%)');
   // no window: the parts' limits add up to it
   assert.equal(budgetView({ window: null, used: null, parts: [{ name: 'system', part: { used: 5, limit: 10 } }] })?.label, '5 of 10 tokens (50%)');
 });

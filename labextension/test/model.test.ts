@@ -43,15 +43,10 @@ class FakeComm {
 class FakeKernel {
   status = 'idle';
   comms: FakeComm[] = [];
-  targets = new Map<string, (comm: FakeComm, msg: any) => void>();
   constructor(readonly language = 'python') {}
 
   get info(): Promise<any> {
     return Promise.resolve({ language_info: { name: this.language } });
-  }
-
-  registerCommTarget(name: string, callback: (comm: FakeComm, msg: any) => void): void {
-    this.targets.set(name, callback);
   }
 
   createComm(target: string): FakeComm {
@@ -61,17 +56,12 @@ class FakeKernel {
     return comm;
   }
 
-  /** `%load_ext slotmagic`: the kernel opens a comm to the front end's target. */
-  announce(data: unknown): FakeComm {
-    const comm = new FakeComm();
-    this.targets.get(TARGET)!(comm, { content: { data } });
-    return comm;
-  }
 }
 
 class FakeContext {
   kernelChanged = new Signal<this, unknown>(this);
   statusChanged = new Signal<this, string>(this);
+  iopubMessage = new Signal<this, any>(this);
   disposed = new Signal<this, void>(this);
   hasNoKernel = false;
   session: { kernel: FakeKernel | null } | null;
@@ -79,6 +69,15 @@ class FakeContext {
   constructor(kernel: FakeKernel | null) {
     this.session = kernel ? { kernel } : null;
     this.hasNoKernel = kernel === null;
+  }
+
+  /** The kernel went idle after running a cell (`parent` is the request it answered). */
+  cellDone(parent = 'execute_request'): void {
+    this.iopubMessage.emit({
+      header: { msg_type: 'status' },
+      parent_header: { msg_type: parent },
+      content: { execution_state: 'idle' }
+    });
   }
 
   setStatus(kernel: FakeKernel, status: string): void {
@@ -119,20 +118,34 @@ test('a Python kernel with slotmagic: the comm answers with the state', async ()
   const { model } = await following(kernel);
   assert.equal(kind(model), 'connecting');
   const [comm] = kernel.comms;
-  assert.ok(comm && kernel.targets.has(TARGET));
+  assert.ok(comm);
   comm.kernelSends(state(['default']));
   assert.equal(kind(model), 'ready');
   assert.deepEqual(model.state?.slots.map(s => s.id), ['default']);
 });
 
-test('a kernel without slotmagic closes the comm: the hint, until it is loaded', async () => {
+test('a kernel without slotmagic closes the comm: the hint, asked again after each cell', async () => {
   const kernel = new FakeKernel();
-  const { model } = await following(kernel);
+  const { model, context } = await following(kernel);
   kernel.comms[0].kernelCloses();
   assert.equal(kind(model), 'not-loaded');
-  kernel.announce(state(['default', 'b'], 'b'));
+  context.cellDone('kernel_info_request'); // not a cell: not asked again
+  await flush();
+  assert.equal(kernel.comms.length, 1);
+  context.cellDone(); // a cell that did not load slotmagic: the hint stays throughout
+  await flush();
+  assert.equal(kind(model), 'not-loaded');
+  kernel.comms[1].kernelCloses();
+  assert.equal(kind(model), 'not-loaded');
+  context.cellDone(); // `%load_ext slotmagic`
+  await flush();
+  assert.equal(kernel.comms.length, 3);
+  kernel.comms[2].kernelSends(state(['default', 'b'], 'b'));
   assert.equal(kind(model), 'ready');
   assert.equal(model.state?.current, 'b');
+  context.cellDone(); // loaded: no more asking
+  await flush();
+  assert.equal(kernel.comms.length, 3);
 });
 
 test('no kernel, another language: hints, and no comm', async () => {
@@ -200,8 +213,6 @@ test('following another notebook lets go of the first one', async () => {
   assert.ok(a.comms[0].closed);
   b.comms[0].kernelSends(state(['b']));
   assert.deepEqual(model.state?.slots.map(s => s.id), ['b']);
-  const stray = a.announce(state(['a', 'a2'])); // the first kernel loads slotmagic again
-  assert.ok(stray.closed);
   assert.deepEqual(model.state?.slots.map(s => s.id), ['b']);
   model.follow(null);
   assert.equal(kind(model), 'no-notebook');

@@ -74,9 +74,11 @@ test('budget and workflow are read when present', () => {
   assert.equal(parseBudget({}), null);
   assert.deepEqual(parseBudget({ window: 128000, used: 3200, parts: { history: { used: 3000, limit: 80000 }, bad: 1 } }), {
     window: 128000,
+    total: null,
     used: 3200,
     parts: [{ name: 'history', part: { used: 3000, limit: 80000 } }]
   });
+  assert.equal(parseBudget({ window: 8192, total: 800, used: 250, parts: {} })?.total, 800); // a slot's own budget
   assert.equal(parseWorkflow(null), null);
   assert.equal(parseWorkflow({ next: ['a'] }), null);
   assert.deepEqual(parseWorkflow({ current: 'draft', completed: 1, total: 3, next: ['review', 5] }), {

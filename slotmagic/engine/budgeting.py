@@ -116,12 +116,16 @@ def budget_data(budget: SlotBudget) -> dict[str, Any]:
         )
         start += use.allowed
     report = budget.report
-    scale = max(budget.window, report.allowed, 1)
+    # The bar spans the slot's budget: its own (--budget) when it has one, else the model's window.
+    total = budget.budget.total
+    scale = max(total, report.allowed, 1)
     return {
         "slot": budget.slot,
         "model": budget.model,
         "window": budget.window,
         "window_known": budget.window_known,
+        "total": total,
+        "own_budget": total != budget.window,
         "scale": scale,
         "exact": budget.exact,
         "categories": categories,
@@ -141,8 +145,9 @@ def budget_data(budget: SlotBudget) -> dict[str, Any]:
 def budget_line(data: dict[str, Any]) -> str:
     about = "" if data["exact"] else "~"
     window = f"{data['window']:,}" + ("" if data["window_known"] else " (assumed)")
+    of = f"budget {data['total']:,} (window {window})" if data["own_budget"] else window
     line = (
-        f"slot {data['slot']} · {data['model']} · {about}{data['used']:,} of {window} tokens · "
+        f"slot {data['slot']} · {data['model']} · {about}{data['used']:,} of {of} tokens · "
         f"compaction past {data['threshold']:,} tokens of history and tool results "
         f"({about}{data['history_used']:,} now)"
     )

@@ -169,7 +169,7 @@ class View:
                 "excluded": "excluded: the model never sees it",
                 "beyond": "beyond what the budget can hold: the next turn folds them",
             }[gap.reason]
-            where = f"positions {gap.lo}-{gap.hi - 1}"
+            where = stored_range(gap.lo, gap.hi)
             shown.append((gap.lo, f"    … {plural(gap.count, 'stored message')} {what} ({where})"))
         lines += [text for _, text in sorted(shown, key=lambda item: item[0])]
         return "\n".join(lines)
@@ -205,6 +205,11 @@ def _entry_row(number: int, entry: ViewEntry, pinned: bool = False) -> dict[str,
     }
 
 
+def stored_range(lo: int, hi: int) -> str:
+    """Stored positions ``lo`` to ``hi - 1``, numbered from 1 as ``%slot show`` numbers them."""
+    return f"stored message {lo + 1}" if hi - lo == 1 else f"stored messages {lo + 1}-{hi}"
+
+
 def _gap_row(lo: int, hi: int, reason: str) -> dict[str, Any]:
     what = {
         "compacted": "folded into the compaction summary",
@@ -212,7 +217,7 @@ def _gap_row(lo: int, hi: int, reason: str) -> dict[str, Any]:
         "excluded": "excluded: the model never sees it",
         "beyond": "beyond what the budget can hold: the next turn folds them",
     }.get(reason, f"left out ({reason})")
-    where = f"position {lo}" if hi - lo == 1 else f"positions {lo}-{hi - 1}"
+    where = stored_range(lo, hi)
     return {
         "type": "omitted",
         "reason": reason,

@@ -94,10 +94,10 @@ class ColumnsView:
         columns = self._current()
         if self._widget is not None:
             self._widget.show(columns, self._summary)
-            if self._handle is None:
-                self._handle = display(self._widget, metadata=self.metadata, display_id=True)
-            elif final:  # the output's text and HTML forms are those of the finished columns
-                self._handle.update(self._widget, metadata=self.metadata)
+            if self._handle is None:  # the widget view, then its static form (widgets/static.py)
+                self._handle = self._widget.display_parts(self.metadata)
+            elif final:  # the static form is that of the finished columns
+                self._widget.update_static(self._handle, self.metadata)
             return
         data = {"text/plain": columns_text(columns, self._summary), "text/html": columns_html(columns, self._summary)}
         if self._handle is None:

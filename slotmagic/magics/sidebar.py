@@ -5,14 +5,14 @@ Protocol 1 — the front end's copy of these types is ``labextension/src/protoco
 **Target** ``slotmagic.sidebar``, on both sides.
 
 - ``%load_ext slotmagic`` registers the target with the kernel's comm manager
-  (``comm.get_comm_manager()``), and opens a comm to the front end's target of the same name
-  with the current state as its data, so a panel already showing learns at once that
-  slotmagic was loaded (a front end without that target closes the comm; nothing else
-  happens).
-- The front end, when it starts following a notebook (and after its kernel restarts), opens
-  a comm to the kernel's target. The kernel answers with a ``state``. Where slotmagic is not
-  loaded, ipykernel closes the comm at once (no such target): the panel then shows the
-  ``%load_ext slotmagic`` hint.
+  (``comm.get_comm_manager()``). The kernel never opens a comm itself: where no front end
+  listens (``jupyter nbconvert --execute``, papermill) that would only log "No handler found
+  for comm target".
+- The front end opens a comm to the kernel's target when it starts following a notebook,
+  after its kernel restarts, and, while slotmagic is not loaded, after each cell the kernel
+  ran (so a panel already showing learns at once that ``%load_ext slotmagic`` ran). The kernel
+  answers with a ``state``. Where slotmagic is not loaded, ipykernel closes the comm at once
+  (no such target): the panel then shows the ``%load_ext slotmagic`` hint.
 - Unloading the extension unregisters the target and closes every comm: the panel shows the
   hint again.
 
@@ -31,7 +31,7 @@ before its children. ``budget`` is None until later work fills it; ``workflow`` 
 session's active workflow (None when none is active). The panel renders them when present.
 Their shapes (the panel ignores what it does not know)::
 
-    budget:   {"window": int, "used": int,
+    budget:   {"window": int, "total": int, "used": int,  # total: the slot's own budget, else window
                "parts": {name: {"used": int, "limit": int}}}  # system, history, tools, ...
     workflow: {"name": str, "current": str | None, "completed": int, "total": int,
                "next": [str]}
@@ -87,13 +87,11 @@ class Sidebar:
         self,
         session: Callable[[], Session],
         manager: Any,
-        create_comm: Callable[..., Any] | None = None,
         on_action: Callable[[], None] | None = None,
     ) -> None:
         self._session = session
         self._on_action = on_action  # told after each action carried out (the live widgets)
         self._manager = manager
-        self._create_comm = create_comm
         self._comms: list[Any] = []
         self._cache = LastUserCache()
         self._last: dict[str, Any] | None = None  # the last message sent to every comm
@@ -101,13 +99,8 @@ class Sidebar:
     # -- life ------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Register the kernel's target and tell an open panel that slotmagic is loaded."""
+        """Register the kernel's target: a panel opens a comm to it after this cell."""
         self._manager.register_target(TARGET, self._on_open)
-        if self._create_comm is not None:
-            state = self._message()
-            comm = self._create_comm(target_name=TARGET, data=state)
-            self._watch(comm)
-            self._last = state
 
     def close(self) -> None:
         with suppress(KeyError, ValueError):
@@ -230,7 +223,7 @@ def attach_sidebar(
         import comm
     except ImportError:
         return None
-    sidebar = Sidebar(session, comm.get_comm_manager(), comm.create_comm, on_action)
+    sidebar = Sidebar(session, comm.get_comm_manager(), on_action)
     try:
         sidebar.start()
     except Exception as exc:  # the panel is a convenience: it never stops %load_ext

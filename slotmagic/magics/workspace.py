@@ -18,6 +18,7 @@ from .options import SlotMagicOptions
 
 # Where frontends tell the kernel which notebook it runs: jupyter_server sets
 # JPY_SESSION_NAME and ipykernel copies it to ``__session__``; VS Code sets its own name.
+# Headless runners tell nothing: see runner_notebook.
 _NOTEBOOK_VARIABLES = ("__session__", "__vsc_ipynb_file__")
 _KERNEL_SESSION = "_slotmagic_session_id"
 
@@ -28,6 +29,38 @@ def notebook_path(user_ns: Mapping[str, Any], environ: Mapping[str, str] = os.en
         if isinstance(value, str) and value:
             return value
     return environ.get("JPY_SESSION_NAME") or None
+
+
+def runner_notebook(environ: Mapping[str, str] = os.environ, cwd: str | None = None) -> str | None:
+    """The notebook a headless runner executes, for runners that tell the kernel nothing of it
+    (``jupyter nbconvert --execute``, ``pytest --nbval``): jupyter_client names the process that
+    started the kernel in ``JPY_PARENT_PID``; where its command line (Linux's ``/proc``) names
+    exactly one notebook file in the kernel's folder, that is the one. Else None (an output
+    named by ``--output`` is not the notebook run)."""
+    pid = environ.get("JPY_PARENT_PID", "")
+    if not pid.isdigit():
+        return None
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        parent_cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:  # not Linux, or the process is gone
+        return None
+    here = Path(cwd or os.getcwd()).resolve()
+    found: list[Path] = []
+    skip = False
+    for arg in argv[1:]:
+        if skip:
+            skip = False
+            continue
+        if arg in ("--output", "--output-dir"):
+            skip = True
+            continue
+        if arg.startswith("--output") or not arg.endswith(".ipynb"):
+            continue
+        path = (parent_cwd / arg.split("=", 1)[-1]).resolve()
+        if path.parent == here and path.is_file() and path not in found:
+            found.append(path)
+    return found[0].name if len(found) == 1 else None
 
 
 def session_id_for(path: str, cwd: str | None = None) -> str:
@@ -46,7 +79,7 @@ class Workspace:
     """The open store and session of one kernel."""
 
     def __init__(self, shell: Any) -> None:
-        path = notebook_path(shell.user_ns)
+        path = notebook_path(shell.user_ns) or runner_notebook()
         if path:
             self.auto_session_id = session_id_for(path)
         else:

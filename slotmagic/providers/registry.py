@@ -10,7 +10,7 @@ they make an :class:`~.endpoint.Endpoint`. Everything else is derived from the r
   not because a list elsewhere names it;
 - :func:`parse_model`, :func:`resolve_provider`, :func:`resolve_endpoint`, ``KNOWN_PROVIDERS``;
 - the ``%config SlotMagic`` traits of the non-secret settings (:mod:`slotmagic.magics.options`);
-- the settings table in the docs (:meth:`Registry.settings_table`; a test keeps the README's
+- the settings table in the docs (:meth:`Registry.settings_table`; a test keeps the docs'
   copy equal to it).
 
 Adding a provider is adding one :class:`ProviderSpec` to :data:`REGISTRY` (and, for type
@@ -209,7 +209,7 @@ class Registry:
     # -- docs ----------------------------------------------------------------------------------
 
     def settings_table(self) -> str:
-        """The provider settings as a Markdown table (the README holds a copy of it)."""
+        """The provider settings as a Markdown table (docs/guide/providers.md holds a copy of it)."""
         rows = [("setting", "environment variable", "default")]
         rows += [(f"`{s.name}`", f"`{s.env}`", s.default) for s in self.settings()]
         widths = [max(len(row[i]) for row in rows) for i in range(3)]

@@ -17,11 +17,11 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anywidget
 from traitlets import Dict, Unicode
 
 from ..errors import SlotMagicError
 from .live import LiveWidgets, live_widgets
+from .static import StaticForms
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -45,7 +45,7 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class SessionWidget(anywidget.AnyWidget):
+class SessionWidget(StaticForms):
     """A widget that shows part of a session and follows it.
 
     ``session`` is a :class:`~slotmagic.Session` or a function returning the session to read
@@ -55,7 +55,10 @@ class SessionWidget(anywidget.AnyWidget):
     """
 
     error = Unicode("", help="one line: why the session could not be read at the last refresh").tag(sync=True)
-    status = Dict(help="the answer to the last action: kind (ok, error), text, error, action, seq").tag(sync=True)
+    status = Dict(
+        help="the answer to the last action: kind (ok, error), text, error, action, seq, and the current slot "
+        "it left (current)"
+    ).tag(sync=True)
 
     def __init__(self, session: Session | SessionSource, *, live: LiveWidgets | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -93,6 +96,10 @@ class SessionWidget(anywidget.AnyWidget):
         """The text form (``text/plain`` of the output): what ``%slot`` prints without widgets."""
         return self._text
 
+    def to_html(self) -> str:
+        """The HTML form (``text/html`` of the output's static part)."""
+        return self._html
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         found = super()._repr_mimebundle_(**kwargs)
         data, metadata = found if isinstance(found, tuple) else (found, {})
@@ -125,7 +132,9 @@ class SessionWidget(anywidget.AnyWidget):
             text = getattr(exc, "widget_text", None) or one_line(exc)  # a widget may say it better
             self.status = {**answer, "kind": "error", "text": text, "error": type(exc).__name__}
             return
-        self.status = {**answer, "kind": "ok", "text": text}
+        # the current slot the action left: once another changes it, the line is stale
+        current = getattr(self._source(), "current_slot", None)
+        self.status = {**answer, "kind": "ok", "text": text, "current": current}
         if self._live is not None:
             self._live.changed()
         else:

@@ -1,6 +1,7 @@
-// The budget widget's view: one bar for the model's window, a region per category (its
-// allowance) filled by what the next request uses, the compaction threshold marked; hover
-// a region for its numbers. All numbers and texts come from the model (engine/budgeting.py: budget_data).
+// The budget widget's view: one bar for the slot's budget (its own when it has one, else the
+// model's window), a region per category (its allowance) filled by what the next request uses,
+// the compaction threshold marked; hover a region for its numbers. The scale's labels never
+// overlap: the threshold's moves to a line of its own where it would touch another. All numbers and texts come from the model (engine/budgeting.py: budget_data).
 
 function h(tag, className, text) {
   const node = document.createElement(tag);
@@ -36,7 +37,14 @@ function render({ model, el }) {
     const head = h("div", "sm-head");
     head.append(
       h("span", "sm-title", `Budget of ${b.slot}`),
-      h("span", "sm-sub", `${b.model} · ${about}${num(b.used)} of ${num(b.window)} tokens${b.window_known ? "" : " (window assumed)"}${b.exact ? "" : " · estimated"}`),
+      h(
+        "span",
+        "sm-sub",
+        `${b.model} · ${about}${num(b.used)} of ${num(b.total)} tokens` +
+          (b.own_budget ? ` (the slot's own budget; window ${num(b.window)})` : "") +
+          (b.window_known ? "" : " (window assumed)") +
+          (b.exact ? "" : " · estimated"),
+      ),
     );
     root.append(head);
 
@@ -69,8 +77,26 @@ function render({ model, el }) {
     const scale = h("div", "sm-scale");
     const label = h("span", "sm-threshold-label", `compaction at ${num(b.threshold)}`);
     label.style.left = pct(b.threshold_at, b.scale);
-    scale.append(h("span", "sm-zero", "0"), label, h("span", "sm-end", num(b.window)));
+    const zero = h("span", "sm-zero", "0");
+    const end = h("span", "sm-end", num(b.total));
+    scale.append(zero, label, end);
     root.append(track, scale);
+    placeLabel = () => {
+      scale.classList.remove("sm-two-lines");
+      label.style.left = pct(b.threshold_at, b.scale);
+      const a = label.getBoundingClientRect();
+      if (!a.width) return; // not laid out yet: the observer calls again
+      const touches = (other) => {
+        const o = other.getBoundingClientRect();
+        return a.left < o.right + 4 && o.left < a.right + 4;
+      };
+      if (!touches(zero) && !touches(end)) return;
+      scale.classList.add("sm-two-lines"); // centred under the marker, inside the bar's width
+      const width = scale.getBoundingClientRect().width;
+      const x = (Math.min(b.threshold_at, b.scale) / (b.scale || 1)) * width;
+      label.style.left = `${Math.max(0, Math.min(width - a.width, x - a.width / 2))}px`;
+    };
+    placeLabel();
 
     const legend = h("div", "sm-legend");
     for (const c of b.categories) {
@@ -94,9 +120,13 @@ function render({ model, el }) {
     root.append(message, tip);
   }
 
+  let placeLabel = () => {};
+  const observer = new ResizeObserver(() => placeLabel());
+  observer.observe(root);
   model.on("change:budget", draw);
   model.on("change:error", draw);
   draw();
+  return () => observer.disconnect();
 }
 
-export default { render };
+export default { render: live(render) };

@@ -22,7 +22,7 @@ class SlotBudgetWidget(SlotViewWidget):
     model's window, with the compaction threshold marked. ``budget`` is
     :func:`slotmagic.engine.budgeting.budget_data` of :meth:`Session.budget`."""
 
-    _esm = asset("budget.js")
+    _esm = asset("static.js", "budget.js")
     _css = asset("common.css", "budget.css")
 
     budget = Dict().tag(sync=True)

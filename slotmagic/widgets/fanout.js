@@ -68,4 +68,4 @@ function render({ model, el }) {
   model.on("change:summary", draw);
 }
 
-export default { render };
+export default { render: live(render) };

@@ -11,19 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import anywidget
 from traitlets import Dict, List, Unicode
 
 from ..columns import columns_html, columns_text
 from .base import asset
+from .static import StaticForms
 
 __all__ = ["FanOutWidget"]
 
 
-class FanOutWidget(anywidget.AnyWidget):
+class FanOutWidget(StaticForms):
     """``columns`` as :func:`slotmagic.columns.column_data` makes them, and the summary line."""
 
-    _esm = asset("fanout.js")
+    _esm = asset("static.js", "fanout.js")
     _css = asset("common.css", "fanout.css")
 
     columns = List(
@@ -40,10 +40,13 @@ class FanOutWidget(anywidget.AnyWidget):
     def to_text(self) -> str:
         return columns_text(self.columns, self.summary)
 
+    def to_html(self) -> str:
+        return columns_html(self.columns, self.summary)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         found = super()._repr_mimebundle_(**kwargs)
         data, metadata = found if isinstance(found, tuple) else (found, {})
         if data is None:
             return None
-        data = {**data, "text/plain": self.to_text(), "text/html": columns_html(self.columns, self.summary)}
+        data = {**data, "text/plain": self.to_text(), "text/html": self.to_html()}
         return data, metadata

@@ -92,4 +92,4 @@ function render({ model, el }) {
   draw();
 }
 
-export default { render };
+export default { render: live(render) };

@@ -21,7 +21,7 @@ class SlotPreviewWidget(SlotViewWidget):
     """The view of ``slot`` (None: whichever slot is current) as :meth:`Session.preview` gives
     it. ``view`` is :func:`slotmagic.engine.view.view_data` plus a ``summary`` line."""
 
-    _esm = asset("preview.js")
+    _esm = asset("static.js", "preview.js")
     _css = asset("common.css", "preview.css")
 
     view = Dict().tag(sync=True)

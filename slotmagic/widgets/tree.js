@@ -8,8 +8,18 @@ function h(tag, className, text) {
   return node;
 }
 
+// Buttons carry JupyterLab's own classes (dialog buttons; minimal toolbar buttons), so they look
+// as JupyterLab's do; common.css styles them where JupyterLab's style sheets are absent.
+const LAB_BUTTON = {
+  "sm-primary": "jp-mod-styled jp-mod-accept",
+  "sm-danger": "jp-mod-styled jp-mod-warn",
+  "sm-cancel": "jp-mod-styled jp-mod-reject",
+  "sm-minimal": "jp-Button jp-mod-minimal",
+};
+
 function button(label, className, onClick) {
-  const b = h("button", "sm-button " + (className || ""), label);
+  const lab = LAB_BUTTON[className] || "";
+  const b = h("button", `sm-button ${className || ""} ${lab}`.trim(), label);
   b.type = "button";
   b.addEventListener("click", (event) => {
     event.stopPropagation();
@@ -38,10 +48,16 @@ function render({ model, el }) {
   const rows = h("div", "sm-tree-rows");
   rows.setAttribute("role", "tree");
   const message = h("div", "sm-message");
-  const menu = h("div", "sm-menu");
+  // The menu is JupyterLab's (Lumino's classes), laid on the page rather than in the output, which
+  // clips what overflows it; it opens where it fits inside the window.
+  const menu = h("div", "lm-Menu sm-menu");
   menu.setAttribute("role", "menu");
+  menu.tabIndex = -1;
   menu.hidden = true;
-  root.append(head, rows, message, menu);
+  const menuItems = h("ul", "lm-Menu-content");
+  menu.append(menuItems);
+  document.body.append(menu);
+  root.append(head, rows, message);
   el.append(root);
 
   let form = null; // {kind: "derive" | "rename" | "delete" | "force", slot, text?}
@@ -63,9 +79,8 @@ function render({ model, el }) {
     if (nodes.some((n) => n.children.length)) {
       const tools = h("span", "sm-tools");
       tools.append(
-        button("Expand all", "sm-expand", () => setCollapsed([])),
-        " ",
-        button("Collapse all", "sm-collapse", () =>
+        button("Expand all", "sm-minimal", () => setCollapsed([])),
+        button("Collapse all", "sm-minimal", () =>
           setCollapsed(nodes.filter((n) => n.children.length && n.depth >= 0).map((n) => n.id)),
         ),
       );
@@ -127,9 +142,11 @@ function render({ model, el }) {
     if (node.mode !== "full") cells.append(h("span", "sm-badge sm-mode", node.mode));
     if (node.source === "static") cells.append(h("span", "sm-badge sm-static", "static"));
     if (node.parent !== null) {
-      const fork = h("span", "sm-fork", node.fork_at);
+      // Said in words: the icon alone (with a bare number) meant nothing until hovered.
+      const fork = h("span", "sm-fork", `forked at ${node.fork_at}`);
       fork.prepend(branchIcon());
       fork.title = `forked from ${node.parent} after ${node.fork_at} message${node.fork_at === 1 ? "" : "s"}`;
+      fork.setAttribute("aria-label", fork.title);
       cells.append(fork);
     }
     cells.append(h("span", "sm-counts", `${node.messages} msg · ${node.tokens.toLocaleString("en-US")} tok`));
@@ -174,23 +191,43 @@ function render({ model, el }) {
       items.push(["Rename…", () => openForm({ kind: "rename", slot: node.id })]);
       items.push(["Delete…", () => openForm({ kind: "delete", slot: node.id })]);
     }
-    menu.replaceChildren();
+    menuItems.replaceChildren();
     for (const [label, act] of items) {
-      const item = h("button", "sm-menu-item", label);
-      item.type = "button";
+      const item = h("li", "lm-Menu-item sm-menu-item");
       item.setAttribute("role", "menuitem");
-      item.addEventListener("click", (event) => {
+      item.tabIndex = -1;
+      item.dataset.label = label;
+      item.append(h("div", "lm-Menu-itemIcon"), h("div", "lm-Menu-itemLabel", label), h("div", "lm-Menu-itemShortcut"));
+      const choose = (event) => {
         event.stopPropagation();
         closeMenu();
         act();
+      };
+      item.addEventListener("click", choose);
+      item.addEventListener("keydown", (event) => {
+        if (event.key === "Enter" || event.key === " ") choose(event);
       });
-      menu.append(item);
+      item.addEventListener("mouseenter", () => item.focus());
+      item.addEventListener("focus", () => {
+        for (const other of menuItems.children) other.classList.toggle("lm-mod-active", other === item);
+      });
+      menuItems.append(item);
     }
-    const box = root.getBoundingClientRect();
-    menu.style.left = `${Math.max(0, x - box.left)}px`;
-    menu.style.top = `${Math.max(0, y - box.top)}px`;
     menu.hidden = false;
-    menu.querySelector("button").focus();
+    // Inside the window: left or above the pointer when there is no room right of or below it.
+    const size = menu.getBoundingClientRect();
+    const room = { w: document.documentElement.clientWidth, h: document.documentElement.clientHeight };
+    const left = x + size.width <= room.w ? x : Math.max(0, Math.min(x, room.w) - size.width);
+    const top = y + size.height <= room.h ? y : Math.max(0, Math.min(y, room.h) - size.height);
+    menu.style.left = `${left}px`;
+    menu.style.top = `${top}px`;
+    menuItems.firstChild.focus();
+  }
+
+  function moveFocus(step) {
+    const items = [...menuItems.children];
+    const at = items.indexOf(document.activeElement);
+    items[(at + step + items.length) % items.length].focus();
   }
 
   function closeMenu() {
@@ -226,7 +263,7 @@ function render({ model, el }) {
           h("span", "sm-text", label),
           input,
           button(form.kind === "derive" ? "Derive" : "Rename", "sm-primary", submit),
-          button("Cancel", "", () => openForm(null)),
+          button("Cancel", "sm-cancel", () => openForm(null)),
         );
         setTimeout(() => input.focus(), 0);
       } else {
@@ -241,18 +278,20 @@ function render({ model, el }) {
             form = null;
             drawMessage();
           }),
-          button("Cancel", "", () => openForm(null)),
+          button("Cancel", "sm-cancel", () => openForm(null)),
         );
       }
       return;
     }
     const error = model.get("error");
     const status = model.get("status") || {};
-    const text = error || (status.seq === shownStatus ? status.text : "");
+    // "switched to slot x" no longer holds once the sidebar or a cell made another slot current
+    const stale = status.current !== undefined && status.current !== model.get("current");
+    const text = error || (status.seq === shownStatus && !stale ? status.text : "");
     if (!text) return;
     if (error || status.kind === "error") message.classList.add("sm-error");
     message.append(h("span", "sm-text", text));
-    if (!error) message.append(button("×", "sm-dismiss", () => {
+    if (!error) message.append(button("×", "sm-minimal", () => {
       shownStatus = -1;
       drawMessage();
     }));
@@ -277,8 +316,15 @@ function render({ model, el }) {
     if (!menu.contains(event.target)) closeMenu();
   };
   const onKey = (event) => {
+    if (menu.hidden) return;
     if (event.key === "Escape") closeMenu();
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      moveFocus(event.key === "ArrowDown" ? 1 : -1);
+    }
   };
+  window.addEventListener("blur", closeMenu);
+  window.addEventListener("resize", closeMenu);
   document.addEventListener("click", onDocument, true);
   document.addEventListener("keydown", onKey);
   model.on("change:nodes", all);
@@ -291,7 +337,10 @@ function render({ model, el }) {
   return () => {
     document.removeEventListener("click", onDocument, true);
     document.removeEventListener("keydown", onKey);
+    window.removeEventListener("blur", closeMenu);
+    window.removeEventListener("resize", closeMenu);
+    menu.remove();
   };
 }
 
-export default { render };
+export default { render: live(render) };

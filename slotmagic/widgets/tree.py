@@ -26,7 +26,7 @@ class SlotTreeWidget(SessionWidget):
     """The slot tree (:meth:`Session.tree`) as a widget: ``nodes`` in tree order, the current
     slot, and which subtrees the user collapsed."""
 
-    _esm = asset("tree.js")
+    _esm = asset("static.js", "tree.js")
     _css = asset("common.css", "tree.css")
 
     session_id = Unicode().tag(sync=True)

@@ -5,12 +5,14 @@
 const SVG = "http://www.w3.org/2000/svg";
 const W = 136; // node box
 const H = 58;
-const GAP_X = 56; // between layers; wider when edges have labels
-const GAP_X_LABELS = 84;
+const GAP_X = 56; // between layers; wider when edges have labels, to hold the longest
+const GAP_X_MAX = 150;
+const CHAR = 7; // px per character of an edge label, a little more than the UI font's widest average
 const GAP_Y = 20;
 const PAD = 14;
 const BACK = 40; // room above or below the nodes for edges that go back
-const LABEL = 16; // characters of an edge label shown (all of it on hover)
+// An edge's label sits in the gap right after the layer the edge leaves, centred, never wider
+// than the gap: it cannot reach a node. A longer label is cut (all of it on hover).
 
 function h(tag, className, text) {
   const node = document.createElement(tag);
@@ -41,10 +43,54 @@ function branchIcon() {
   return svg;
 }
 
+// A graph wider than its output scrolls sideways under a scrollbar of its own, always drawn
+// while there is more to see: the browser's may be hidden until used (overlay scrollbars) or
+// not drawn at all (headless). Drag the thumb, click the track, or scroll the graph itself.
+function scrollbar(canvas, observers) {
+  const track = h("div", "sm-hscroll");
+  const thumb = h("div", "sm-hscroll-thumb");
+  track.append(thumb);
+  track.setAttribute("aria-hidden", "true"); // the graph scrolls by keyboard and wheel too
+  const update = () => {
+    const { scrollWidth, clientWidth, scrollLeft } = canvas;
+    track.hidden = scrollWidth <= clientWidth + 1;
+    if (track.hidden) return;
+    const width = track.clientWidth;
+    const size = Math.max(24, (width * clientWidth) / scrollWidth);
+    thumb.style.width = `${size}px`;
+    thumb.style.left = `${((width - size) * scrollLeft) / (scrollWidth - clientWidth)}px`;
+  };
+  canvas.addEventListener("scroll", update);
+  thumb.addEventListener("pointerdown", (event) => {
+    event.preventDefault();
+    thumb.setPointerCapture(event.pointerId);
+    const start = { x: event.clientX, left: canvas.scrollLeft };
+    const ratio = (canvas.scrollWidth - canvas.clientWidth) / Math.max(1, track.clientWidth - thumb.offsetWidth);
+    const move = (e) => (canvas.scrollLeft = start.left + (e.clientX - start.x) * ratio);
+    const stop = () => {
+      thumb.removeEventListener("pointermove", move);
+      thumb.removeEventListener("pointerup", stop);
+    };
+    thumb.addEventListener("pointermove", move);
+    thumb.addEventListener("pointerup", stop);
+  });
+  track.addEventListener("pointerdown", (event) => {
+    if (event.target !== track) return;
+    const left = event.clientX < thumb.getBoundingClientRect().left;
+    canvas.scrollBy({ left: (left ? -1 : 1) * canvas.clientWidth * 0.9 });
+  });
+  const observer = new ResizeObserver(update);
+  observer.observe(canvas);
+  observers.push(observer);
+  requestAnimationFrame(update);
+  return track;
+}
+
 function render({ model, el }) {
   const id = `sm-arrow-${++instances}-${Math.random().toString(36).slice(2, 8)}`;
   const root = h("div", "sm-widget sm-workflow");
   el.append(root);
+  const observers = []; // this view's, disconnected at each draw and when the view goes
 
   function draw() {
     const graph = model.get("graph");
@@ -53,6 +99,7 @@ function render({ model, el }) {
     const error = model.get("error");
     const status = model.get("status") || {};
     root.replaceChildren();
+    for (const observer of observers.splice(0)) observer.disconnect();
     if (!graph || !graph.nodes || !layout || !layout.layers) return;
     const done = graph.nodes.filter((n) => n.status === "done").length;
     const head = h("div", "sm-head");
@@ -64,7 +111,9 @@ function render({ model, el }) {
 
     const layers = layout.layers;
     const rows = Math.max(1, ...layers.map((l) => l.length));
-    const gapX = graph.edges.some((e) => e.label) ? GAP_X_LABELS : GAP_X;
+    const longest = Math.max(0, ...graph.edges.map((e) => (e.label ? e.label.length : 0)));
+    const gapX = Math.max(GAP_X, Math.min(GAP_X_MAX, longest * CHAR + 16));
+    const fits = Math.floor((gapX - 12) / CHAR); // characters of a label the gap holds
     // a back edge goes over the top from a node in the upper half of its layer, else under
     const over = (edge) => edge.points[0][1] <= (layers[edge.points[0][0]].length - 1) / 2;
     const top = layout.edges.some((e) => e.back && over(e)) ? BACK : 0;
@@ -114,8 +163,8 @@ function render({ model, el }) {
           const dx = (pts[i].x - pts[i - 1].x) / 2;
           d += ` C${pts[i - 1].x + dx},${pts[i - 1].y} ${pts[i].x - dx},${pts[i].y} ${pts[i].x},${pts[i].y}`;
         }
-        const k = Math.floor((pts.length - 1) / 2);
-        mid = { x: (pts[k].x + pts[k + 1].x) / 2, y: (pts[k].y + pts[k + 1].y) / 2 - 5 };
+        // the first stretch crosses the gap after the layer the edge leaves: its middle
+        mid = { x: points[0].x + W + gapX / 2, y: (pts[0].y + pts[1].y) / 2 - 5 };
       }
       const path = s("path", { d, class: "sm-edge" + (edge.back ? " sm-back" : ""), "marker-end": `url(#${id})` });
       path.dataset.from = data.from;
@@ -124,8 +173,8 @@ function render({ model, el }) {
       if (data.label) {
         const label = s("text", { x: mid.x, y: mid.y, class: "sm-edge-label", "text-anchor": "middle" });
         label.textContent = data.label;
-        if (data.label.length > LABEL) {
-          label.textContent = data.label.slice(0, LABEL - 1) + "…";
+        if (data.label.length > fits) {
+          label.textContent = data.label.slice(0, fits - 1) + "…";
           const full = s("title"); // all of it on hover
           full.textContent = data.label;
           label.append(full);
@@ -168,7 +217,7 @@ function render({ model, el }) {
       stage.append(box);
     }
     canvas.append(stage);
-    root.append(canvas);
+    root.append(canvas, scrollbar(canvas, observers));
 
     const message = h("div", "sm-message");
     const text = error || (status.kind === "error" ? status.text : "");
@@ -185,6 +234,9 @@ function render({ model, el }) {
   model.on("change:error", draw);
   model.on("change:status", draw);
   draw();
+  return () => {
+    for (const observer of observers.splice(0)) observer.disconnect();
+  };
 }
 
-export default { render };
+export default { render: live(render) };

@@ -104,7 +104,7 @@ class WorkflowWidget(SessionWidget):
     """A workflow's DAG. ``graph`` is a graph dict, or a function returning the current one
     (then the widget follows the workflow after every cell, as it follows the current slot)."""
 
-    _esm = asset("workflow.js")
+    _esm = asset("static.js", "workflow.js")
     _css = asset("common.css", "workflow.css")
 
     graph = Dict().tag(sync=True)

@@ -20,6 +20,7 @@ ROW = f"{TREE} .sm-tree-row"
 BUDGET = ".sm-budget"
 PREVIEW = ".sm-preview"
 WORKFLOW = ".sm-workflow"
+MENU = ".sm-menu:not([hidden])"  # the open one: each tree has its own, on the page
 XSS = '<img src=x onerror="window.__pwned = 1"> and <script>window.__pwned = 2</script>'
 
 GRAPH = {
@@ -102,7 +103,7 @@ def test_widgets_render_follow_the_kernel_and_act_on_it(lab: Any, page: Any, art
     assert levels == ["1", "2", "3", "2", "3"]
     short = page.locator(f"{ROW}[data-slot-id='short']")
     assert short.locator(".sm-mode").inner_text() == "focused"
-    assert short.locator(".sm-fork").inner_text() == "2"
+    assert short.locator(".sm-fork").inner_text() == "forked at 2"
     assert short.locator(".sm-fork").get_attribute("title") == "forked from court after 2 messages"
     assert page.locator(f"{ROW}[data-slot-id='default'] .sm-counts").inner_text().startswith("2 msg · ")
     page.locator(TREE).screenshot(path=str(artifacts / "1-tree.png"))
@@ -169,14 +170,14 @@ def test_widgets_render_follow_the_kernel_and_act_on_it(lab: Any, page: Any, art
 
     # the tree's menu: derive (asks a name), rename, delete (confirmed; again for lost turns)
     page.locator(f"{ROW}[data-slot-id='court']").click(button="right")
-    page.locator(f"{TREE} .sm-menu-item:has-text('Derive…')").click()
+    page.locator(f"{MENU} .sm-menu-item:has-text('Derive…')").click()
     page.locator(f"{TREE} .sm-message input").fill("appeal")
     page.locator(f"{TREE} .sm-message .sm-button:has-text('Derive')").click()
     current_row(page, "appeal")
     assert rows(page) == ["default", "court", "appeal", "short", "letter", "firm"]  # siblings by fork, then id
     page.locator(f"{ROW}[data-slot-id='appeal']").hover()  # shows its ⋯ button
     page.locator(f"{ROW}[data-slot-id='appeal'] .sm-more").click()
-    page.locator(f"{TREE} .sm-menu-item:has-text('Rename…')").click()
+    page.locator(f"{MENU} .sm-menu-item:has-text('Rename…')").click()
     page.locator(f"{TREE} .sm-message input").fill("appeal-2")
     page.keyboard.press("Enter")
     page.locator(f"{ROW}[data-slot-id='appeal-2']").wait_for()
@@ -186,7 +187,7 @@ def test_widgets_render_follow_the_kernel_and_act_on_it(lab: Any, page: Any, art
         "?.textContent.startsWith('4 msg')"
     )
     page.locator(f"{ROW}[data-slot-id='appeal-2']").click(button="right")
-    page.locator(f"{TREE} .sm-menu-item:has-text('Delete…')").click()
+    page.locator(f"{MENU} .sm-menu-item:has-text('Delete…')").click()
     assert "Delete slot appeal-2?" in page.locator(f"{TREE} .sm-message").inner_text()
     page.locator(f"{TREE} .sm-message .sm-danger").click()
     page.locator(f"{TREE} .sm-message .sm-danger:has-text('Delete anyway')").wait_for()
