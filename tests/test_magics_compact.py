@@ -59,14 +59,13 @@ def test_the_summary_editor_applies_the_edited_text(ip: Any) -> None:
     s = session(ip)
     draft = s.compact(keep=2, preview=True)
     editor = SummaryEditor(s, "default", draft)
-    editor.text.value = "The user asked four questions; the deposit is the point."
-    editor._apply()
-    assert s.compactions()[-1].text == editor.text.value and editor.apply.disabled
-    assert "applied: compacted 6 messages" in editor.status.value
-    editor._apply()  # applied already: a line in the widget, no exception
-    assert "no summary was previewed" in editor.status.value
-    bundle, _ = editor._repr_mimebundle_()
-    assert draft.text in bundle["text/plain"]
+    assert editor.text == draft.text and "to replace messages 1-6" in editor.heading
+    editor._on_front_message(editor, {"type": "apply", "text": "The user asked four questions."}, [])
+    assert s.compactions()[-1].text == "The user asked four questions." and editor.applied
+    assert editor.status.startswith("applied: compacted 6 messages") and not editor.failed
+    editor.apply()  # applied already: a line in the widget, no exception
+    assert "no summary was previewed" in editor.status and editor.failed
+    assert draft.text in editor.static_bundle()["text/plain"]
 
 
 def test_compact_refusals_are_one_line(ip: Any) -> None:

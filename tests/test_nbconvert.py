@@ -36,6 +36,7 @@ STATIC_FORMS = {
         "slot lease-review · echo",
         "slot lease-review · echo",
         "slot lease-review (full) would send",
+        "summary previewed for slot lease-review",
         "slot follow-up (full) would send",
     ],
     "04-tools-and-namespace": ["slot default (full) would send"],

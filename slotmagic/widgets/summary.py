@@ -1,8 +1,8 @@
 """``%slot compact --edit``: a previewed summary in a text box, applied when the user says so.
 
-Plain ipywidgets (a text area, a button, a line of status): the edited text goes to
-``session.compact(slot, apply=True, summary=text)``, which checks that the slot is still the
-history the summary was made for. Its output carries the draft as text for front ends
+The edited text goes to ``session.compact(slot, apply=True, summary=text)``, which checks that
+the slot is still the history the summary was made for; the answer (what was applied, or why
+not, in one line) shows beside the button. Its static form is the draft as text, for front ends
 without widgets (nbconvert, GitHub).
 """
 
@@ -11,9 +11,11 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-import ipywidgets  # type: ignore[import-untyped]
+from traitlets import Bool, Unicode
 
 from ..errors import SlotMagicError
+from .base import asset
+from .static import StaticForms
 
 if TYPE_CHECKING:
     from ..core.compaction import Compaction
@@ -22,40 +24,45 @@ if TYPE_CHECKING:
 __all__ = ["SummaryEditor"]
 
 
-class SummaryEditor(ipywidgets.VBox):  # type: ignore[misc]
+class SummaryEditor(StaticForms):
     """Edit the summary previewed for ``slot``, then apply it."""
 
+    _esm = asset("static.js", "summary.js")
+    _css = asset("common.css", "summary.css")
+
+    heading = Unicode(help="what the summary is for").tag(sync=True)
+    text = Unicode(help="the summary as previewed, then as edited").tag(sync=True)
+    status = Unicode(help="one line: what was applied, or why not").tag(sync=True)
+    failed = Bool(False, help="the last status is a refusal").tag(sync=True)
+    applied = Bool(False, help="the summary was applied: nothing more to edit").tag(sync=True)
+
     def __init__(self, session: Session, slot: str, draft: Compaction) -> None:
+        lo, hi = draft.upto - draft.replaced + 1, draft.upto
+        heading = f"The summary previewed for slot {slot}, to replace messages {lo}-{hi}: edit it, then apply"
+        super().__init__(heading=heading, text=draft.text)
         self.session = session
         self.slot = slot
         self.draft = draft
-        lo, hi = draft.upto - draft.replaced + 1, draft.upto
-        self.head = ipywidgets.HTML(
-            html.escape(f"The summary previewed for slot {slot}, to replace messages {lo}-{hi}: edit it, then apply")
-        )
-        self.text = ipywidgets.Textarea(
-            value=draft.text, layout=ipywidgets.Layout(width="100%", height="10em"), description=""
-        )
-        self.apply = ipywidgets.Button(description="Apply summary", button_style="primary", icon="check")
-        self.status = ipywidgets.HTML("")
-        self.apply.on_click(self._apply)
-        super().__init__([self.head, self.text, ipywidgets.HBox([self.apply, self.status])])
+        self.on_msg(self._on_front_message)
 
-    def _apply(self, _button: Any = None) -> None:
+    def apply(self, text: str | None = None) -> None:
+        """Apply ``text`` (the box's, by default) in place of the previewed summary."""
         try:
-            made = self.session.compact(self.slot, apply=True, summary=self.text.value)
+            made = self.session.compact(self.slot, apply=True, summary=self.text if text is None else text)
         except SlotMagicError as exc:
-            self.status.value = f'<span style="color:var(--jp-error-color1)">{html.escape(str(exc))}</span>'
+            self.status, self.failed = str(exc), True
             return
-        self.apply.disabled = self.text.disabled = True
-        self.status.value = html.escape(f"applied: {made.describe()}")
+        self.status, self.failed, self.applied = f"applied: {made.describe()}", False, True
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        found = super()._repr_mimebundle_(**kwargs)
-        data, metadata = found if isinstance(found, tuple) else (found, {})
-        if data is None:
-            return None
-        text = (
+    def _on_front_message(self, widget: Any, content: Any, buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "apply" and isinstance(content.get("text"), str):
+            self.text = content["text"]
+            self.apply()
+
+    def to_text(self) -> str:
+        return (
             f"summary previewed for slot {self.slot} (%slot compact --apply {self.slot} applies it):\n{self.draft.text}"
         )
-        return {**data, "text/plain": text, "text/html": f"<pre>{html.escape(text)}</pre>"}, metadata
+
+    def to_html(self) -> str:
+        return f"<pre>{html.escape(self.to_text())}</pre>"
