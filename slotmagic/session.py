@@ -112,6 +112,7 @@ class Session:
         self._explorer = Explorer(store, session_id, self._engine)
         self.context_updates = False  # offer the model the tools that change a working context
         self._max_concurrency = MAX_CONCURRENCY  # a fan-out's requests in flight at once
+        self._tree: tuple[tuple[int, str], SlotTree] | None = None  # (store generation, model), tree
         store.ensure_session(session_id)
 
     @classmethod
@@ -253,8 +254,14 @@ class Session:
     def tree(self, cache: LastUserCache | None = None) -> SlotTree:
         """The slots as a tree (parents before children), each with its counts, fork point and
         the first words of its last user message, the current slot marked. A ``cache`` kept
-        between calls rereads only the slots whose history changed."""
-        return build_tree(self, cache)
+        between calls rereads only the slots whose history changed; nothing is read again
+        while the store is unchanged (the same tree is returned: widgets on screen share it)."""
+        key = (self.store.generation(), self.model)
+        if self._tree is not None and self._tree[0] == key:
+            return self._tree[1]
+        tree = build_tree(self, cache)
+        self._tree = (key, tree)
+        return tree
 
     def has_slot(self, slot: str) -> bool:
         return self.store.has_slot(self.session_id, validate_slot_id(slot))
@@ -384,6 +391,13 @@ class Session:
                 return found
             hi, chunk = lo, chunk * 4
         return None
+
+    def last_messages(self, slots: Iterable[str], role: str = "user") -> dict[str, Message | None]:
+        """The last stored message of ``role`` of each of ``slots``, by slot id: what
+        :meth:`last_message` gives one slot, read for many at once (a stretch of history they
+        share is read once)."""
+        ids = [validate_slot_id(slot) for slot in slots]
+        return self.store.last_messages(self.session_id, ids, role)
 
     def turns(self, slot: str | None = None) -> list[TurnRecord]:
         return self.store.history(self.session_id, _optional_slot(slot)).turns()

@@ -9,7 +9,7 @@ the stored ``seq`` numbers, so a piece needs no translation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
@@ -375,6 +375,9 @@ class Store(Protocol):
         """The slot (the current one if None), or SlotNotFound."""
 
     def has_slot(self, session_id: str, slot_id: str) -> bool: ...
+
+    def last_messages(self, session_id: str, slot_ids: Iterable[str], role: str) -> dict[str, Message | None]:
+        """The last message of ``role`` in each slot's history (None: it has none)."""
 
     def create_slot(
         self,

@@ -674,6 +674,39 @@ class RowStore:
             rows = self._rows(db, session_id)
             return [self._to_slot(rows, row) for row in _tree_order(rows)]
 
+    def last_messages(self, session_id: str, slot_ids: Iterable[str], role: str) -> dict[str, Message | None]:
+        """The last stored message of ``role`` in each slot's history, reading only the end of
+        each row's own messages: slots that share a stretch of history (a branch with no turn
+        of its own since its fork) are answered by one read of it."""
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            found: dict[tuple[int, int], Message | None] = {}
+
+            def last(row: _Row | None, hi: int) -> Message | None:
+                walked: list[tuple[int, int]] = []
+                message: Message | None = None
+                while row is not None and hi > 0:
+                    if (row.key, hi) in found:
+                        message = found[(row.key, hi)]
+                        break
+                    walked.append((row.key, hi))
+                    lo, end, chunk = row.fork_at, hi, 8
+                    while end > lo and message is None:  # backwards a chunk at a time
+                        start = max(lo, end - chunk)
+                        message = next(
+                            (m for m in reversed(self.read_messages(row.key, start, end)) if m.role == role), None
+                        )
+                        end, chunk = start, chunk * 4
+                    if message is not None:
+                        break
+                    hi = min(hi, row.fork_at)
+                    row = None if row.parent is None else rows.rows[row.parent]
+                for step in walked:
+                    found[step] = message
+                return message
+
+            return {slot_id: last((row := self._row(rows, slot_id)), row.length) for slot_id in slot_ids}
+
     def slot(self, session_id: str, slot_id: str | None) -> Slot:
         with self._read() as db:
             rows = self._rows(db, session_id)
