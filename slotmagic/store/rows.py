@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, ClassVar, Protocol, Self
 
 from ..core.compaction import Compaction
@@ -163,20 +164,45 @@ class _Row:
     length: int
     tokens: int
     turns: int
-    config: dict[str, Any]
+    stored_config: dict[str, Any] | str  # the JSON text as read, parsed when first asked
     created_at: float
     deleted_at: float | None
     undo: dict[str, Any] | None = None  # set on a row hidden by %slot undo (see migrations v7)
     parsed: tuple[str | None, SlotConfig] | None = None  # (parent name, config), parsed once
+    shown: tuple[tuple[Any, ...], Slot] | None = None  # the Slot last made of it, and from what
 
     @property
     def live(self) -> bool:
         return self.deleted_at is None
 
+    @property
+    def config(self) -> dict[str, Any]:
+        # parsed on demand: opening a session of 5,000 slots reads one or two of them
+        if isinstance(self.stored_config, str):
+            self.stored_config = json.loads(self.stored_config)
+        assert isinstance(self.stored_config, dict)
+        return self.stored_config
+
+    @config.setter
+    def config(self, value: dict[str, Any]) -> None:
+        self.stored_config = value
+
     def slot_config(self, parent_name: str | None) -> SlotConfig:
         if self.parsed is None or self.parsed[0] != parent_name:
-            self.parsed = (parent_name, SlotConfig.from_dict(self.config, parent_name))
+            stored = self.stored_config
+            # most rows hold the same few texts: parse each text once per parent (SlotConfig is frozen)
+            made = (
+                _config_of(stored, parent_name)
+                if isinstance(stored, str)
+                else SlotConfig.from_dict(stored, parent_name)
+            )
+            self.parsed = (parent_name, made)
         return self.parsed[1]
+
+
+@lru_cache(maxsize=4_096)
+def _config_of(text: str, parent_name: str | None) -> SlotConfig:
+    return SlotConfig.from_dict(json.loads(text), parent_name)
 
 
 @dataclass(slots=True)
@@ -187,6 +213,7 @@ class _SessionRows:
     rows: dict[int, _Row]
     current: int | None
     by_name: dict[str, int] = field(default_factory=dict)
+    order: tuple[list[tuple[Any, ...]], list[_Row]] | None = None  # _tree_order's, and what it was made of
 
     def __post_init__(self) -> None:
         self.by_name = {row.name: key for key, row in self.rows.items() if row.live}
@@ -426,7 +453,7 @@ class RowStore:
                 length,
                 tokens,
                 turns,
-                json.loads(config),
+                config,
                 created_at,
                 deleted_at,
                 None if undo is None else json.loads(undo),
@@ -455,8 +482,15 @@ class RowStore:
 
     def _to_slot(self, rows: _SessionRows, row: _Row) -> Slot:
         parent_name = self._live_parent(rows, row)
+        config = row.slot_config(parent_name)
+        # the same Slot while nothing it shows changed: listing 5,000 slots after a turn makes one
+        state = (row.name, parent_name, row.length, row.tokens, row.turns, row.fork_at, config, row.key == rows.current)
+        if row.shown is not None and row.shown[0] == state:
+            return row.shown[1]
         meta = SlotMeta(row.name, parent_name, row.length, row.tokens, row.created_at, row.turns, row.fork_at)
-        return Slot(row.name, row.slot_config(parent_name), meta, row.key == rows.current)
+        slot = Slot(row.name, config, meta, row.key == rows.current)
+        row.shown = (state, slot)
+        return slot
 
     def _pieces(self, rows: _SessionRows, row: _Row, end: int | None = None) -> list[Piece]:
         """The pieces of a slot's history (its first ``end`` messages), root first."""
@@ -1473,7 +1507,16 @@ def search_words(query: str) -> list[str]:
 def _tree_order(rows: _SessionRows) -> list[_Row]:
     """Live slots depth first, each after its nearest live ancestor, siblings by fork point
     then id: the same order whatever order they were made in, so a re-run notebook lists
-    its slots as the first run did."""
+    its slots as the first run did. Kept until a row's place changes (a turn changes none)."""
+    shape = [
+        (r.key, r.name, r.parent, r.fork_at, r.deleted_at, r.undo and r.undo.get("by")) for r in rows.rows.values()
+    ]
+    if rows.order is None or rows.order[0] != shape:
+        rows.order = (shape, _order(rows))
+    return rows.order[1]
+
+
+def _order(rows: _SessionRows) -> list[_Row]:
     children: dict[int | None, list[_Row]] = {}
     for row in rows.rows.values():
         if row.live:
