@@ -1396,7 +1396,7 @@ class RowStore:
             only = None if slot_id is None else self._row(rows, slot_id)
             holders = [(r, self._pieces(rows, r)) for r in ([only] if only else _tree_order(rows))]
             hits: list[SearchHit] = []
-            for key, seq, turn, role, snippet in self._matches(db, session_id, words):
+            for key, seq, turn, role, snippet in self._matches_for(db, session_id, words, limit):
                 hit = self._hit_home(rows, holders, key, seq, only is None)
                 if hit is not None:
                     hits.append(SearchHit(hit[0], turn, seq, role, snippet, hit[1]))
@@ -1470,6 +1470,13 @@ class RowStore:
             self._forget()
         compacted = self._compact_file()
         return GcReport(messages, turns, namespace, before, self._file_size(), compacted)
+
+    def _matches_for(
+        self, db: Connection, session_id: str, words: list[str], limit: int
+    ) -> Iterable[tuple[int, int, int, str, str]]:
+        """``_matches`` for a search that keeps about ``limit`` of them: a dialect that can make
+        snippets only for those does so (SQLite)."""
+        return self._matches(db, session_id, words)
 
     def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
         """Messages of the session matching every word, best first: (slot row, position, turn,
