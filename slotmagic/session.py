@@ -45,6 +45,7 @@ from .engine.reply import Reply
 from .engine.review import Draft, drop_draft, keep_draft, kept_draft
 from .engine.turn import AUTO_COMPACT, AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
 from .engine.view import View
+from .engine.warm import warm_up
 from .errors import ConfigError, DamagedRecord, SlotConflict, SlotNotEmpty, SlotReadonly, StoreError
 from .explore import Explorer, Merge
 from .export import export_slot
@@ -114,6 +115,7 @@ class Session:
         self._max_concurrency = MAX_CONCURRENCY  # a fan-out's requests in flight at once
         self._tree: tuple[tuple[int, str], SlotTree] | None = None  # (store generation, model), tree
         store.ensure_session(session_id)
+        self._warming = warm_up(self.model, self._engine.window)  # off the first turn's path
 
     @classmethod
     def open(
@@ -163,6 +165,7 @@ class Session:
     @model.setter
     def model(self, value: str) -> None:
         self._engine.model = _check_model(value)
+        self._warming = warm_up(self._engine.model, self._engine.window)
 
     @property
     def system(self) -> str | None:
