@@ -427,7 +427,7 @@ class Session:
         window, known = self._engine.window(model)
         assert view.report is not None and view.budget is not None
         compactions = tuple(history.compactions())
-        cached, saved = cache_totals(history.turns(), self.settings.prices)
+        cached, saved = cache_totals(history.cached_turns(), self.settings.prices)
         return SlotBudget(
             history.slot.id, model, window, known, view.budget, view.report, view.exact, compactions, cached, saved
         )

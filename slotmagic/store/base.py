@@ -90,6 +90,9 @@ class SegmentReader(Protocol):
     def read_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
         """The turns of segment ``key`` that start at positions ``lo`` to ``hi - 1``."""
 
+    def read_cached_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
+        """``read_turns`` of the turns a provider's prompt cache served part of the input."""
+
     def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None: ...
 
     def read_compactions(self, key: int, hi: int, before: float | None) -> list[Compaction]:
@@ -120,6 +123,9 @@ class _ListReader:
         return self._messages[lo:hi]
 
     def read_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
+        return []
+
+    def read_cached_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
         return []
 
     def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None:
@@ -198,6 +204,15 @@ class History:
         for piece in self.pieces:
             if piece.hi > lo:
                 out.extend(self._reader.read_turns(piece.key, max(piece.lo, lo), piece.hi))
+        return out
+
+    def cached_turns(self) -> list[TurnRecord]:
+        """The turns of the history a provider's prompt cache served part of the input of:
+        what :func:`~slotmagic.engine.budgeting.cache_totals` counts, read without the rest."""
+        out: list[TurnRecord] = []
+        for piece in self.pieces:
+            if piece.hi > piece.lo:
+                out.extend(self._reader.read_cached_turns(piece.key, piece.lo, piece.hi))
         return out
 
     def origin(self, position: int) -> tuple[int, int]:

@@ -228,6 +228,8 @@ class _Segment:
     messages: list[Message]
     turns_until: int = 0  # turns starting before this position are in ``turns``
     turns: list[TurnRecord] = field(default_factory=list)
+    cached_until: int = 0  # turns served partly from a prompt cache, before this position, are in ``cached``
+    cached: list[TurnRecord] = field(default_factory=list)
     system_until: int = 0  # the first system message was looked for before this position
     first_system: tuple[int, Message] | None = None
     compactions: list[Compaction] | None = None  # all of the segment's, once read
@@ -255,6 +257,8 @@ class RowStore:
     _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = ()
     # Whether a message's content holds a kept tool result's key (gc keeps those results).
     _CONTAINS_KEY_SQL: ClassVar[str] = "instr(m.content, namespace.key) > 0"
+    # a turn some of whose input the provider's prompt cache served (the budget's savings line)
+    _CACHED_SQL: ClassVar[str] = "COALESCE(json_extract(info, '$.usage.cached_tokens'), 0) > 0"
 
     _db: Connection
     refusal: str | None
@@ -578,6 +582,28 @@ class RowStore:
                 segment.turns_until = hi
             starts = [t.start for t in segment.turns]
             return segment.turns[bisect.bisect_left(starts, lo) : bisect.bisect_left(starts, hi)]
+
+    def read_cached_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
+        """``read_turns`` less the turns no prompt cache served: only those are decoded, so a
+        budget's savings line costs what caching did, not every turn ever stored."""
+        with self._lock:
+            segment = self._segment(key, lo)
+            if hi > segment.cached_until:
+                start = segment.cached_until
+                if segment.turns_until >= hi:  # decoded already: no query
+                    new = [t for t in segment.turns if start <= t.start < hi]
+                    segment.cached.extend(t for t in new if t.info.usage is not None and t.info.usage.cached_tokens)
+                else:
+                    segment.cached.extend(
+                        TurnRecord(number, at, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number))
+                        for number, at, count, info, created_at in self._db.execute(
+                            "SELECT number, start, count, info, created_at FROM turns"
+                            f" WHERE slot = ? AND start >= ? AND start < ? AND {self._CACHED_SQL} ORDER BY start",
+                            (key, start, hi),
+                        )
+                    )
+                segment.cached_until = hi
+            return [t for t in segment.cached if lo <= t.start < hi]
 
     def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None:
         with self._lock:
