@@ -112,6 +112,9 @@ def main() -> int:
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")  # fmt: skip
     print(f"import slotmagic after IPython       +{imported['extra']:6.1f} ms (IPython {imported['ipython']:.0f} ms)")
     print(f"%load_ext slotmagic in a new shell   +{loaded['extra']:6.1f} ms")
+    ipython = imported["ipython"]
+    print(f"  (as parts of IPython's own import, which a busy machine slows alike: import "
+          f"{imported['extra'] / ipython:.2f}, %load_ext {loaded['extra'] / ipython:.2f})")  # fmt: skip
     print(f"first turn, real provider            {turn['first']:7.1f} ms | warm turn {turn['warm']:.1f} ms | "
           f"+{turn['extra']:.1f} ms")  # fmt: skip
     print(f"  (sent at once after opening, before the warm-up ends: {at_once['first']:.1f} ms, "
