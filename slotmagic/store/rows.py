@@ -698,7 +698,12 @@ class RowStore:
 
     def ensure_session(self, session_id: str) -> None:
         with self._read() as db:
-            if session_id in self._sessions or self._rows(db, session_id).current is not None:
+            if session_id in self._sessions:
+                return
+            # one row, not the session's slot rows: opening a session of 5,000 slots reads them
+            # when something first needs them, not here
+            found = db.execute("SELECT current_slot FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if found is not None and found[0] is not None:
                 return
         with self._write() as db:
             if self._rows(db, session_id).current is not None:
