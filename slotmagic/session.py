@@ -113,7 +113,8 @@ class Session:
         self._explorer = Explorer(store, session_id, self._engine)
         self.context_updates = False  # offer the model the tools that change a working context
         self._max_concurrency = MAX_CONCURRENCY  # a fan-out's requests in flight at once
-        self._tree: tuple[tuple[int, str], SlotTree] | None = None  # (store generation, model), tree
+        # (store generation, model), the slot list and the tree made of it: see tree()
+        self._tree: tuple[tuple[int, str], list[Slot], SlotTree] | None = None
         store.ensure_session(session_id)
         self._warming = warm_up(self.model, self._engine.window)  # off the first turn's path
 
@@ -261,9 +262,11 @@ class Session:
         while the store is unchanged (the same tree is returned: widgets on screen share it)."""
         key = (self.store.generation(), self.model)
         if self._tree is not None and self._tree[0] == key:
-            return self._tree[1]
-        tree = build_tree(self, cache)
-        self._tree = (key, tree)
+            return self._tree[2]
+        previous = None if self._tree is None or self._tree[0][1] != key[1] else self._tree[1:]
+        slots = self.list_slots()
+        tree = build_tree(self, cache, previous, slots)
+        self._tree = (key, slots, tree)
         return tree
 
     def has_slot(self, slot: str) -> bool:

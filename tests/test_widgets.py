@@ -12,6 +12,7 @@ import pytest
 
 from slotmagic import FocusedConfig, Message, Session
 from slotmagic.core.messages import ToolCall
+from slotmagic.core.slots import SlotMode
 from slotmagic.engine.view import Omitted, View, ViewEntry, view_data
 from slotmagic.tree import SlotTree
 from slotmagic.widgets import (
@@ -583,3 +584,29 @@ def test_a_slot_with_its_own_budget_is_measured_against_it_everywhere(session: S
     assert state["budget"]["total"] == 800 and state["budget"]["window"] == 8192
     # a slot without a budget of its own: the window, as before
     assert budget_data(session.budget("default"))["scale"] == 8192
+
+
+def test_a_tree_made_again_after_a_change_is_the_tree_built_whole(session: Session) -> None:
+    from slotmagic.tree import build_tree
+
+    session.submit_turn("first")
+    for i in range(6):
+        session.derive_slot(f"b{i}", parent="default" if i < 3 else f"b{i - 3}")
+    before = session.tree()
+    changes = [
+        lambda: session.submit_turn("on b4", slot="b4"),
+        lambda: session.switch_slot("b1"),
+        lambda: session.configure_slot("b2", mode=SlotMode.FOCUSED),
+        lambda: session.submit_turn("on b1"),
+        lambda: session.rename_slot("b5", "five"),
+        lambda: session.derive_slot("b6", parent="b0"),
+        lambda: session.delete_slot("b3", force=True),
+    ]
+    for change in changes:
+        change()
+        after = session.tree()
+        assert after == build_tree(session)  # made again from the last one: the same as built whole
+        if len(after) == len(before) and [n.id for n in after.nodes] == [n.id for n in before.nodes]:
+            kept = sum(a is b for a, b in zip(before.nodes, after.nodes, strict=True))
+            assert kept >= len(after) - 2  # a turn or a switch makes one or two nodes again, not all
+        before = after
