@@ -196,6 +196,10 @@ class SQLiteStore(RowStore):
         a store that cannot be written searches them without it (``_matches``)."""
         if self.refusal is not None:
             return
+        with self._read() as db:  # nothing new (the usual case): no write transaction
+            upto = db.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_upto'").fetchone()[0]
+            if db.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0] <= upto:
+                return
         with self._write() as db:
             upto = db.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_upto'").fetchone()[0]
             top = db.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0]
