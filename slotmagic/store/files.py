@@ -205,7 +205,6 @@ class FileInfo:
     """What opening learned of an existing file."""
 
     version: int  # PRAGMA user_version: the schema version
-    marked: bool  # holds slotmagic's application_id
     empty: bool  # no tables yet: a new store
 
 
@@ -228,13 +227,13 @@ def identify(db: sqlite3.Connection, path: str) -> FileInfo:
     finally:
         db.execute("COMMIT")
     if app == APPLICATION_ID:
-        return FileInfo(version, True, False)
+        return FileInfo(version, False)
     if app != 0:
         raise StoreError(foreign_message(path, f"it is marked as another application's, application_id {app:#x}"))
     if not tables and version == 0:
-        return FileInfo(0, False, True)
+        return FileInfo(0, True)
     if version >= 1 and LEGACY_TABLES <= tables <= slotmagic_tables():
-        return FileInfo(version, False, False)
+        return FileInfo(version, False)
     others = sorted(tables - slotmagic_tables()) or sorted(tables)
     shown = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
     raise StoreError(foreign_message(path, f"it holds other tables: {shown}" if tables else "it is another database"))
@@ -643,7 +642,7 @@ def _make_consistent(db: sqlite3.Connection, report: RecoveryReport) -> set[int]
         seq_moves: list[tuple[int, int]] = []
         turn_moves: list[tuple[int, int]] = []
         end = fork_at
-        kept_turns = lost_turns = 0
+        lost_turns = 0
         candidates = [(number, start, count, False) for number, start, count in turn_rows.get(key, [])]
         candidates += _unrecorded_turns(mine, turn_rows.get(key, []), fork_at, row["length"])
         for number, start, count, made in sorted(candidates, key=lambda t: t[1]):
@@ -661,7 +660,6 @@ def _make_consistent(db: sqlite3.Connection, report: RecoveryReport) -> set[int]
                 seq_moves.append((start + offset, len(history)))
                 history.append(m)
                 old_positions.append(start + offset)
-            kept_turns += 1
             end = start + count
         kept[key], values[key] = old_positions, history
         own_before = max(0, row["length"] - fork_at)

@@ -104,7 +104,7 @@ class SQLiteStore(RowStore):
         reason = readonly_reason(self.path)
         checker: GuardedConnection | None = None
         try:
-            info = FileInfo(0, False, True)
+            info = FileInfo(0, True)
             if file_bytes(self.path) > 0:
                 checker = self._guard(connect_readonly(self.path, self.timeout, GuardedConnection))
                 info = identify(checker, self.path)
