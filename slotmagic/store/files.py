@@ -39,7 +39,6 @@ from .migrations import APPLICATION_ID, MIGRATIONS, migrate
 LEGACY_TABLES = frozenset({"sessions", "slots", "messages", "turns"})
 # Up to this size (file and WAL) opening checks every page; beyond, only the small tables.
 FULL_CHECK_BYTES = 64 * 1024 * 1024
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 # Primary SQLite result codes that say something about the file, not about the statement.
 _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
@@ -169,17 +168,32 @@ def readonly_reason(path: str) -> str | None:
 
 
 def check_header(path: str) -> None:
-    """Refuse a file that is not an SQLite database before SQLite reads it."""
+    """Refuse a file that is not an SQLite database, in one line, before anything is written.
+
+    SQLite reads the header, never a file object of ours: POSIX advisory locks belong to the
+    process, and closing any descriptor of the file drops every lock the process holds on it
+    (https://www.sqlite.org/howtocorrupt.html, 2.2), so another connection of this process in
+    the middle of a write would lose its lock and another process could write under it.
+    SQLite's own descriptors are kept open while another connection of the process holds a lock.
+    """
     try:
-        with open(path, "rb") as f:
-            head = f.read(len(SQLITE_HEADER))
-    except OSError as exc:
-        raise StoreError(f"cannot read the state file {path} ({exc.strerror or exc})") from None
-    if head and head != SQLITE_HEADER:
-        raise StoreError(
-            f"cannot use {path} as a slotmagic store (it is not an SQLite database); move the file aside "
-            "or point SLOTMAGIC_DB at another path"
-        )
+        db = connect_readonly(path, 0.0)
+    except sqlite3.Error:
+        return  # opening it for the checks that follow says why, in their words
+    try:
+        db.execute("PRAGMA schema_version").fetchone()  # reads page 1, header first
+    except sqlite3.DatabaseError as exc:
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if code == _NOTADB:
+            raise StoreError(
+                f"cannot use {path} as a slotmagic store (it is not an SQLite database); move the file aside "
+                "or point SLOTMAGIC_DB at another path"
+            ) from None
+        if code == _CANTOPEN and not os.access(path, os.R_OK):
+            raise StoreError(f"cannot read the state file {path} (permission denied)") from None
+        # busy (another process is making it) and the rest: the checks that follow wait or say why
+    finally:
+        db.close()
 
 
 def connect_readonly(
