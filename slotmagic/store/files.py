@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.checks import check_text
+from ..core.secrets import masked_url
 from ..errors import ConfigError, StoreError
-from ..providers.endpoint import masked_url
 from .migrations import APPLICATION_ID, MIGRATIONS, migrate
 
 # A slotmagic file from before the mark (APPLICATION_ID) is recognised by its tables: these,

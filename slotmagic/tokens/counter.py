@@ -32,8 +32,8 @@ from typing import Any
 
 from ..core.budget import BudgetReport, ContextBudget
 from ..core.messages import Message
+from ..core.request import ChatRequest, ToolSpec
 from ..core.tokens import estimate_message_tokens, estimate_text_tokens
-from ..providers.base import ChatRequest, ToolSpec
 from .calibration import Calibration
 from .encodings import get_encoding
 from .fast import fast_counter
