@@ -5,21 +5,21 @@ No table is written here; a model's window comes from, in this order:
 1. ``overrides`` (``%config SlotMagic.context_windows``, ``Session.context_windows``): the full
    model string, then the alias of a dated snapshot (``claude-sonnet-4-5-20250929`` →
    ``claude-sonnet-4-5``), then ``provider:*``;
-2. ``echo``, the offline test model, states its own: 8,192 tokens (small, so tutorials and tests
-   reach their budgets);
-3. ``ollama:MODEL``: what the Ollama server serves it with, asked from the server once
-   (:mod:`.ollama`), when the caller passes the provider settings; else
-   Ollama's default, 4,096;
-4. the maintained model database (:mod:`.catalog`, genai-prices): the model
+2. the provider's registration (its ``window`` rule): ``echo``, the offline test model, states
+   its own, 8,192 tokens (small, so tutorials and tests reach their budgets); ``ollama:MODEL``
+   is what the Ollama server serves it with, asked from the server once (:mod:`.ollama`), when
+   the caller passes the provider settings, else Ollama's default, 4,096;
+3. the maintained model database (:mod:`.catalog`, genai-prices), under the registration's
+   ``catalog`` id: the model
    by name (dated snapshots included), under the provider an OpenAI-compatible base URL
    belongs to first (OpenRouter …);
-5. the model's family in the database: the largest window among the models sharing its
+4. the model's family in the database: the largest window among the models sharing its
    leading name parts (``claude-sonnet-4-7`` → the ``claude-sonnet-4`` models);
-6. a model found nowhere gets the largest window any model of its provider has in the
+5. a model found nowhere gets the largest window any model of its provider has in the
    database (:data:`DEFAULT_CONTEXT_WINDOW` for a provider it does not list), and
    ``known=False``, which the engine says once in a note.
 
-The rule of steps 5 and 6: **never refuse a request the model would accept.** Guessing too
+The rule of steps 4 and 5: **never refuse a request the model would accept.** Guessing too
 small refused messages the model could take (``claude-sonnet-4-6``, 1M tokens, once got an
 8,192 default); guessing large lets a request through that a smaller model refuses with its own
 one-line error (nothing is stored), and the note says how to state the window.
@@ -30,11 +30,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import ConfigError
 
-__all__ = ["DEFAULT_CONTEXT_WINDOW", "ECHO_WINDOW", "Window", "model_window", "window_for"]
+__all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
+    "ECHO_WINDOW",
+    "FixedWindow",
+    "ServedWindow",
+    "Window",
+    "WindowRule",
+    "model_window",
+    "window_for",
+]
 
 ECHO_WINDOW = 8_192
 # A provider the database does not list, with no window stated: as large as the largest
@@ -73,10 +82,11 @@ def model_window(model: str, overrides: Mapping[str, int] | None = None, setting
     for candidate in candidates:
         if candidate in table:
             return Window(table[candidate], True, "context_windows")
-    if model == "echo":
-        return Window(ECHO_WINDOW, True, "the offline test model")
-    if provider == "ollama" and sep:
-        return _ollama(name, settings)
+    from .registry import REGISTRY
+
+    spec = REGISTRY.get(provider if sep else model)
+    if spec is not None and spec.window is not None and (sep or spec.bare):
+        return spec.window.window(spec.name, name if sep else model, settings)
     from . import catalog  # the database loads only when a model needs it
 
     base_url = _base_url(settings, provider) if settings is not None else None
@@ -105,15 +115,36 @@ def window_for(model: str, overrides: Mapping[str, int] | None = None, settings:
     return found.tokens, found.known
 
 
-def _ollama(name: str, settings: Any) -> Window:
-    from .ollama import OLLAMA_DEFAULT_CONTEXT, served_context
+class WindowRule(Protocol):
+    """How a provider knows its models' windows (a :class:`ProviderSpec`'s ``window``)."""
 
-    if settings is None:
-        return Window(OLLAMA_DEFAULT_CONTEXT, True, "Ollama's default context length")
-    from .registry import REGISTRY
+    def window(self, provider: str, name: str, settings: Any) -> Window: ...
 
-    served = served_context(REGISTRY.endpoint(settings, "ollama"), name)
-    return Window(served.tokens, True, served.how)
+
+@dataclass(frozen=True, slots=True)
+class FixedWindow:
+    """Every model of the provider takes ``tokens``."""
+
+    tokens: int
+    source: str
+
+    def window(self, provider: str, name: str, settings: Any) -> Window:
+        return Window(self.tokens, True, self.source)
+
+
+@dataclass(frozen=True, slots=True)
+class ServedWindow:
+    """What an Ollama server serves the model with, asked once; its default without settings."""
+
+    def window(self, provider: str, name: str, settings: Any) -> Window:
+        from .ollama import OLLAMA_DEFAULT_CONTEXT, served_context
+
+        if settings is None:
+            return Window(OLLAMA_DEFAULT_CONTEXT, True, "Ollama's default context length")
+        from .registry import REGISTRY
+
+        served = served_context(REGISTRY.endpoint(settings, provider), name)
+        return Window(served.tokens, True, served.how)
 
 
 def _base_url(settings: Any, provider: str) -> str | None:
