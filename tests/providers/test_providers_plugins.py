@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = '''
 from slotmagic.core.messages import Message
 from slotmagic.core.usage import Usage
-from slotmagic.providers.registry import ProviderSpec
+from slotmagic.providers.registry import KeyedEndpoint, ProviderSpec, SettingSpec
 from slotmagic.providers.windows import FixedWindow
 
 
@@ -50,6 +50,11 @@ SPEC = ProviderSpec(
     "tiny_provider:Tiny",
     summary="a tiny provider from a package",
     example="tiny:one",
+    settings=(
+        SettingSpec("tiny_key", "TINY_KEY", "required", secret=True),
+        SettingSpec("tiny_base_url", "TINY_BASE_URL", "`http://127.0.0.1:9`", url=True, help="Where tiny answers."),
+    ),
+    endpoint=KeyedEndpoint("tiny_base_url", "tiny_key", "http://127.0.0.1:9"),
     window=FixedWindow(4096, "tiny's own"),
     price=(1.0, 2.0, None),
     exact_count=True,
@@ -64,7 +69,7 @@ RUN = """
 import json, logging
 logging.basicConfig(format="%(levelname)s %(message)s")
 from slotmagic import Session
-from slotmagic.providers import KNOWN_PROVIDERS, price_of
+from slotmagic.providers import KNOWN_PROVIDERS, ProviderSettings, price_of
 from slotmagic.tokens import TokenCounter, window_for
 with Session.open("nb", db_path=":memory:", model="tiny:one") as s:
     reply = s.submit_turn("hello")
@@ -75,6 +80,7 @@ print(json.dumps({
     "window": window_for("tiny:one"),
     "price": price_of("tiny:one"),
     "encoding": TokenCounter.for_model("tiny:gpt-4o").encoding,
+    "settings": repr(ProviderSettings(tiny_key="sekrit-key", tiny_base_url="http://u:pw@127.0.0.1:9")),
 }))
 """
 
@@ -105,7 +111,11 @@ def test_a_package_adds_a_provider_through_its_entry_point(tmp_path: Path) -> No
         "window": [4096, True],
         "price": [1.0, 2.0],
         "encoding": "o200k_base",  # its spec says its model names are OpenAI's
+        "settings": found["settings"],
     }
+    # its settings are ProviderSettings fields, masked as its registration says
+    assert "tiny_key='***'" in found["settings"] and "tiny_base_url='http://***@127.0.0.1:9'" in found["settings"]
+    assert "sekrit" not in found["settings"] and "pw" not in found["settings"]
     # the broken entry is one line, and the rest of slotmagic loads
     [warning] = [line for line in done.stderr.splitlines() if "broken" in line]
     assert warning.startswith("WARNING provider 'broken' from tiny_provider:MISSING was not registered")
