@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .attach import attach_all
 from .compare import Comparison, compare_slots
 from .core import context as wc
 from .core.checks import check_flag, check_json_mapping, check_optional_text, check_text, check_whole
@@ -635,7 +636,7 @@ class Session:
         current again. Edited text (or ``rerun``) forks a sibling just before the earlier turn
         and runs there (see :mod:`slotmagic.engine.plan`). Without ``cell_id`` turns append.
         """
-        return TurnStream(self._engine, *self._engine.start(text, _turn_options(options)))
+        return TurnStream(self._engine, *self._engine.start(text, self._turn_options(options)))
 
     async def asubmit_turn(self, text: str, **options: Any) -> Reply:
         stream = self.astream_turn(text, **options)
@@ -645,7 +646,15 @@ class Session:
         return stream.reply
 
     def astream_turn(self, text: str, **options: Any) -> AsyncTurnStream:
-        return AsyncTurnStream(self._engine, *self._engine.start(text, _turn_options(options)))
+        return AsyncTurnStream(self._engine, *self._engine.start(text, self._turn_options(options)))
+
+    def _turn_options(self, options: Mapping[str, Any]) -> TurnOptions:
+        """The options checked; ``attachments`` (objects, or a dict of label -> object) made
+        into what the model reads (see :mod:`slotmagic.attach`)."""
+        if "attachments" in options:
+            made = attach_all(options["attachments"], threshold=self.namespace_threshold)
+            options = {**options, "attachments": made}
+        return _turn_options(options)
 
     def stored_reply(self, slot: str, turn: TurnRecord) -> Reply:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""

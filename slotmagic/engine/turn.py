@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal
 
+from ..core.attachments import Attached, message_parts
 from ..core.budget import ContextBudget
 from ..core.checks import check_json_mapping, check_names, check_number, check_optional_text, check_text, check_whole
 from ..core.compaction import Compaction
@@ -43,6 +44,7 @@ from ..namespace import Namespace, has_reference
 from ..providers import ProviderSettings, cost_of, parse_model, resolve_provider
 from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
 from ..providers.prices import cache_savings_of
+from ..providers.vision import no_images_reason, takes_images
 from ..store.base import History, Store, Tip
 from ..tokens import Calibration, TokenCounter, model_window
 from ..tools import Tool, ToolRegistry, default_registry
@@ -86,6 +88,7 @@ class TurnOptions:
     cell_id: str | None = None
     rerun: bool = False
     tools: tuple[str, ...] | None = None  # this turn's tools by name; () none; None the slot's
+    attachments: tuple[Attached, ...] = ()  # objects sent after the text (see slotmagic.attach)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -106,12 +109,16 @@ class TurnOptions:
             raise ConfigError(f"rerun must be True or False, not {self.rerun!r:.60}")
         if self.tools is not None:
             set_(self, "tools", check_names(self.tools, "tools"))
+        set_(self, "attachments", tuple(self.attachments or ()))
+        if not all(isinstance(a, Attached) for a in self.attachments):
+            raise ConfigError("attachments are made by slotmagic.attach.attach(...) (Session.submit_turn does it)")
 
     def cell_options(self) -> dict[str, Any]:
         """The request options a cell sets itself: changing one of them is editing the cell."""
         chosen = {"model": self.model, "system": self.system, "temperature": self.temperature,
                   "max_tokens": self.max_tokens, "params": dict(self.params) or None,
-                  "tools": list(self.tools) if self.tools is not None else None}  # fmt: skip
+                  "tools": list(self.tools) if self.tools is not None else None,
+                  "attachments": [a.digest() for a in self.attachments] or None}  # fmt: skip
         return {k: v for k, v in chosen.items() if v is not None}
 
 
@@ -422,7 +429,17 @@ class TurnEngine:
         provider = self.provider(model)
         if fork_before is not None:
             history = history.prefix(fork_before.start)  # what the sibling will share
-        user = counted(Message.user(text))
+        user = counted(Message.from_parts("user", message_parts(text, options.attachments)))
+        if user.images:
+            reason = no_images_reason(model)
+            if reason is not None:
+                raise ConfigError(
+                    f"{reason}: this turn attaches {len(user.images)} image(s); use a model that takes images "
+                    "(openai:gpt-4o-mini, anthropic:..., ollama:llava) or attach something else; nothing was sent"
+                )
+        for attached in options.attachments:
+            for tool, content in attached.kept:  # readable by read_namespace from the first request on
+                self.namespace.keep(tool, content)
         info = TurnInfo(kind="turn", model=model, system=options.system, cell=cell, extra=options.info)
         note = self.window_note(model)
         turn = PendingTurn(
@@ -495,9 +512,13 @@ class TurnEngine:
         return ToolRegistry(unique.values(), label=f"turn on slot {slot.id!r}") if unique else None
 
     def _request(self, view: View, model: str, options: TurnOptions, tools: ToolRegistry | None) -> ChatRequest:
+        messages = view.messages
+        if not takes_images(model) and any(m.images for m in messages):
+            # Earlier images stay in the history; a model without eyes reads their labels only.
+            messages = tuple(replace(m, images=()) if m.images else m for m in messages)
         return ChatRequest(
             model=parse_model(model)[1],
-            messages=view.messages,
+            messages=messages,
             tools=tuple(tools.specs()) if tools is not None else (),
             temperature=options.temperature,
             max_tokens=options.max_tokens,
@@ -577,6 +598,9 @@ class TurnEngine:
         try:
             with store.atomic():  # a fork exists only with its turn, even after a crash
                 self.namespace.keep_stored(rounds.shelved)  # gc elsewhere may have taken them meanwhile
+                for attached in turn.options.attachments if turn.options is not None else ():
+                    for tool, content in attached.kept:
+                        self.namespace.keep(tool, content)
                 slot = turn.slot
                 if turn.fork_before is not None:
                     slot = self._fork(turn.slot, turn.fork_before.start)

@@ -72,6 +72,9 @@ class Counting:
     def count(self, message: Message) -> int:
         if self.counter.exact:
             return self.counter.count_message(message)
+        if message.images:  # an image costs what its provider's rule says: it is not scaled
+            images = self.counter.count_images(message)
+            return self.scale(self.counter.count_message(message) - images) + images
         return self.scale(message.tokens or self.counter.count_message(message))
 
 

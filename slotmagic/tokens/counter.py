@@ -37,6 +37,7 @@ from ..providers.base import ChatRequest, ToolSpec
 from .calibration import Calibration
 from .encodings import get_encoding
 from .fast import fast_counter
+from .images import image_tokens
 
 __all__ = ["ESTIMATE", "RequestTokens", "TokenCounter", "encoding_for_model", "render_tools"]
 
@@ -172,8 +173,18 @@ class TokenCounter:
         stand-in name is assumed. :meth:`count_request` looks the name up from the call instead.
         """
         if not self.exact:
-            return estimate_message_tokens(message)
+            return estimate_message_tokens(message) + self._image_difference(message)
         return self._message(message, message.name)
+
+    def count_images(self, message: Message) -> int:
+        """Tokens of ``message``'s images alone, by this model's provider's rule."""
+        return sum(image_tokens(self.model, image) for image in message.images)
+
+    def _image_difference(self, message: Message) -> int:
+        """This model's rule for the images, less the estimate's (which a stored count holds)."""
+        if not message.images:
+            return 0
+        return self.count_images(message) - sum(image_tokens(None, image) for image in message.images)
 
     def count_tools(self, tools: Sequence[ToolSpec], *, has_system: bool = True) -> int:
         """Tokens the tool definitions add to a request, as OpenAI renders them; ``has_system``
@@ -236,6 +247,8 @@ class TokenCounter:
             tokens = _MESSAGE_FRAMING + n(message.role) + n(message.content)
             if message.name:
                 tokens += _NAME_TOKENS + n(message.name)
+        if message.images:
+            tokens += self.count_images(message)
         for call in message.tool_calls:
             tokens += _CALL_FRAMING + n(f"{message.role} to=functions.{call.name}") + n(call.arguments or "{}")
         return tokens
