@@ -54,6 +54,7 @@ from .snapshot import LastUserCache
 from .store import Store, check_target, open_store
 from .store.base import GcReport, History, Mark, SearchHit, UndoStep
 from .tools import Tool, ToolRegistry
+from .tools.variables import READ_VARIABLE, read_variable_tool
 from .tree import SlotTree, build_tree
 
 DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
@@ -647,6 +648,15 @@ class Session:
 
     def astream_turn(self, text: str, **options: Any) -> AsyncTurnStream:
         return AsyncTurnStream(self._engine, *self._engine.start(text, self._turn_options(options)))
+
+    def allow_variables(self, namespace: Mapping[str, Any] | None) -> None:
+        """Let the opt-in ``read_variable`` tool read ``namespace`` (a kernel's ``user_ns``;
+        None: no namespace). It is offered only to a turn with ``read_variables=True`` or whose
+        tools (or its slot's) name it; it never evaluates code."""
+        if namespace is None:
+            self._engine.optional_tools.pop(READ_VARIABLE, None)
+        else:
+            self._engine.optional_tools[READ_VARIABLE] = read_variable_tool(namespace)
 
     def _turn_options(self, options: Mapping[str, Any]) -> TurnOptions:
         """The options checked; ``attachments`` (objects, or a dict of label -> object) made

@@ -74,6 +74,23 @@ def _closing(text: str, start: int) -> int:
     raise ReferenceFailed(f"'{snippet}' has no closing '}}': write '{{{{' for a literal brace (or run it with --raw)")
 
 
+def _compile(source: str) -> tuple[Any, bool]:
+    """(code, formatted): an expression, else an f-string replacement field (``x!r``,
+    ``x:.2f``), whose value is then the formatted text."""
+    try:
+        return compile(source, "<turn reference>", "eval"), False
+    except SyntaxError:
+        pass
+    if '"""' not in source and "\\" not in source:
+        try:
+            return compile(f'f"""{{{source}}}"""', "<turn reference>", "eval"), True
+        except SyntaxError:
+            pass
+    raise ReferenceFailed(
+        f"{{{source:.60}}} is not a Python expression: write '{{{{' for a literal brace (or run it with --raw)"
+    )
+
+
 def evaluate(expression: str, namespace: Mapping[str, Any], extra: Mapping[str, Any]) -> Any:
     """``expression``'s value in the user namespace (``extra``, e.g. ``Err``, where the user
     has no name of their own); ReferenceFailed in one line when it cannot be."""
@@ -81,16 +98,10 @@ def evaluate(expression: str, namespace: Mapping[str, Any], extra: Mapping[str, 
     if not source:
         raise ReferenceFailed("'{}' is empty: write a name or an expression in it, or '{{}}' for literal braces")
     local = {k: v for k, v in extra.items() if k not in namespace}
+    code, _ = _compile(source)
+    scope = namespace if isinstance(namespace, dict) else dict(namespace)
     try:
-        code = compile(source, "<turn reference>", "eval")
-    except SyntaxError:
-        raise ReferenceFailed(
-            f"{{{source:.60}}} is not a Python expression: write '{{{{' for a literal brace (or run it with --raw)"
-        ) from None
-    try:
-        return eval(
-            code, namespace if isinstance(namespace, dict) else dict(namespace), local
-        )  # the user's own expression, in their kernel
+        return eval(code, scope, local)  # the user's own expression, in their own kernel
     except NameError as exc:
         name = getattr(exc, "name", None) or str(exc)
         raise ReferenceFailed(f"{{{source:.60}}}: {name!s} is not defined; nothing was sent") from None
