@@ -131,7 +131,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         sent = getattr(info, "cell_id", None) if info is not None and line in (info.raw_cell or "") else None
         cell_id = f"{sent}#{self._slot_lines}" if sent else None
         with user_errors():
-            context = Context(session, self, self.workspace.db_path(self), live_widgets(self.shell), cell_id)
+            context = Context(session, self, self.workspace.db_path(self), live_widgets(self.shell), cell_id, self)
             handler(context, args)
 
     @line_cell_magic
@@ -171,15 +171,23 @@ class SlotMagic(Magics, SlotMagicOptions):
         values = attach_values(names, namespace, self.cells.images, extra)
         return text, attach_all(values, threshold=session.namespace_threshold)
 
-    def put_code(self, reply: Reply) -> bool:
-        """Put the reply's first code block in a new cell below; say so when it has none."""
+    def put_code(self, reply: Reply, block: int = 1) -> bool:
+        """Put the reply's ``block``-th code block in a new cell below; say so when there is none."""
         assert self.shell is not None
         blocks = code_blocks(reply.text)
-        if not blocks:
-            print(f"turn {reply.turn} of slot {reply.slot} holds no code block: no cell was made")
+        if len(blocks) < block:
+            has = f"only {len(blocks)} code block(s)" if blocks else "no code block"
+            print(f"turn {reply.turn} of slot {reply.slot} holds {has}: no cell was made")
             return False
-        self.shell.set_next_input(blocks[0].rstrip("\n"), replace=False)
+        self.shell.set_next_input(blocks[block - 1].rstrip("\n"), replace=False)
         return True
+
+    def explain_turn(self, text: str, args: argparse.Namespace, cell_id: str | None) -> None:
+        """``%slot explain``: a turn about an error, shown and bound like a ``%%turn`` cell's."""
+        turn_args = parse_turn_line("")
+        turn_args.slot, turn_args.model = args.slot, args.model
+        reply = run_turn(self.session(), self, turn_args, text, cell_id)
+        self._bind(reply)
 
     @no_var_expand  # natural text: "$1,200" and "{draft}" stay as written
     @line_magic

@@ -23,6 +23,7 @@ from ..store.urls import is_postgres_url, parse_postgres_url, shown_target
 from .command import Command, CommandTable, Context, Handler
 from .compare_command import compare, compare_parser
 from .explore_commands import explore_commands
+from .notebook_commands import notebook_commands
 from .parsing import CommandParser, at_least, split_line
 
 if TYPE_CHECKING:
@@ -543,6 +544,7 @@ COMMANDS: dict[str, Command] = {
         Command("export", _export_parser, _export, slot_positionals=1),
         Command("compare", compare_parser, compare, slot_positionals=6),
         *explore_commands(),
+        *notebook_commands(),
     )
 }
 
