@@ -95,7 +95,13 @@ def test_which_models_take_images() -> None:
     for model in ("openai:gpt-4o", "openai:gpt-5", "anthropic:claude-3-haiku-20240307", "ollama:llava:13b",
                   "ollama:gemma3:4b", "echo", "openai:my-server-model"):  # fmt: skip
         assert takes_images(model), model
-    for model in ("openai:gpt-3.5-turbo", "openai:o3-mini", "anthropic:claude-2.1", "ollama:llama3.2", "ollama:gemma3:1b"):
+    for model in (
+        "openai:gpt-3.5-turbo",
+        "openai:o3-mini",
+        "anthropic:claude-2.1",
+        "ollama:llama3.2",
+        "ollama:gemma3:1b",
+    ):
         assert not takes_images(model), model
 
 

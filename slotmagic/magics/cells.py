@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult, InteractiveShell
 
 from ..attach import summarize
@@ -176,8 +177,8 @@ class KernelCells:
     def post_run_cell(self, result: ExecutionResult) -> None:
         exc = result.error_in_exec or result.error_before_exec
         count = result.execution_count
-        if exc is None or count is None:
-            return
+        if exc is None or count is None or isinstance(exc, UsageError):
+            return  # a magic's one-line usage message (this extension's too) is no error to explain
         error = describe_exception(self.shell, exc, result.info.raw_cell or "", count, self.shell.user_ns)
         self.errors[count] = error
         self.last_error = error

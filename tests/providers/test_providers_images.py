@@ -35,7 +35,10 @@ def test_openai_gets_image_url_parts(tmp_path: Path, wire: WireServer, settings:
     assert user["role"] == "user"
     text, image = user["content"]
     assert text["type"] == "text" and text["text"].startswith("What is it?\n\nAttached `pic` (bytes): an image")
-    assert image == {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(raw).decode()}}
+    assert image == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64," + base64.b64encode(raw).decode()},
+    }
 
 
 def test_anthropic_gets_base64_image_blocks(tmp_path: Path, wire: WireServer, settings: ProviderSettings) -> None:
@@ -70,7 +73,9 @@ def test_a_model_without_images_is_refused_before_anything_is_sent(
 ) -> None:
     with Session.open("img", db_path=tmp_path / "s.db", model="ollama:llama3.2", settings=settings) as session:
         session.context_windows = {"ollama:*": 8192}
-        with pytest.raises(ConfigError, match=r"^ollama:llama3.2 is not one of Ollama's vision models.*nothing was sent$"):
+        with pytest.raises(
+            ConfigError, match=r"^ollama:llama3.2 is not one of Ollama's vision models.*nothing was sent$"
+        ):
             session.submit_turn("What is it?", attachments={"pic": png()})
         assert session.messages() == []
     assert not wire.requests
