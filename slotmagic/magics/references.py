@@ -3,12 +3,15 @@ namespace, ``In[n]``, ``Out[n]``, ``Err[n]``, ``_`` and ``__`` among them; ``{{`
 are literal braces. And the objects ``--attach`` names.
 
 An undefined name or an expression that fails stops the cell with one line
-(:class:`ReferenceFailed`) before anything is sent. The filled text is what the turn sends and
-stores, so replay, diff and export see what the model saw.
+(:class:`ReferenceFailed`) before anything is sent. Braces around what is not a Python
+expression (JSON such as ``{"id": 3}``, prose, a ``{`` left open) stay as written. The
+filled text is what the turn sends and stores, so replay, diff and export see what the model
+saw.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -23,8 +26,9 @@ class ReferenceFailed(ConfigError):
 
 
 def _pieces(text: str) -> Iterator[tuple[str, bool]]:
-    """(text, is_expression) pieces; ``{{``/``}}`` become literal braces. The closing brace of an
-    expression is found past nested brackets and string literals (``{d['}']}``)."""
+    """(text, is_candidate) pieces; ``{{``/``}}`` become literal braces. A candidate is what
+    stands between a ``{`` and its closing ``}`` on the same line, found past nested brackets
+    and string literals (``{d['}']}``); a ``{`` without one, or a lone ``}``, is text."""
     i, n, literal = 0, len(text), []
     while i < n:
         c = text[i]
@@ -34,15 +38,12 @@ def _pieces(text: str) -> Iterator[tuple[str, bool]]:
         elif c == "}" and text.startswith("}}", i):
             literal.append("}")
             i += 2
-        elif c == "{":
-            end = _closing(text, i + 1)
+        elif c == "{" and (end := _closing(text, i + 1)) is not None:
             if literal:
                 yield "".join(literal), False
                 literal = []
             yield text[i + 1 : end], True
             i = end + 1
-        elif c == "}":
-            raise ReferenceFailed("a single '}' in the turn: write '}}' for a literal brace (or run it with --raw)")
         else:
             literal.append(c)
             i += 1
@@ -50,7 +51,7 @@ def _pieces(text: str) -> Iterator[tuple[str, bool]]:
         yield "".join(literal), False
 
 
-def _closing(text: str, start: int) -> int:
+def _closing(text: str, start: int) -> int | None:
     depth, quote, i = 0, "", start
     while i < len(text):
         c = text[i]
@@ -67,44 +68,54 @@ def _closing(text: str, start: int) -> int:
             if depth == 0 and c == "}":
                 return i
             depth -= 1
-        elif c == "\n" and depth == 0:
-            break
+        elif c == "\n":
+            return None
         i += 1
-    snippet = text[start - 1 : start + 30].split("\n")[0]
-    raise ReferenceFailed(f"'{snippet}' has no closing '}}': write '{{{{' for a literal brace (or run it with --raw)")
+    return None
 
 
-def _compile(source: str) -> tuple[Any, bool]:
-    """(code, formatted): an expression, else an f-string replacement field (``x!r``,
-    ``x:.2f``), whose value is then the formatted text."""
+def _compile(source: str) -> Any | None:
+    """The code of a reference: an expression, else an f-string replacement field (``x!r``,
+    ``x:.2f``); None when it is neither, or formats a bare constant (``{"id": 3}`` is JSON,
+    not a reference), so it stays text."""
     try:
-        return compile(source, "<turn reference>", "eval"), False
+        return compile(source, "<turn reference>", "eval")
     except SyntaxError:
         pass
-    if '"""' not in source and "\\" not in source:
-        try:
-            return compile(f'f"""{{{source}}}"""', "<turn reference>", "eval"), True
-        except SyntaxError:
-            pass
-    raise ReferenceFailed(
-        f"{{{source:.60}}} is not a Python expression: write '{{{{' for a literal brace (or run it with --raw)"
-    )
+    if '"""' in source or "\\" in source:
+        return None
+    field = f'f"""{{{source}}}"""'
+    try:
+        tree = ast.parse(field, mode="eval")
+    except SyntaxError:
+        return None
+    values = [v for v in getattr(tree.body, "values", ()) if isinstance(v, ast.FormattedValue)]
+    if len(values) != 1 or isinstance(values[0].value, ast.Constant):
+        return None
+    return compile(tree, "<turn reference>", "eval")
 
 
 def evaluate(expression: str, namespace: Mapping[str, Any], extra: Mapping[str, Any]) -> Any:
     """``expression``'s value in the user namespace (``extra``, e.g. ``Err``, where the user
-    has no name of their own); ReferenceFailed in one line when it cannot be."""
+    has no name of their own); ReferenceFailed in one line when it is not an expression or
+    cannot be evaluated."""
     source = expression.strip()
-    if not source:
-        raise ReferenceFailed("'{}' is empty: write a name or an expression in it, or '{{}}' for literal braces")
+    code = _compile(source) if source else None
+    if code is None:
+        raise ReferenceFailed(f"{source!r:.60} is not a Python expression")
+    return _run(source, code, namespace, extra)
+
+
+def _run(source: str, code: Any, namespace: Mapping[str, Any], extra: Mapping[str, Any]) -> Any:
     local = {k: v for k, v in extra.items() if k not in namespace}
-    code, _ = _compile(source)
     scope = namespace if isinstance(namespace, dict) else dict(namespace)
     try:
         return eval(code, scope, local)  # the user's own expression, in their own kernel
     except NameError as exc:
         name = getattr(exc, "name", None) or str(exc)
-        raise ReferenceFailed(f"{{{source:.60}}}: {name!s} is not defined; nothing was sent") from None
+        raise ReferenceFailed(
+            f"{{{source:.60}}}: {name!s} is not defined; nothing was sent (write {{{{ for a literal brace)"
+        ) from None
     except KeyError as exc:
         said = exc.args[0] if exc.args and isinstance(exc.args[0], str) and " " in exc.args[0] else f"no key {exc}"
         raise ReferenceFailed(f"{{{source:.60}}}: {said}; nothing was sent") from None
@@ -115,12 +126,17 @@ def evaluate(expression: str, namespace: Mapping[str, Any], extra: Mapping[str, 
 
 
 def fill(text: str, namespace: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> str:
-    """``text`` with each ``{reference}`` replaced by ``str`` of its value."""
+    """``text`` with each ``{reference}`` replaced by ``str`` of its value. Braces around what
+    is not a Python expression (JSON, prose) stay as written."""
     if "{" not in text and "}" not in text:
         return text
     out = []
-    for piece, is_expression in _pieces(text):
-        out.append(str(evaluate(piece, namespace, extra or {})) if is_expression else piece)
+    for piece, candidate in _pieces(text):
+        code = _compile(piece.strip()) if candidate and piece.strip() else None
+        if code is None:
+            out.append(f"{{{piece}}}" if candidate else piece)
+        else:
+            out.append(str(_run(piece.strip(), code, namespace, extra or {})))
     return "".join(out)
 
 
