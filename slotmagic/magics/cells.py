@@ -58,7 +58,7 @@ class CellError:
 
     def describe(self) -> str:
         """The error as the model reads it (``Err[n]``, ``%%turn --error``, ``%slot explain``)."""
-        where = f"In[{self.count}]" if self.count is not None else "the cell"
+        where = f"In[{self.count if self.count is not None else '?'}]"
         lines = [f"{self.kind}: {self.message}" if self.message else self.kind, "", f"Cell {where}:", "```python"]
         lines += [self.cell.rstrip(), "```", "", "Traceback:", "```", self.traceback.rstrip(), "```"]
         if self.variables:
@@ -176,12 +176,14 @@ class KernelCells:
 
     def post_run_cell(self, result: ExecutionResult) -> None:
         exc = result.error_in_exec or result.error_before_exec
-        count = result.execution_count
-        if exc is None or count is None or isinstance(exc, UsageError):
+        count = result.execution_count  # None when run without history (nbval): no Err[n] then
+        if exc is None or isinstance(exc, UsageError):
             return  # a magic's one-line usage message (this extension's too) is no error to explain
         error = describe_exception(self.shell, exc, result.info.raw_cell or "", count, self.shell.user_ns)
-        self.errors[count] = error
         self.last_error = error
+        if count is None:
+            return
+        self.errors[count] = error
         while len(self.errors) > _KEPT_ERRORS:
             del self.errors[min(self.errors)]
 
