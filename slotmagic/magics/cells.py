@@ -179,7 +179,8 @@ class KernelCells:
         count = result.execution_count  # None when run without history (nbval): no Err[n] then
         if exc is None or isinstance(exc, UsageError):
             return  # a magic's one-line usage message (this extension's too) is no error to explain
-        error = describe_exception(self.shell, exc, result.info.raw_cell or "", count, self.shell.user_ns)
+        cell = (result.info.raw_cell if result.info is not None else "") or ""
+        error = describe_exception(self.shell, exc, cell, count, self.shell.user_ns)
         self.last_error = error
         if count is None:
             return
