@@ -189,3 +189,18 @@ def test_read_variable_is_offered_only_when_asked(ip: Any) -> None:
 def test_fill_and_split_names_directly() -> None:
     assert fill("{a['}']}", {"a": {"}": 1}}) == "1"
     assert split_names("df, fig ,Out[7], d[1,2]") == ["df", "fig", "Out[7]", "d[1,2]"]
+
+
+def test_read_variable_per_slot_and_from_python(tmp_path: Any) -> None:
+    """A slot whose tools name read_variable offers it on every turn; from Python it reads the
+    namespace given to allow_variables, and without one a turn asking for it is refused."""
+    from slotmagic.errors import ConfigError
+
+    with Session.open("vars", db_path=tmp_path / "s.db") as plain:
+        with pytest.raises(ConfigError, match="allow_variables"):
+            plain.submit_turn('call read_variable {"name": "rent"}', read_variables=True)
+        assert plain.messages() == []
+        plain.allow_variables({"rent": 900})
+        plain.configure_slot(tools=["read_variable"])
+        reply = plain.submit_turn('call read_variable {"name": "rent"}')
+        assert "- read_variable: rent: int: 900" in reply.text

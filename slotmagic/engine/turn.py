@@ -528,7 +528,10 @@ class TurnEngine:
     def _optional(self, name: str) -> Tool[..., Any]:
         found = self.optional_tools.get(name)
         if found is None:
-            raise ConfigError(f"{name} reads a kernel's variables: it is offered in a notebook (%load_ext slotmagic)")
+            raise ConfigError(
+                f"{name} reads a kernel's variables: it is offered in a notebook (%load_ext slotmagic), "
+                "or after session.allow_variables(namespace); nothing was sent"
+            )
         return found
 
     def _request(self, view: View, model: str, options: TurnOptions, tools: ToolRegistry | None) -> ChatRequest:
