@@ -125,6 +125,14 @@ def test_attachments_of_every_kind(ip: Any) -> None:
     assert "- its parts: text (" in ip.user_ns["_"].text  # echo says what it received
 
 
+def test_show_lists_a_messages_images(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    run(ip, "from PIL import Image\npic = Image.new('RGB', (8, 6))")
+    run(ip, "%%turn --attach pic\nLook")
+    capsys.readouterr()
+    run(ip, "%slot show")
+    assert "    [image pic: image/png 8x6, " in capsys.readouterr().out
+
+
 def test_a_cells_image_output_is_attached_by_out(ip: Any) -> None:
     """``Out[n]`` of a cell that showed an image (a plot displayed, not returned)."""
     buffer = io.BytesIO()

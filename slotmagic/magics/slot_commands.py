@@ -56,6 +56,8 @@ def format_messages(messages: Sequence[Message], first_number: int = 1, marks: M
         lines.append(f"[{number}] {message.role} ({_plural(message.tokens, 'token')}{label})")
         body = message.content or "(no text)"
         lines.extend("    " + line for line in body.splitlines() or [""])
+        for image in message.images:
+            lines.append(f"    [image{' ' + image.label if image.label else ''}: {image.describe()}]")
         for call in message.tool_calls:
             lines.append(f"    -> tool call {call.name}({call.arguments})")
     return "\n".join(lines)
