@@ -162,6 +162,14 @@ def test_error_and_explain_ask_about_the_last_exception(ip: Any) -> None:
         run(ip, "%slot explain 1")
 
 
+def test_ansi_colours_in_an_error_are_stripped(ip: Any) -> None:
+    """Libraries colour their messages; the model reads them plain."""
+    with pytest.raises(ValueError):
+        run(ip, "raise ValueError('\\x1b[31mdeposit\\x1b[0m is \\x1b[1mgone\\x1b[0m')")
+    run(ip, "%%turn --error\nWhy?")
+    assert sent(ip).startswith("Why?\n\nValueError: deposit is gone\n")
+
+
 def test_explain_with_no_error_says_so(ip: Any) -> None:
     with pytest.raises(UsageError, match="no cell has raised an exception in this kernel yet"):
         run(ip, "%slot explain")
