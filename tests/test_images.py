@@ -139,3 +139,16 @@ def test_images_are_stored_exported_and_diffed(db_path: str, tmp_path: Path) -> 
     with Session.open("st", db_path=db_path) as session:
         session.submit_turn("Another:", attachments={"pic": raw}, slot="other")
         assert "[+1 image]" in session.diff("other", "default").to_text()
+
+
+def test_models_sharing_an_encoding_never_share_an_images_count(tmp_path: Path) -> None:
+    """gpt-4o and gpt-4o-mini count text alike (o200k_base) but an image differently: the
+    counts kept in the store for one are not read for the other."""
+    with Session.open("keys", db_path=tmp_path / "s.db") as session:
+        session.append([Message.from_parts("user", ["Look:", Image.from_bytes(picture(1024, 1024))])])
+        big = session.preview(model="openai:gpt-4o").report.history.used
+        mini = session.preview(model="openai:gpt-4o-mini").report.history.used
+        none = session.preview(model="openai:gpt-3.5-turbo").report.history.used
+        again = session.preview(model="openai:gpt-4o").report.history.used
+    assert mini - big == (2833 + 4 * 5667) - 765
+    assert big == again and none < 20

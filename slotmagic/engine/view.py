@@ -66,6 +66,11 @@ class Counting:
     def encoding(self) -> str:
         return self.counter.encoding
 
+    @property
+    def counts_key(self) -> str:
+        """What the store keeps this counting's counts under (see ``TokenCounter.counts_key``)."""
+        return self.counter.counts_key
+
     def scale(self, estimate: int) -> int:
         return estimate if self.factor == 1.0 else math.ceil(estimate * self.factor - 1e-9)
 

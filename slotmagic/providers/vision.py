@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ImageRule", "image_rule", "no_images_reason", "takes_images"]
+__all__ = ["OPENAI_DEFAULT_RULE", "ImageRule", "image_rule", "no_images_reason", "takes_images"]
 
 RuleKind = Literal["tiles", "patches", "pixels"]
 
@@ -49,7 +49,7 @@ _OPENAI_RULES: tuple[tuple[str, ImageRule], ...] = (
     ("o3", ImageRule("tiles", 75, 150)),
     ("computer-use", ImageRule("tiles", 65, 129)),
 )
-_OPENAI_DEFAULT = ImageRule("tiles", 85, 170)  # gpt-4o, gpt-4.1, gpt-4.5, gpt-4-turbo
+OPENAI_DEFAULT_RULE = ImageRule("tiles", 85, 170)  # gpt-4o, gpt-4.1, gpt-4.5, gpt-4-turbo
 
 # Names that take no images: OpenAI's text-only models, Anthropic's models before Claude 3.
 _OPENAI_TEXT_ONLY = ("gpt-3.5", "o1-mini", "o1-preview", "o3-mini", "text-", "davinci", "babbage")
@@ -94,4 +94,4 @@ def image_rule(model: str) -> ImageRule:
     for prefix, rule in _OPENAI_RULES:
         if name.startswith(prefix):
             return rule
-    return _OPENAI_DEFAULT
+    return OPENAI_DEFAULT_RULE

@@ -34,6 +34,7 @@ from ..core.budget import BudgetReport, ContextBudget
 from ..core.messages import Message
 from ..core.tokens import estimate_message_tokens, estimate_text_tokens
 from ..providers.base import ChatRequest, ToolSpec
+from ..providers.vision import OPENAI_DEFAULT_RULE, image_rule, takes_images
 from .calibration import Calibration
 from .encodings import get_encoding
 from .fast import fast_counter
@@ -175,6 +176,20 @@ class TokenCounter:
         if not self.exact:
             return estimate_message_tokens(message) + self._image_difference(message)
         return self._message(message, message.name)
+
+    @property
+    def counts_key(self) -> str:
+        """What counts kept in the store are keyed by: the encoding, plus the image rule when it
+        is not the usual one for it (gpt-4o-mini's tiles cost more than gpt-4o's, and a model
+        without images counts none), so models sharing an encoding never share an image's count."""
+        if not self.exact:
+            return self.encoding
+        if not takes_images(self.model):
+            return f"{self.encoding}+no-images"
+        rule = image_rule(self.model)
+        if rule == OPENAI_DEFAULT_RULE:
+            return self.encoding
+        return f"{self.encoding}+{rule.kind}:{rule.base}:{rule.per_tile}:{rule.multiplier}"
 
     def count_images(self, message: Message) -> int:
         """Tokens of ``message``'s images alone, by this model's provider's rule."""
