@@ -115,10 +115,12 @@ def _image_bytes(value: object) -> bytes | None:
     ):
         return bytes(value)
     module = type(value).__module__.split(".")[0]
-    if module == "matplotlib" and hasattr(value, "savefig"):
-        buffer = io.BytesIO()
-        value.savefig(buffer, format="png")
-        return buffer.getvalue()
+    if module == "matplotlib":
+        figure: Any = value if hasattr(value, "savefig") else getattr(value, "figure", None)  # an Axes: its figure
+        if figure is not None and hasattr(figure, "savefig"):
+            buffer = io.BytesIO()
+            figure.savefig(buffer, format="png")
+            return buffer.getvalue()
     if module == "PIL" and hasattr(value, "save") and hasattr(value, "size"):
         buffer = io.BytesIO()
         pil: Any = value

@@ -107,7 +107,7 @@ def test_attachments_of_every_kind(ip: Any) -> None:
         "pic = Image.new('RGB', (50, 40))\n"
         "notes = 'word ' * 2000",
     )
-    run(ip, "%%turn --attach df,pf,fig,pic,notes,df.shape\nLook")
+    run(ip, "%%turn --attach df,pf,ax,pic,notes,df.shape\nLook")
     user = [m for m in session(ip).messages() if m.role == "user"][-1]
     text = user.content
     assert "Attached `df` (pandas DataFrame): 30 rows x 2 columns.\nColumns: city (object), rent (int64)." in text or (
@@ -117,7 +117,7 @@ def test_attachments_of_every_kind(ip: Any) -> None:
     assert "Attached `pf` (polars DataFrame): 12 rows x 2 columns.\nColumns: x (Int64), y (String)." in text
     assert "Attached `notes` (text, 10,000 characters; its beginning)" in text
     assert "Attached `df.shape` (tuple):\n```\n(30, 2)\n```" in text
-    assert [(i.label, i.width, i.height) for i in user.images] == [("fig", 300, 200), ("pic", 50, 40)]
+    assert [(i.label, i.width, i.height) for i in user.images] == [("ax", 300, 200), ("pic", 50, 40)]  # its figure
     # The whole table and the whole text are in the namespace store, for read_namespace.
     ref = next(line.split(" is kept at ")[1].split(";")[0] for line in text.splitlines() if "table as CSV" in line)
     page = session(ip).read_namespace(ref)
