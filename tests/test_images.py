@@ -16,8 +16,8 @@ from PIL import Image as PILImage
 from slotmagic import Session
 from slotmagic.core.images import Image, TextPart, anthropic_image_tokens, image_info
 from slotmagic.core.messages import Message
+from slotmagic.core.vision import takes_images
 from slotmagic.errors import ConfigError
-from slotmagic.providers.vision import takes_images
 from slotmagic.tokens import TokenCounter
 from slotmagic.tokens.images import image_tokens, openai_patch_tokens, openai_tile_tokens
 

@@ -27,6 +27,7 @@ from ..core.records import CellRef, ForkRef, TurnInfo, TurnRecord
 from ..core.slots import DeriveStrategy, Slot, SlotMode, SlotSource, validate_slot_id
 from ..core.tokens import estimate_message_tokens
 from ..core.usage import Usage
+from ..core.vision import no_images_reason, takes_images
 from ..core.workflow import Workflow
 from ..errors import (
     CompactionNeeded,
@@ -44,9 +45,9 @@ from ..namespace import Namespace, has_reference
 from ..providers import ProviderSettings, cost_of, parse_model, resolve_provider
 from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
 from ..providers.prices import cache_savings_of
-from ..providers.vision import no_images_reason, takes_images
+from ..providers.windows import model_window
 from ..store.base import History, Store, Tip
-from ..tokens import Calibration, TokenCounter, model_window
+from ..tokens import Calibration, TokenCounter
 from ..tools import Tool, ToolRegistry, default_registry
 from .compactor import Fold, Summarizer, plan_fold
 from .fit import RequestFit

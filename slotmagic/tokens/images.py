@@ -1,4 +1,4 @@
-"""An image's tokens, by its provider's published rule (see :mod:`slotmagic.providers.vision`
+"""An image's tokens, by its provider's published rule (see :mod:`slotmagic.core.vision`
 for which rule a model uses and the sources).
 
 Checked against the providers' own worked examples in ``tests/test_images.py``: OpenAI's
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ..core.images import Image, anthropic_image_tokens
-from ..providers.vision import ImageRule, image_rule, takes_images
+from ..core.vision import ImageRule, image_rule, takes_images
 
 __all__ = ["anthropic_image_tokens", "image_tokens", "openai_patch_tokens", "openai_tile_tokens"]
 

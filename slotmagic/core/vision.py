@@ -1,10 +1,11 @@
 """Which models take images, and by which rule each provider counts an image's tokens.
 
-Model facts, decided by the model's name as the rest of slotmagic's model facts are (see
-:mod:`slotmagic.providers.catalog` for windows): a model named here as taking no images has an
-image refused in one line before anything is sent. An ``openai:`` or ``ollama:`` model whose
-name says nothing either way (a server's own model) is an Ollama text model when it is
-``ollama:`` and is let through when it is ``openai:`` (the server answers for itself).
+Model facts, decided by the model's name alone (pure, so that counting, below the providers in
+the layers, can use them; windows come from :mod:`slotmagic.providers.catalog`): a model named
+here as taking no images has an image refused in one line before anything is sent. An
+``openai:`` or ``ollama:`` model whose name says nothing either way (a server's own model) is
+an Ollama text model when it is ``ollama:`` and is let through when it is ``openai:`` (the
+server answers for itself).
 
 The token rules (:mod:`slotmagic.tokens.images` computes them):
 
