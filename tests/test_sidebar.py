@@ -371,7 +371,9 @@ def test_unloading_unregisters_and_closes_everything(ip: Any, kernel: FakeManage
     panel = manager.front_opens()
     slotmagic.unload_ipython_extension(ip)
     assert TARGET not in manager.targets and panel.closed
-    assert not [cb for cb in ip.events.callbacks["post_execute"] if type(cb.__self__).__name__ == "Sidebar"]
+    # Other hooks may be plain functions (matplotlib's inline backend registers one).
+    owners = [type(getattr(cb, "__self__", None)).__name__ for cb in ip.events.callbacks["post_execute"]]
+    assert "Sidebar" not in owners
     slotmagic.load_ipython_extension(ip)
 
 
@@ -416,7 +418,9 @@ def test_a_sidebar_that_cannot_start_never_stops_loading(ip: Any, monkeypatch: p
     with pytest.warns(UserWarning, match=r"sidebar is off in this kernel \(no iopub here\)"):
         slotmagic.load_ipython_extension(ip)
     assert ip.find_line_magic("slot") is not None and TARGET not in manager.targets
-    assert not [cb for cb in ip.events.callbacks["post_execute"] if type(cb.__self__).__name__ == "Sidebar"]
+    # Other hooks may be plain functions (matplotlib's inline backend registers one).
+    owners = [type(getattr(cb, "__self__", None)).__name__ for cb in ip.events.callbacks["post_execute"]]
+    assert "Sidebar" not in owners
     ip.run_cell("%slot derive fine")
 
 
