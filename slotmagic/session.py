@@ -40,6 +40,7 @@ from .core.usage import Usage
 from .core.workflow import Workflow, check_workflow_name, no_workflow
 from .diff import BranchDiff, diff_slots
 from .engine.budgeting import SlotBudget, cache_totals
+from .engine.cells import CellBook
 from .engine.fanout import MAX_CONCURRENCY, FanOut, FanOutResult, plan_fan_out
 from .engine.reply import Reply
 from .engine.review import Draft, drop_draft, keep_draft, kept_draft
@@ -112,6 +113,7 @@ class Session:
         self._explorer = Explorer(store, session_id, self._engine)
         self.context_updates = False  # offer the model the tools that change a working context
         self._max_concurrency = MAX_CONCURRENCY  # a fan-out's requests in flight at once
+        self.cells = CellBook(store, session_id)  # what notebook cells did, for replay
         store.ensure_session(session_id)
 
     @classmethod

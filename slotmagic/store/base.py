@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from ..core.cells import CellRecord
 from ..core.compaction import Compaction
 from ..core.context import ContextEvent, WorkingContext
 from ..core.messages import Message
@@ -461,6 +462,19 @@ class Store(Protocol):
 
     def update_meta(self, key: str, update: Callable[[str | None], str]) -> str:
         """Replace a value by ``update(old value)`` in one transaction."""
+
+    def cell_record(self, session_id: str, key: str) -> CellRecord | None:
+        """What the notebook cell ``key`` did when it first ran (None: never, or unreadable)."""
+        ...
+
+    def record_cell(self, session_id: str, key: str, record: CellRecord, *, replace: bool = False) -> CellRecord:
+        """Keep what a cell did, numbered in the order cells ran; an earlier record stays
+        unless ``replace``. Returns the record kept."""
+        ...
+
+    def state_marker(self, session_id: str) -> str:
+        """A short digest of the session's state: equal markers, same slots and settings."""
+        ...
 
     def atomic(self) -> AbstractContextManager[None]:
         """Make several calls one transaction: if the block raises, none of them happened."""

@@ -1,0 +1,88 @@
+"""The cell record: what a magic run from a notebook cell did, kept so that running the cell
+again with the same text replays it (``engine/cells.py`` decides; the store keeps it).
+
+A record holds what the cell showed (printed text and displayed outputs, a widget as its
+static form), whether the command changes the session or only reads it, the current slot
+it left, a marker of the session's state right after it, and ``seq``: the order cells first
+ran in, which tells a Run All that retraces the first run from cells run by hand later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from ..errors import DamagedRecord
+
+__all__ = ["CellOutput", "CellRecord", "Kind"]
+
+# What a command does to the session: ``changes`` (replayed when run again unchanged),
+# ``reads`` (shows the session as of its cell while a Run All retraces the first run), or
+# ``runs`` (not recorded: it acts on the kernel's settings or on files, e.g. %slot session).
+Kind = Literal["changes", "reads", "runs"]
+
+
+@dataclass(frozen=True)
+class CellOutput:
+    """One output: printed text (``stream``) or a displayed mimebundle (``display``)."""
+
+    kind: Literal["stream", "display"]
+    text: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.kind == "stream":
+            return {"kind": "stream", "text": self.text}
+        return {"kind": "display", "data": dict(self.data), "metadata": dict(self.metadata)}
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any]) -> CellOutput:
+        if value.get("kind") == "stream" and isinstance(value.get("text"), str):
+            return cls("stream", value["text"])
+        if value.get("kind") == "display" and isinstance(value.get("data"), Mapping):
+            metadata = value.get("metadata")
+            return cls("display", data=dict(value["data"]), metadata=dict(metadata or {}))
+        raise DamagedRecord(f"a cell record holds an output slotmagic cannot read: {str(value)[:80]}", "cell")
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    """What one magic from one cell did the first time (see the module's docstring)."""
+
+    command: str  # the magic as written, e.g. "%slot compact" (for messages)
+    kind: Kind
+    outputs: tuple[CellOutput, ...] = ()
+    current: str | None = None  # the current slot it left
+    marker: str = ""  # the session's state right after it (``Store.state_marker``)
+    seq: int = 0  # set by the store: the order cells first ran in
+
+    def with_seq(self, seq: int) -> CellRecord:
+        return replace(self, seq=seq)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "command": self.command,
+            "kind": self.kind,
+            "outputs": [o.to_dict() for o in self.outputs],
+            "current": self.current,
+            "marker": self.marker,
+        }
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any], seq: int = 0) -> CellRecord:
+        kind = value.get("kind")
+        outputs = value.get("outputs")
+        if kind not in ("changes", "reads") or not isinstance(outputs, list):
+            raise DamagedRecord(f"a cell record slotmagic cannot read: {str(value)[:80]}", "cell")
+        current = value.get("current")
+        return cls(
+            str(value.get("command", "")),
+            kind,
+            tuple(CellOutput.from_dict(o) for o in outputs),
+            current if isinstance(current, str) else None,
+            str(value.get("marker", "")),
+            seq,
+        )
