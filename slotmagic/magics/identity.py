@@ -55,9 +55,10 @@ class CellIdentity:
     cell_text: str = ""  # its text
 
     def start_cell(self, cell_id: str | None, raw: str) -> None:
-        """A cell starts: identical lines are counted again within it."""
+        """A cell starts: identical lines are counted again within it (within a headless
+        notebook's whole run, whose cells have no identity of their own)."""
         self.cell, self.cell_text = cell_id, raw
-        self.seen = {k: v for k, v in self.seen.items() if not k[0].startswith("cell:")}
+        self.seen = {k: v for k, v in self.seen.items() if k[0].startswith("notebook:")}
 
     def sent_cell(self, text: str) -> str | None:
         """The cell id the front end sent, if ``text`` is in that cell (a magic called from

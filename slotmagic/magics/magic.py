@@ -167,6 +167,8 @@ class SlotMagic(Magics, SlotMagicOptions):
         cell_id = self._cell_identity(args.id, cell)
         with user_errors():
             reply = run_turn(session, self, args, cell, cell_id)
+        if not _replayed(reply):  # the session changed: read-only cells after it read it live
+            session.cells.acted()
         self._bind(reply)
 
     @no_var_expand  # natural text: "$1,200" and "{draft}" stay as written
@@ -203,6 +205,12 @@ class SlotMagic(Magics, SlotMagicOptions):
         text = command if cell is None else f"{command}\n{cell}"
         with user_errors():
             self._run_command("%workflow" if cell is None else "%%workflow", text, explicit, parsed, context)
+
+
+def _replayed(reply: Reply | FanOutResult) -> bool:
+    if isinstance(reply, Reply):
+        return reply.replayed
+    return bool(reply.columns) and all(c.reply is not None and c.reply.replayed for c in reply.columns)
 
 
 def _document() -> None:

@@ -47,7 +47,11 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
     ids: dict[str, int] = {}  # display id -> where its output is kept (an update replaces it)
 
     def keep(data: Mapping[str, Any], metadata: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
-        done = publish(data, metadata, *args, **kwargs)
+        teed, sys.stdout = sys.stdout, stdout  # a terminal's publisher prints: kept once, as a display
+        try:
+            done = publish(data, metadata, *args, **kwargs)
+        finally:
+            sys.stdout = teed
         if WIDGET_VIEW in data:  # the view of a live widget: its static form follows
             return done
         output = CellOutput("display", data=dict(data), metadata=dict(metadata or {}))
@@ -60,8 +64,8 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
             kept.append(output)
         return done
 
-    publisher.publish = keep
     stdout = sys.stdout
+    publisher.publish = keep
     sys.stdout = _Tee(stdout, kept)
     try:
         yield kept
