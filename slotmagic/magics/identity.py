@@ -89,9 +89,7 @@ class CellIdentity:
             return scope
         if scope.startswith("cell:"):
             return scope.removeprefix("cell:")
-        if scope.startswith("notebook:"):
-            return f"position:{self.turn_cells}@{scope.removeprefix('notebook:')}"
-        return f"position:{scope}"
+        return f"position:{self.turn_cells}@{scope.removeprefix('notebook:')}"
 
 
 def notebook_name(setting: str, user_ns: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> str | None:
