@@ -16,9 +16,9 @@ import pytest
 
 from conftest import POSTGRES
 from slotmagic import ConfigError, Message, Session, StoreError
+from slotmagic.core.cells import CellRecord
 from slotmagic.store import open_store
 from slotmagic.store.postgres import PostgresStore
-from slotmagic.core.cells import CellRecord
 from slotmagic.store.postgres_schema import MIGRATIONS
 from slotmagic.store.urls import parse_postgres_url, shown_target
 
