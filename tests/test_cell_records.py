@@ -195,16 +195,38 @@ def test_fan_out_replays_every_column(ip: Any, capsys: pytest.CaptureFixture[str
 def test_a_read_shows_the_session_as_of_its_cell_on_run_all_and_now_by_hand(
     ip: Any, capsys: pytest.CaptureFixture[str], calls: list[int]
 ) -> None:
-    cells = [("s0", "%slot"), ("s1", "%%turn\nWhat is a deposit?"), ("s2", "%slot derive b"), ("s3", "%slot")]
+    cells = [
+        ("s0", "%slot"),
+        ("s1", "%%turn\nWhat is a deposit?"),
+        ("s2", "%slot list"),
+        ("s3", "%slot derive b"),
+        ("s4", "%%turn\nAnd a lease?"),
+    ]
     first = run_all(ip, cells, capsys)
-    assert "default" in first[0] and "0 turns" in first[0]
+    assert "0 turns" in first[0] and "*  default" in first[2]
     restart(ip)
     again = run_all(ip, cells, capsys)
     assert again[0] == first[0]  # "default, 0 turns", not the state the notebook ended in
+    assert again[2] == first[2]  # one slot, default current
     capsys.readouterr()
-    ip.run_cell("%slot", cell_id="s0")  # by hand, later: the session now
+    ip.run_cell("%slot list", cell_id="s2")  # by hand, later: the session now
     now = capsys.readouterr().out
-    assert "current slot: b" in now and now != first[0]
+    assert "*  b" in now and now != first[2]
+
+
+def test_run_all_twice_in_one_kernel_reads_a_branch_deleted_later_as_of_its_cell(
+    ip: Any, capsys: pytest.CaptureFixture[str], calls: list[int]
+) -> None:
+    cells = [
+        ("d0", "%%turn\nWhat is a deposit?"),
+        ("d1", "%slot derive side --no-switch\n%slot show side"),
+        ("d2", "%slot delete side --force"),
+        ("d3", "%slot list"),
+    ]
+    first = run_all(ip, cells, capsys)
+    stored, asked = digest(ip), len(calls)
+    again = run_all(ip, cells, capsys)  # the same kernel: "side" is gone, its cell still reads
+    assert same(again) == same(first) and digest(ip) == stored and len(calls) == asked
 
 
 def test_an_edited_cell_acts_anew(ip: Any, capsys: pytest.CaptureFixture[str], calls: list[int]) -> None:

@@ -3,8 +3,8 @@ again with the same text replays it (``engine/cells.py`` decides; the store keep
 
 A record holds what the cell showed (printed text and displayed outputs, a widget as its
 static form), whether the command changes the session or only reads it, the current slot
-it left, a marker of the session's state right after it, and ``seq``: the order cells first
-ran in, which tells a Run All that retraces the first run from cells run by hand later.
+it left, a marker of the session's state right after it, and ``after``: the magic run just
+before it, which tells a Run All that retraces the recorded run from cells run by hand later.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from typing import Any, Literal
 
 from ..errors import DamagedRecord
 
-__all__ = ["CellOutput", "CellRecord", "Kind"]
+__all__ = ["START", "CellOutput", "CellRecord", "Kind"]
 
 # What a command does to the session: ``changes`` (replayed when run again unchanged),
 # ``reads`` (shows the session as of its cell while a Run All retraces the first run), or
 # ``runs`` (not recorded: it acts on the kernel's settings or on files, e.g. %slot session).
-Kind = Literal["changes", "reads", "runs"]
+Kind = Literal["changes", "reads", "runs", "turn"]
+START = ""  # what a notebook's first magic cell ran after: nothing
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ class CellRecord:
     outputs: tuple[CellOutput, ...] = ()
     current: str | None = None  # the current slot it left
     marker: str = ""  # the session's state right after it (``Store.state_marker``)
-    seq: int = 0  # set by the store: the order cells first ran in
+    after: str = START  # the key of the magic run just before it, in the run it was recorded in
+    seq: int = 0  # set by the store: the order cells were recorded in
 
     def with_seq(self, seq: int) -> CellRecord:
         return replace(self, seq=seq)
@@ -69,13 +71,14 @@ class CellRecord:
             "outputs": [o.to_dict() for o in self.outputs],
             "current": self.current,
             "marker": self.marker,
+            "after": self.after,
         }
 
     @classmethod
     def from_dict(cls, value: Mapping[str, Any], seq: int = 0) -> CellRecord:
         kind = value.get("kind")
         outputs = value.get("outputs")
-        if kind not in ("changes", "reads") or not isinstance(outputs, list):
+        if kind not in ("changes", "reads", "turn") or not isinstance(outputs, list):
             raise DamagedRecord(f"a cell record slotmagic cannot read: {str(value)[:80]}", "cell")
         current = value.get("current")
         return cls(
@@ -84,5 +87,6 @@ class CellRecord:
             tuple(CellOutput.from_dict(o) for o in outputs),
             current if isinstance(current, str) else None,
             str(value.get("marker", "")),
+            str(value.get("after", START)),
             seq,
         )

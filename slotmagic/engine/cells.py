@@ -3,27 +3,28 @@
 *Running a cell again with unchanged text leaves the session as that cell left it the first
 time.* A magic run from a notebook cell is named by a key (its cell, its own text, and which
 of the cell's identical lines it is: see ``magics/identity.py``); what it did is kept as a
-:class:`~slotmagic.core.cells.CellRecord`. When a cell runs again:
+:class:`~slotmagic.core.cells.CellRecord`, with the key of the magic that ran just before it.
+When a cell runs again:
 
 - a command that **changes** the session and has a record replays it: the caller shows the
   recorded outputs, the current slot it left is made current again, nothing else is written
   and no model is called. Edited text is another key: it acts anew.
 - a command that **reads** the session shows its recorded outputs (the session *as of its
-  cell*) while the cells come in the order they first ran since the kernel started, which is
-  what Run All after a restart does; run out of that order, or once a cell acted anew in this
-  kernel, it reads the session as it is now.
-- ``%%turn`` cells keep their own plan (``plan.py``: replay, or fork an edit); a turn that
-  acts anew ends the retrace, as any new effect does.
+  cell*) while the run *retraces* the recorded one: since the notebook's first magic cell,
+  every magic ran after the one it ran after when recorded, and none acted anew. Otherwise
+  it reads the session as it is now, and that output becomes its record.
+- a ``%%turn`` cell keeps its own plan (``plan.py``: replay, or fork an edit); the book only
+  notes whether it replayed (the retrace goes on) or asked the model (it stops).
 
-The retrace position lives here, per kernel (a :class:`CellBook` per open session), never in
-the store: replaying writes nothing.
+Where this kernel is in the retrace lives here (a :class:`CellBook` per open session), not
+in the store: a replay writes nothing but the current slot it restores.
 """
 
 from __future__ import annotations
 
 from contextlib import suppress
 
-from ..core.cells import CellOutput, CellRecord, Kind
+from ..core.cells import START, CellOutput, CellRecord, Kind
 from ..errors import SlotNotFound
 from ..store.base import Store
 
@@ -36,52 +37,63 @@ class CellBook:
     def __init__(self, store: Store, session_id: str) -> None:
         self._store = store
         self._session_id = session_id
-        self._retracing = True  # every cell so far in this kernel replayed, in first-run order
-        self._cursor = 0  # the seq of the last record retraced
+        self._last = START  # the key of the last magic run in this kernel
+        self._retracing = True  # every magic since the retrace began replayed, in the recorded order
 
     @property
     def retracing(self) -> bool:
         return self._retracing
 
+    def _follows(self, record: CellRecord) -> bool:
+        """Whether ``record`` continues the retrace (its cell ran right after the last one run
+        here), or starts one (the notebook's first magic cell, run again)."""
+        return record.after == START or (self._retracing and record.after == self._last)
+
     def replay(self, key: str, kind: Kind) -> CellRecord | None:
         """The record to show instead of running the command (restoring the current slot it
         left, for a command that changes the session), or None to run it."""
-        if kind == "runs":
+        if kind in ("runs", "turn"):
             return None
         record = self._store.cell_record(self._session_id, key)
         if record is None or record.kind != kind:
-            if kind == "reads":
-                self._retracing = False
             return None
-        in_order = self._retracing and record.seq > self._cursor
-        if in_order:
-            self._cursor = record.seq
-        else:
-            self._retracing = False
-        if kind == "reads" and not in_order:
+        follows = self._follows(record)
+        if kind == "reads" and not follows:
             return None
+        self._retracing, self._last = follows, key
         if record.current is not None and self._store.current_slot(self._session_id) != record.current:
             with suppress(SlotNotFound):  # deleted since: the session stays where it is
                 self._store.set_current_slot(self._session_id, record.current)
         return record
 
     def record(self, key: str, command: str, kind: Kind, outputs: list[CellOutput]) -> CellRecord | None:
-        """Keep what a command just did (a read keeps its first record: the notebook's run)."""
+        """Keep what a command just did (a read that ran live replaces its record: its output
+        as of this run)."""
         if kind == "runs":
             return None
-        self._retracing = False
         record = CellRecord(
             command,
             kind,
             tuple(outputs),
             self._store.current_slot(self._session_id),
             self._store.state_marker(self._session_id),
+            self._last,
         )
-        return self._store.record_cell(self._session_id, key, record, replace=kind == "changes")
+        self._retracing, self._last = False, key
+        return self._store.record_cell(self._session_id, key, record, replace=True)
 
-    def acted(self) -> None:
-        """Something changed the session outside a record (a turn asked the model)."""
-        self._retracing = False
+    def turn(self, key: str, replayed: bool) -> None:
+        """A ``%%turn`` cell ran (``key`` names the cell and its text): replayed, the retrace
+        goes on if it ran where it ran before; asking the model stops it."""
+        record = self._store.cell_record(self._session_id, key)
+        if replayed and record is not None:
+            self._retracing, self._last = self._follows(record), key
+            return
+        if replayed:  # recorded by an older slotmagic: noted now, the retrace goes on
+            self._store.record_cell(self._session_id, key, CellRecord("%%turn", "turn", after=self._last))
+            self._last = key
+            return
+        self.record(key, "%%turn", "turn", [])
 
     def changed_since(self, record: CellRecord) -> bool:
         """Whether the session differs now from what it was right after ``record``'s cell."""

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CellIdentity", "split_id"]
+__all__ = ["CellIdentity", "split_id", "text_digest"]
 
 _ID = re.compile(r"(?:^\s*--id[ =](?P<a>\S+)(?:\s+|$))|(?:\s+--id[ =](?P<b>\S+)\s*$)")
 NOTEBOOK_VARIABLE = "SLOTMAGIC_NOTEBOOK"
@@ -39,6 +39,11 @@ def split_id(line: str) -> tuple[str, str | None]:
     return line[: found.start()] + " " * bool(found.start() and found.end() < len(line)) + line[found.end() :], (
         found.group("a") or found.group("b")
     )
+
+
+def text_digest(text: str) -> str:
+    """A short digest of a cell's text, for keys."""
+    return _digest(text)
 
 
 def _digest(*parts: str) -> str:

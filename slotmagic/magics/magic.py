@@ -25,7 +25,7 @@ from ..widgets.live import live_widgets
 from . import ctx_commands, workflow_commands
 from .command import Context, Dispatched
 from .errors import user_errors
-from .identity import CellIdentity, notebook_name, split_id
+from .identity import CellIdentity, notebook_name, split_id, text_digest
 from .options import SlotMagicOptions
 from .parsing import HelpShown
 from .recording import capture, emit
@@ -167,8 +167,8 @@ class SlotMagic(Magics, SlotMagicOptions):
         cell_id = self._cell_identity(args.id, cell)
         with user_errors():
             reply = run_turn(session, self, args, cell, cell_id)
-        if not _replayed(reply):  # the session changed: read-only cells after it read it live
-            session.cells.acted()
+        if cell_id is not None:  # a read after it retraces only if it replayed
+            session.cells.turn(f"turn|{cell_id}|{text_digest(cell)}", _replayed(reply))
         self._bind(reply)
 
     @no_var_expand  # natural text: "$1,200" and "{draft}" stay as written
