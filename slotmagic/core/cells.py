@@ -26,9 +26,10 @@ START = ""  # what a notebook's first magic cell ran after: nothing
 
 @dataclass(frozen=True)
 class CellOutput:
-    """One output: printed text (``stream``) or a displayed mimebundle (``display``)."""
+    """One output: printed text (``stream``), a displayed mimebundle (``display``), or a live
+    widget's class and state (``widget``, in ``data``; its static form is the next output)."""
 
-    kind: Literal["stream", "display"]
+    kind: Literal["stream", "display", "widget"]
     text: str = ""
     data: Mapping[str, Any] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
@@ -36,15 +37,16 @@ class CellOutput:
     def to_dict(self) -> dict[str, Any]:
         if self.kind == "stream":
             return {"kind": "stream", "text": self.text}
-        return {"kind": "display", "data": dict(self.data), "metadata": dict(self.metadata)}
+        return {"kind": self.kind, "data": dict(self.data), "metadata": dict(self.metadata)}
 
     @classmethod
     def from_dict(cls, value: Mapping[str, Any]) -> CellOutput:
         if value.get("kind") == "stream" and isinstance(value.get("text"), str):
             return cls("stream", value["text"])
-        if value.get("kind") == "display" and isinstance(value.get("data"), Mapping):
+        kind = value.get("kind")
+        if (kind == "display" or kind == "widget") and isinstance(value.get("data"), Mapping):
             metadata = value.get("metadata")
-            return cls("display", data=dict(value["data"]), metadata=dict(metadata or {}))
+            return cls(kind, data=dict(value["data"]), metadata=dict(metadata or {}))
         raise DamagedRecord(f"a cell record holds an output slotmagic cannot read: {str(value)[:80]}", "cell")
 
 

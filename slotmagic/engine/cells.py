@@ -13,8 +13,10 @@ When a cell runs again:
   cell*) while the run *retraces* the recorded one: since the notebook's first magic cell,
   every magic ran after the one it ran after when recorded, and none acted anew. Otherwise
   it reads the session as it is now, and that output becomes its record.
-- a ``%%turn`` cell keeps its own plan (``plan.py``: replay, or fork an edit); the book only
-  notes whether it replayed (the retrace goes on) or asked the model (it stops).
+- a ``%%turn`` cell keeps its own plan (``plan.py``: replay, or fork an edit); the book
+  notes whether it replayed (the retrace goes on) or asked the model (it stops), and keeps
+  what it showed: a turn whose branch was deleted since (later in the notebook) is shown as
+  it was, not asked again.
 
 Where this kernel is in the retrace lives here (a :class:`CellBook` per open session), not
 in the store: a replay writes nothing but the current slot it restores.
@@ -23,6 +25,7 @@ in the store: a replay writes nothing but the current slot it restores.
 from __future__ import annotations
 
 from contextlib import suppress
+from dataclasses import replace
 
 from ..core.cells import START, CellOutput, CellRecord, Kind
 from ..errors import SlotNotFound
@@ -82,18 +85,32 @@ class CellBook:
         self._retracing, self._last = False, key
         return self._store.record_cell(self._session_id, key, record, replace=True)
 
-    def turn(self, key: str, replayed: bool) -> None:
-        """A ``%%turn`` cell ran (``key`` names the cell and its text): replayed, the retrace
-        goes on if it ran where it ran before; asking the model stops it."""
+    def turn(self, key: str, replayed: bool, outputs: list[CellOutput], slot: str | None) -> None:
+        """A ``%%turn`` cell ran (``key`` names the cell and its text; ``slot`` is where its
+        reply is): replayed, the retrace goes on if it ran where it ran before; asking the
+        model stops it."""
         record = self._store.cell_record(self._session_id, key)
         if replayed and record is not None:
             self._retracing, self._last = self._follows(record), key
             return
-        if replayed:  # recorded by an older slotmagic: noted now, the retrace goes on
-            self._store.record_cell(self._session_id, key, CellRecord("%%turn", "turn", after=self._last))
-            self._last = key
-            return
-        self.record(key, "%%turn", "turn", [])
+        kept = CellRecord("%%turn", "turn", tuple(outputs), slot, "", self._last)
+        if not replayed:
+            self._retracing = False
+            kept = replace(kept, marker=self._store.state_marker(self._session_id))
+        # A replay recorded by an older slotmagic is noted now, and the retrace goes on.
+        self._store.record_cell(self._session_id, key, kept, replace=True)
+        self._last = key
+
+    def gone_turn(self, key: str) -> CellRecord | None:
+        """The record of a ``%%turn`` cell whose reply's branch was deleted since (later in
+        the notebook, say): it is shown as it was instead of asking the model again."""
+        record = self._store.cell_record(self._session_id, key)
+        if record is None or record.kind != "turn" or record.current is None:
+            return None
+        if self._store.has_slot(self._session_id, record.current):
+            return None  # the turn's own plan replays it (or forks an edit)
+        self._retracing, self._last = self._follows(record), key
+        return record
 
     def changed_since(self, record: CellRecord) -> bool:
         """Whether the session differs now from what it was right after ``record``'s cell."""

@@ -8,6 +8,8 @@ the session through the workspace and binds results; its settings are the traitl
 
 from __future__ import annotations
 
+import contextlib
+import io
 from argparse import Namespace
 from typing import Any
 
@@ -105,12 +107,36 @@ class SlotMagic(Magics, SlotMagicOptions):
         if key is not None:
             record = book.replay(key, parsed.kind)
             if record is not None:
-                emit(self.shell, record.outputs)
+                reads = parsed.kind == "reads"
+                emit(
+                    self.shell,
+                    record.outputs,
+                    changed=book.changed_since(record),
+                    follow=(lambda: self._live_widget(parsed, context)) if reads else None,
+                )
                 return
         with capture(self.shell) as outputs:
             parsed.handler(context, parsed.args)
         if key is not None:
             book.record(key, magic, parsed.kind, outputs)
+
+    def _live_widget(self, parsed: Dispatched, context: Context) -> Any:
+        """Run a read again without showing anything; the live widget it made (None if it
+        made none, or failed: the snapshot then stays as of its cell)."""
+        assert self.shell is not None
+        live = live_widgets(self.shell)
+        if live is None:
+            return None
+        before = {id(w) for w in live.widgets()}
+        publisher = self.shell.display_pub
+        publisher.publish = lambda *args, **kwargs: None
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception):
+                parsed.handler(context, parsed.args)
+        finally:
+            del publisher.publish
+        made = [w for w in live.widgets() if id(w) not in before]
+        return made[-1] if made else None
 
     def _bind(self, reply: Reply | FanOutResult) -> None:
         """Make the reply the cell's value (``_``, ``Out[n]``) without displaying it twice."""
@@ -165,10 +191,17 @@ class SlotMagic(Magics, SlotMagicOptions):
             raise UsageError("the turn is empty: write the message to send to the model")
         session = self.session()
         cell_id = self._cell_identity(args.id, cell)
-        with user_errors():
+        key = None if cell_id is None else f"turn|{cell_id}|{text_digest(line + chr(10) + cell)}"
+        gone = None if key is None else session.cells.gone_turn(key)
+        if gone is not None:  # its branch was deleted later in the notebook: shown as it was
+            emit(self.shell, gone.outputs)
+            return
+        assert self.shell is not None
+        with capture(self.shell) as outputs, user_errors():
             reply = run_turn(session, self, args, cell, cell_id)
-        if cell_id is not None:  # a read after it retraces only if it replayed
-            session.cells.turn(f"turn|{cell_id}|{text_digest(cell)}", _replayed(reply))
+        if key is not None:  # a read after it retraces only if it replayed
+            slot = reply.slot if isinstance(reply, Reply) else None
+            session.cells.turn(key, _replayed(reply), outputs, slot)
         self._bind(reply)
 
     @no_var_expand  # natural text: "$1,200" and "{draft}" stay as written

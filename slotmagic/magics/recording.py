@@ -1,21 +1,24 @@
 """What a magic shows, kept and shown again: the outputs of a cell record (engine/cells.py).
 
 While a command runs, what it prints and displays goes to the notebook as usual and is kept
-too. A widget is kept as its static form (the output after its view, ``widgets/static.py``):
-a replayed cell shows the widget as of its cell, and ``%slot tree`` (or any command) run by
-hand shows it live again.
+too. A widget is kept as its class and state, and its static form (the output after its view,
+``widgets/static.py``): a replayed cell rebuilds it as of its cell
+(``widgets/snapshot_widget.py``), with a way to follow the session live.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from ..core.cells import CellOutput
 
 __all__ = ["capture", "emit"]
+
+Follow = Callable[[], Any]  # runs a read again, quietly; returns the live widget it made
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -52,7 +55,10 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
             done = publish(data, metadata, *args, **kwargs)
         finally:
             sys.stdout = teed
-        if WIDGET_VIEW in data:  # the view of a live widget: its static form follows
+        if WIDGET_VIEW in data:  # a live widget: kept as its state; its static form follows
+            saved = _widget(data[WIDGET_VIEW])
+            if saved is not None:
+                kept.append(CellOutput("widget", data={**saved, "count": shell.execution_count}))
             return done
         output = CellOutput("display", data=dict(data), metadata=dict(metadata or {}))
         display_id = (kwargs.get("transient") or {}).get("display_id")
@@ -75,11 +81,42 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
             del publisher.publish
 
 
-def emit(shell: Any, outputs: tuple[CellOutput, ...]) -> None:
-    """Show kept outputs again, in order."""
+def _widget(view: Any) -> dict[str, Any] | None:
+    """The class and state of the slotmagic widget a view output shows."""
+    model = view.get("model_id") if isinstance(view, Mapping) else None
+    try:
+        from ipywidgets.widgets.widget import _instances  # type: ignore[import-untyped]
+
+        from ..widgets.snapshot_widget import widget_state
+    except ImportError:
+        return None
+    found = _instances.get(model)
+    return None if found is None else widget_state(found)
+
+
+def emit(shell: Any, outputs: tuple[CellOutput, ...], *, changed: bool = True, follow: Follow | None = None) -> None:
+    """Show kept outputs again, in order; a widget as of its cell (``follow`` makes it live:
+    at once when the session has not ``changed`` since)."""
     for output in outputs:
         if output.kind == "stream":
             sys.stdout.write(output.text)
-        else:
-            sys.stdout.flush()
-            shell.display_pub.publish(data=dict(output.data), metadata=dict(output.metadata))
+            continue
+        sys.stdout.flush()
+        if output.kind == "widget":
+            if follow is not None:  # a read's widget; a change's is shown by its static form
+                _show_snapshot(output, changed, follow)
+            continue
+        shell.display_pub.publish(data=dict(output.data), metadata=dict(output.metadata))
+
+
+def _show_snapshot(output: CellOutput, changed: bool, follow: Follow) -> None:
+    from IPython.display import display
+
+    from ..widgets.snapshot_widget import SnapshotWidget
+
+    count = output.data.get("count")
+    where = f"cell [{count}]" if isinstance(count, int) else "its cell"
+    as_of = f"as of {where} · the session has changed since" if changed else ""
+    # A widget from another slotmagic cannot be rebuilt: its static form, which follows, shows.
+    with contextlib.suppress(ImportError, AttributeError, KeyError, TypeError, ValueError):
+        display(SnapshotWidget(output.data, as_of, follow))
