@@ -9,6 +9,7 @@ too. A widget is kept as its class and state, and its static form (the output af
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ __all__ = ["capture", "emit"]
 Follow = Callable[[], Any]  # runs a read again, quietly; returns the live widget it made
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+STATIC_ID = re.compile(r"slotmagic-static-([0-9a-f]{32})")
 
 
 class _Tee:
@@ -48,6 +50,12 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
     publisher = shell.display_pub
     publish = publisher.publish
     ids: dict[str, int] = {}  # display id -> where its output is kept (an update replaces it)
+    widgets: set[str] = set()  # the static ids of the widgets kept
+
+    def keep_widget(saved: dict[str, Any] | None) -> None:
+        if saved is not None:
+            widgets.add(str(saved["static_id"]))
+            kept.append(CellOutput("widget", data={**saved, "count": shell.execution_count}))
 
     def keep(data: Mapping[str, Any], metadata: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
         teed, sys.stdout = sys.stdout, stdout  # a terminal's publisher prints: kept once, as a display
@@ -56,10 +64,12 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
         finally:
             sys.stdout = teed
         if WIDGET_VIEW in data:  # a live widget: kept as its state; its static form follows
-            saved = _widget(data[WIDGET_VIEW])
-            if saved is not None:
-                kept.append(CellOutput("widget", data={**saved, "count": shell.execution_count}))
+            view = data[WIDGET_VIEW]
+            keep_widget(_widget(view.get("model_id") if isinstance(view, Mapping) else None, None))
             return done
+        static = STATIC_ID.search(str(data.get("text/html", "")))
+        if static is not None and static.group(1) not in widgets:  # no view was shown (a terminal)
+            keep_widget(_widget(None, static.group(1)))
         output = CellOutput("display", data=dict(data), metadata=dict(metadata or {}))
         display_id = (kwargs.get("transient") or {}).get("display_id")
         if kwargs.get("update") and display_id in ids:
@@ -81,16 +91,17 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
             del publisher.publish
 
 
-def _widget(view: Any) -> dict[str, Any] | None:
-    """The class and state of the slotmagic widget a view output shows."""
-    model = view.get("model_id") if isinstance(view, Mapping) else None
+def _widget(model_id: Any, static_id: str | None) -> dict[str, Any] | None:
+    """The class and state of the slotmagic widget with this model id (or static form)."""
     try:
         from ipywidgets.widgets.widget import _instances  # type: ignore[import-untyped]
 
         from ..widgets.snapshot_widget import widget_state
     except ImportError:
         return None
-    found = _instances.get(model)
+    found = _instances.get(model_id) if model_id is not None else None
+    if found is None and static_id is not None:
+        found = next((w for w in _instances.values() if getattr(w, "static_id", None) == static_id), None)
     return None if found is None else widget_state(found)
 
 
