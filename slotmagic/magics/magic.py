@@ -77,7 +77,7 @@ class SlotMagic(Magics, SlotMagicOptions):
             setattr(self.shell, _IDENTITY, found)
         return found
 
-    def _scope(self, explicit: str | None, text: str) -> str | None:
+    def _scope(self, explicit: str | None, text: str, *, own: bool = False) -> str | None:
         """Where this magic's identity is (see ``identity.py``); None outside a kernel without
         ``--id`` (a terminal: it always acts)."""
         assert self.shell is not None
@@ -85,6 +85,8 @@ class SlotMagic(Magics, SlotMagicOptions):
         if not explicit and identity.sent_cell(text) is None and getattr(self.shell, "kernel", None) is None:
             return None
         inputs = list(getattr(self.shell.history_manager, "input_hist_raw", []) or [])[1:-1]
+        if own:  # a turn of an unnamed notebook is known by its text too: another's is never its edit
+            inputs.append(text)
         return identity.scope(explicit, text, notebook_name(self.notebook, self.shell.user_ns), inputs)
 
     def _cell_identity(self, explicit: str | None, cell: str) -> str | None:
@@ -94,7 +96,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         among the turn cells run since the kernel started, so Run All in a new kernel finds
         each cell again. Outside a kernel (a terminal) a turn has no identity and always asks
         the model."""
-        scope = self._scope(explicit, cell)
+        scope = self._scope(explicit, cell, own=True)
         key = self._identity().turn_key(scope or "")
         return None if scope is None else key
 
