@@ -58,11 +58,13 @@ class CellIdentity:
     seen: dict[tuple[str, str], int] = field(default_factory=dict)  # (scope, text) -> times run
     cell: str | None = None  # the cell running now, as the front end named it
     cell_text: str = ""  # its text
+    texts: list[str] = field(default_factory=list)  # the texts of the cells run so far, this one last
 
     def start_cell(self, cell_id: str | None, raw: str) -> None:
         """A cell starts: identical lines are counted again within it (within a headless
         notebook's whole run, whose cells have no identity of their own)."""
         self.cell, self.cell_text = cell_id, raw
+        self.texts.append(raw)
         self.seen = {k: v for k, v in self.seen.items() if k[0].startswith("notebook:")}
 
     def sent_cell(self, text: str) -> str | None:

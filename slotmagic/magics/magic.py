@@ -84,7 +84,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         identity = self._identity()
         if not explicit and identity.sent_cell(text) is None and getattr(self.shell, "kernel", None) is None:
             return None
-        inputs = list(getattr(self.shell.history_manager, "input_hist_raw", []) or [])[1:-1]
+        inputs = identity.texts[:-1]  # the cells run before this one (IPython's history may be off)
         if own:  # a turn of an unnamed notebook is known by its text too: another's is never its edit
             inputs.append(text)
         return identity.scope(explicit, text, notebook_name(self.notebook, self.shell.user_ns), inputs)

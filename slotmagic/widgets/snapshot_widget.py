@@ -16,9 +16,10 @@ from importlib import import_module
 from typing import Any
 
 import traitlets
+from IPython.display import display
 from traitlets import Unicode, dlink
 
-from .static import StaticForms
+from .static import StaticForms, _in_kernel
 
 __all__ = ["SnapshotWidget", "widget_state"]
 
@@ -66,12 +67,11 @@ class SnapshotWidget(StaticForms):
     def to_html(self) -> str:
         return self._html
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        found = super()._repr_mimebundle_(**kwargs)
-        data, metadata = found if isinstance(found, tuple) else (found, {})
-        if data is None:
-            return None
-        return {**data, "text/plain": ""}, metadata  # the static form follows, replayed as recorded
+    def _ipython_display_(self, **kwargs: Any) -> None:
+        """The view alone: the static form follows, replayed as recorded (a terminal shows
+        only that)."""
+        if _in_kernel():
+            display(self.view_bundle(), raw=True)  # type: ignore[no-untyped-call]
 
     def follow(self) -> bool:
         """Follow the session from now on (False when the command cannot run again)."""
