@@ -30,6 +30,7 @@ from dataclasses import replace
 from ..core.cells import START, CellOutput, CellRecord, Kind
 from ..errors import SlotNotFound
 from ..store.base import Store
+from .plan import turn_stored
 
 __all__ = ["CellBook"]
 
@@ -101,13 +102,14 @@ class CellBook:
         self._store.record_cell(self._session_id, key, kept, replace=True)
         self._last = key
 
-    def gone_turn(self, key: str) -> CellRecord | None:
-        """The record of a ``%%turn`` cell whose reply's branch was deleted since (later in
-        the notebook, say): it is shown as it was instead of asking the model again."""
+    def gone_turn(self, key: str, cell_id: str, slot: str) -> CellRecord | None:
+        """The record of a ``%%turn`` cell (``key``: the cell and its text) whose turn the
+        store no longer holds (its branch deleted later in the notebook, its undo history
+        dropped by gc): it is shown as it was instead of asking the model again."""
         record = self._store.cell_record(self._session_id, key)
-        if record is None or record.kind != "turn" or record.current is None:
+        if record is None or record.kind != "turn":
             return None
-        if self._store.has_slot(self._session_id, record.current):
+        if turn_stored(self._store, self._session_id, slot, cell_id):
             return None  # the turn's own plan replays it (or forks an edit)
         self._retracing, self._last = self._follows(record), key
         return record

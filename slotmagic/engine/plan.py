@@ -100,6 +100,19 @@ def plan_cell_turn(
     return CellPlan("fork", home, earlier.record)
 
 
+def turn_stored(store: Store, session_id: str, slot: str, cell_id: str) -> bool:
+    """Whether the store still holds a turn of the cell that a plan can find (on a live
+    branch, or in a slot's undo history): a turn removed since (its branch deleted, its undo
+    history dropped by gc) is not."""
+    if store.cell_turns(session_id, cell_id, slot):
+        return True
+    return any(
+        record.info.cell is not None and record.info.cell.id == cell_id
+        for step in store.undo_steps(session_id, slot)
+        for record in step.undone()
+    )
+
+
 def _undone_turn(store: Store, session_id: str, slot: str, cell: CellRef) -> CellPlan | None:
     """The cell's turn in the slot's undo history, newest first: replayed from there when the
     text is unchanged; None (a new turn) otherwise."""

@@ -194,10 +194,13 @@ class SlotMagic(Magics, SlotMagicOptions):
         session = self.session()
         cell_id = self._cell_identity(args.id, cell)
         key = None if cell_id is None else f"turn|{cell_id}|{text_digest(line + chr(10) + cell)}"
-        gone = None if key is None else session.cells.gone_turn(key)
-        if gone is not None:  # its branch was deleted later in the notebook: shown as it was
-            emit(self.shell, gone.outputs)
-            return
+        if key is not None and cell_id is not None and not args.rerun and args.slots is None and args.models is None:
+            with user_errors():
+                gone = session.cells.gone_turn(key, cell_id, args.slot or session.current_slot)
+            if gone is not None:  # its turn was removed since (later in the notebook): shown as it was
+                assert self.shell is not None
+                emit(self.shell, gone.outputs)
+                return
         assert self.shell is not None
         with capture(self.shell) as outputs, user_errors():
             reply = run_turn(session, self, args, cell, cell_id)
