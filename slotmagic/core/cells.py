@@ -60,6 +60,7 @@ class CellRecord:
     current: str | None = None  # the current slot it left
     marker: str = ""  # the session's state right after it (``Store.state_marker``)
     after: str = START  # the key of the magic run just before it, in the run it was recorded in
+    notes: tuple[str, ...] = ()  # a turn's: the notes under its reply (a compaction it made)
     seq: int = 0  # set by the store: the order cells were recorded in
 
     def with_seq(self, seq: int) -> CellRecord:
@@ -74,6 +75,7 @@ class CellRecord:
             "current": self.current,
             "marker": self.marker,
             "after": self.after,
+            "notes": list(self.notes),
         }
 
     @classmethod
@@ -90,5 +92,6 @@ class CellRecord:
             current if isinstance(current, str) else None,
             str(value.get("marker", "")),
             str(value.get("after", START)),
+            tuple(str(n) for n in value.get("notes") or ()),
             seq,
         )

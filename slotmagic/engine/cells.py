@@ -86,7 +86,9 @@ class CellBook:
         self._retracing, self._last = False, key
         return self._store.record_cell(self._session_id, key, record, replace=True)
 
-    def turn(self, key: str, replayed: bool, outputs: list[CellOutput], slot: str | None) -> None:
+    def turn(
+        self, key: str, replayed: bool, outputs: list[CellOutput], slot: str | None, notes: tuple[str, ...] = ()
+    ) -> None:
         """A ``%%turn`` cell ran (``key`` names the cell and its text; ``slot`` is where its
         reply is): replayed, the retrace goes on if it ran where it ran before; asking the
         model stops it."""
@@ -94,7 +96,7 @@ class CellBook:
         if replayed and record is not None:
             self._retracing, self._last = self._follows(record), key
             return
-        kept = CellRecord("%%turn", "turn", tuple(outputs), slot, "", self._last)
+        kept = CellRecord("%%turn", "turn", tuple(outputs), slot, "", self._last, notes)
         if not replayed:
             self._retracing = False
             kept = replace(kept, marker=self._store.state_marker(self._session_id))
@@ -113,6 +115,20 @@ class CellBook:
             return None  # the turn's own plan replays it (or forks an edit)
         self._retracing, self._last = self._follows(record), key
         return record
+
+    def notes(self, key: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """What a ``%%turn`` cell printed before its reply when it was recorded (a compaction's
+        line), and the notes under its reply: a replay shows them again, so the cell reads as
+        it did."""
+        record = self._store.cell_record(self._session_id, key)
+        if record is None or record.kind != "turn":
+            return (), ()
+        before = []
+        for output in record.outputs:
+            if output.kind != "stream":
+                break
+            before.append(output.text)
+        return tuple(before), record.notes
 
     def changed_since(self, record: CellRecord) -> bool:
         """Whether the session differs now from what it was right after ``record``'s cell."""

@@ -659,7 +659,7 @@ class TurnEngine:
         history = source if source is not None else self.store.history(self.session_id, slot)
         produced = history.messages(record.start, record.end)
         message = next((m for m in reversed(produced) if m.role == "assistant"), None)
-        steps = steps_of(produced)
+        steps = steps_of(self.namespace.expand(produced))  # a result kept aside shows whole, as it did live
         if message is None:
             raise ConfigError(f"turn {record.number} of slot {slot!r} has no reply to show")
         info = record.info

@@ -202,11 +202,12 @@ class SlotMagic(Magics, SlotMagicOptions):
                 emit(self.shell, gone.outputs)
                 return
         assert self.shell is not None
+        before, notes = ((), ()) if key is None else session.cells.notes(key)
         with capture(self.shell) as outputs, user_errors():
-            reply = run_turn(session, self, args, cell, cell_id)
+            reply = run_turn(session, self, args, cell, cell_id, before, notes)
         if key is not None:  # a read after it retraces only if it replayed
-            slot = reply.slot if isinstance(reply, Reply) else None
-            session.cells.turn(key, _replayed(reply), outputs, slot)
+            slot, kept = (reply.slot, reply.notes) if isinstance(reply, Reply) else (None, ())
+            session.cells.turn(key, _replayed(reply), outputs, slot, kept)
         self._bind(reply)
 
     @no_var_expand  # natural text: "$1,200" and "{draft}" stay as written

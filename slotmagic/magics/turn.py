@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 
 from ..engine.fanout import FanOutResult
@@ -70,10 +72,18 @@ def parse_turn_line(line: str) -> argparse.Namespace:
 
 
 def run_turn(
-    session: Session, options: SlotMagicOptions, args: argparse.Namespace, cell: str, cell_id: str | None
+    session: Session,
+    options: SlotMagicOptions,
+    args: argparse.Namespace,
+    cell: str,
+    cell_id: str | None,
+    before: Sequence[str] = (),
+    notes: Sequence[str] = (),
 ) -> Reply | FanOutResult:
     """Run (or replay) the turn with a live view, return the stored reply (a fan-out's
-    columns with ``--slots`` or ``--models``)."""
+    columns with ``--slots`` or ``--models``). ``before`` are the lines the cell printed
+    before its reply the first time (a compaction's) and ``notes`` the notes under it: a
+    replay shows them again."""
     if args.slots is not None or args.models is not None:
         return run_fan_out(session, options, args, cell, cell_id)
     stream = session.stream_turn(
@@ -96,6 +106,9 @@ def run_turn(
         waiting=f"streaming from {model} on slot {slot}…",
     )
     stream.on_step = view.step
+    if stream.replayed:
+        for line in before:
+            sys.stdout.write(line)
     notice = stream.compacting
     if notice is not None:  # a model call before the reply: say why the cell waits
         print(notice)
@@ -108,5 +121,8 @@ def run_turn(
         print(message, file=sys.stderr)
         raise
     assert stream.reply is not None
-    view.finish(stream.reply, footer(stream.reply))
-    return stream.reply
+    reply = stream.reply
+    if reply.replayed and notes and not reply.notes:  # what the first run noted under it
+        reply = replace(reply, notes=tuple(notes))
+    view.finish(reply, footer(reply))
+    return reply
