@@ -114,20 +114,24 @@ def emit(shell: Any, outputs: tuple[CellOutput, ...], *, changed: bool = True, f
             continue
         sys.stdout.flush()
         if output.kind == "widget":
-            if follow is not None:  # a read's widget; a change's is shown by its static form
-                _show_snapshot(output, changed, follow)
+            _show_snapshot(output, changed, follow)
             continue
         shell.display_pub.publish(data=dict(output.data), metadata=dict(output.metadata))
 
 
-def _show_snapshot(output: CellOutput, changed: bool, follow: Follow) -> None:
+def _show_snapshot(output: CellOutput, changed: bool, follow: Follow | None) -> None:
+    """A widget as of its cell: a read's can follow the session live; a change's (the summary
+    editor) stays as it was, since running its command again would act again."""
     from IPython.display import display
 
     from ..widgets.snapshot_widget import SnapshotWidget
 
     count = output.data.get("count")
     where = f"cell [{count}]" if isinstance(count, int) else "its cell"
-    as_of = f"as of {where} · the session has changed since" if changed else ""
+    if follow is None:
+        as_of = f"as of {where} · replayed: edit the cell to run it again"
+    else:
+        as_of = f"as of {where} · the session has changed since" if changed else ""
     # A widget from another slotmagic cannot be rebuilt: its static form, which follows, shows.
     with contextlib.suppress(ImportError, AttributeError, KeyError, TypeError, ValueError):
         display(SnapshotWidget(output.data, as_of, follow))

@@ -17,7 +17,7 @@ from typing import Any
 
 import traitlets
 from IPython.display import display
-from traitlets import Unicode, dlink
+from traitlets import Bool, Unicode, dlink
 
 from .static import StaticForms, _in_kernel
 
@@ -45,6 +45,7 @@ class SnapshotWidget(StaticForms):
     """The recorded state of a slotmagic widget, drawn by that widget's own view."""
 
     as_of = Unicode(help="says the widget is as of its cell; empty once it follows the session").tag(sync=True)
+    can_follow = Bool(help="whether the view offers to follow the session live").tag(sync=True)
 
     def __init__(self, saved: Mapping[str, Any], as_of: str, follow: Follow | None) -> None:
         kind = getattr(import_module(str(saved["module"])), str(saved["class"]))
@@ -56,7 +57,9 @@ class SnapshotWidget(StaticForms):
         self._live: Any = None
         # the state's traits, before the comm opens, so the view's first render has them
         self.add_traits(**{name: traitlets.Any().tag(sync=True) for name in state})
-        super().__init__(static_id=str(saved.get("static_id") or ""), as_of=as_of, **state)
+        super().__init__(
+            static_id=str(saved.get("static_id") or ""), as_of=as_of, can_follow=follow is not None, **state
+        )
         self.on_msg(self._on_front_message)
         if not as_of:
             self.follow()

@@ -24,6 +24,7 @@ function asOf(model, el) {
   const show = () => {
     const said = model.get("as_of") || "";
     bar.hidden = !said;
+    button.hidden = !model.get("can_follow");
     text.textContent = `${said} `;
   };
   show();
