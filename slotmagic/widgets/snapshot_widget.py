@@ -24,7 +24,7 @@ from .static import StaticForms, _in_kernel
 __all__ = ["SnapshotWidget", "widget_state"]
 
 # Traits every widget has that are not its own state.
-_SKIPPED = {"layout", "tabbable", "tooltip", "comm", "keys", "log", "status", "error"}
+_SKIPPED = {"layout", "tabbable", "tooltip", "comm", "keys", "log"}
 
 Follow = Callable[[], Any]  # runs the command again; returns the live widget it made, or None
 
@@ -57,8 +57,13 @@ class SnapshotWidget(StaticForms):
         self._live: Any = None
         # the state's traits, before the comm opens, so the view's first render has them
         self.add_traits(**{name: traitlets.Any().tag(sync=True) for name in state})
+        # anywidget's front end keeps one ES module per id: the widget's own, as its view is
         super().__init__(
-            static_id=str(saved.get("static_id") or ""), as_of=as_of, can_follow=follow is not None, **state
+            static_id=str(saved.get("static_id") or ""),
+            as_of=as_of,
+            can_follow=follow is not None,
+            _anywidget_id=f"{kind.__module__}.{kind.__name__}",
+            **state,
         )
         self.on_msg(self._on_front_message)
         if not as_of:
@@ -88,10 +93,6 @@ class SnapshotWidget(StaticForms):
             for name in live.keys:
                 if self.has_trait(name) and not name.startswith("_") and name not in ("static_id", "layout"):
                     dlink((live, name), (self, name))
-            if live.has_trait("status") and not self.has_trait("status"):
-                self.add_traits(status=traitlets.Any().tag(sync=True))
-            if live.has_trait("status"):
-                dlink((live, "status"), (self, "status"))
             self.as_of = ""
         return True
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT
 from slotmagic import Session
 
-from .actions import code_outputs, restart_and_run_all, run_all, wait_idle
+from .actions import WIDGET_OUTPUTS, restart_and_run_all, run_all, wait_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -71,6 +71,26 @@ def counted(path: Path) -> int:
     return len(path.read_text().splitlines())
 
 
+def outputs_as_of_their_cells(page: Any) -> list[str]:
+    """Each code cell's output text; a widget's by its static form, which is the widget as of
+    its cell (the first run's live widgets have followed the session to its end since; the
+    replayed ones are as of their cells, and say so)."""
+    return list(
+        page.evaluate(
+            """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-OutputArea')].map(area => {
+                   const statics = [...area.querySelectorAll('.slotmagic-static')];
+                   if (!area.querySelector('.sm-widget')) return area.textContent;
+                   return statics.map(s => s.textContent).join('\\n');
+               })"""
+        )
+    )
+
+
+def views(page: Any) -> list[str]:
+    """The text of every widget view shown (each must have drawn something)."""
+    return list(page.evaluate(f"() => [...document.querySelectorAll('{WIDGET_OUTPUTS}')].map(w => w.textContent)"))
+
+
 def same_view(outputs: list[str]) -> list[str]:
     """Outputs as a reader compares them: a replayed reply says so in its footer, and a widget
     rebuilt as of its cell says that (with its follow-live button) above the same view."""
@@ -100,12 +120,15 @@ def test_run_all_restart_run_all_reads_the_same_and_calls_no_model(calls: Path, 
     page.goto(f"{lab.url}/lab/tree/{name}?reset")
     wait_idle(page)
     run_all(page)
-    first = code_outputs(page)
+    first = outputs_as_of_their_cells(page)
     asked, before = counted(calls), stored(store, name)
     assert asked > 0 and not any(REPLAYED in o for o in first)
 
     restart_and_run_all(page)
-    again = code_outputs(page)
+    again = outputs_as_of_their_cells(page)
+    shown = views(page)
+    assert shown and all(v.strip() for v in shown)  # every widget rebuilt and drawn
+    assert any("as of cell [" in v and "follow live" in v for v in shown), [v[:80] for v in shown]
     assert counted(calls) == asked  # not one model call
     assert stored(store, name) == before
     assert same_view(again) == same_view(first)
