@@ -726,7 +726,7 @@ class Session:
     def add_goal(self, text: str, *, slot: str | None = None, by: Author = "user") -> GoalItem:
         """A new active goal (``g1``, ``g2`` …); a goal with the same text is returned as it is."""
         context, event = self.change_context(lambda c: wc.add_goal(c, text, by), slot=slot)
-        found = context.goal(event.data["id"]) if event else context.goal_with_text(text.strip())
+        found = context.goal(event.item_id) if event else context.goal_with_text(text.strip())
         assert found is not None
         return found
 
@@ -743,14 +743,14 @@ class Session:
     ) -> DecisionItem:
         """Record a decision (``d1`` …) on a question; deciding a question again replaces it."""
         context, event = self.change_context(lambda c: wc.record_decision(c, question, decision, reason, by), slot=slot)
-        found = context.decision(event.data["id"]) if event else context.decision_on(question.strip())
+        found = context.decision(event.item_id) if event else context.decision_on(question.strip())
         assert found is not None
         return found
 
     def ask(self, question: str, *, slot: str | None = None, by: Author = "user") -> QuestionItem:
         """An open question (``q1`` …); a question with the same text is returned as it is."""
         context, event = self.change_context(lambda c: wc.ask_question(c, question, by), slot=slot)
-        found = context.question(event.data["id"]) if event else context.question_with_text(question.strip())
+        found = context.question(event.item_id) if event else context.question_with_text(question.strip())
         assert found is not None
         return found
 

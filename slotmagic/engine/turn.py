@@ -43,8 +43,9 @@ from ..namespace import Namespace, has_reference
 from ..providers import ProviderSettings, cost_of, parse_model, resolve_provider
 from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
 from ..providers.prices import cache_savings_of
+from ..providers.windows import model_window
 from ..store.base import History, Store, Tip
-from ..tokens import Calibration, TokenCounter, model_window
+from ..tokens import Calibration, TokenCounter
 from ..tools import Tool, ToolRegistry, default_registry
 from .compactor import Fold, Summarizer, plan_fold
 from .fit import RequestFit

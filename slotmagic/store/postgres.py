@@ -42,8 +42,8 @@ from psycopg import errors as pg_errors
 from psycopg import pq
 
 from ..core.messages import Message
+from ..core.secrets import redact
 from ..errors import StoreError
-from ..providers.transport import redact
 from .postgres_schema import CELL_ID_SQL, CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
 from .rows import Connection, Cursor, RowStore
 from .urls import PostgresTarget, parse_postgres_url

@@ -32,8 +32,8 @@ from typing import Any
 
 from ..core.budget import BudgetReport, ContextBudget
 from ..core.messages import Message
+from ..core.request import ChatRequest, ToolSpec
 from ..core.tokens import estimate_message_tokens, estimate_text_tokens
-from ..providers.base import ChatRequest, ToolSpec
 from .calibration import Calibration
 from .encodings import get_encoding
 from .fast import fast_counter
@@ -67,14 +67,26 @@ def _starts_with(name: str, prefixes: Sequence[str]) -> bool:
     return any(name == p or name.startswith((p + "-", p + ".")) for p in prefixes)
 
 
+# Providers whose model names are OpenAI's, counted exactly with OpenAI's encodings: what their
+# registrations say (``ProviderSpec.exact_count``; the registry tells this module, which sits
+# below the providers). "" is a bare model name, "gpt-4o".
+_EXACT_PROVIDERS: set[str] = {""}
+
+
+def count_exactly(provider: str) -> None:
+    """Count the models of ``provider`` exactly, by their names, as OpenAI's models are."""
+    _EXACT_PROVIDERS.add(provider)
+
+
 def encoding_for_model(model: str) -> str:
     """The encoding key for ``model``: ``"o200k_base"``, ``"cl100k_base"`` or ``"estimate"``.
 
-    Only models served by OpenAI (``openai:`` names, or ``openai/…`` on OpenRouter) are counted
-    exactly; the same key always means the same counts, so stored counts can be reused.
+    Only models whose provider registration says they are OpenAI's (``openai:`` names, or
+    ``openai/…`` on OpenRouter) are counted exactly; the same key always means the same counts,
+    so stored counts can be reused.
     """
     provider, name = _model_name(model)
-    if provider not in ("openai", ""):
+    if provider not in _EXACT_PROVIDERS:
         return ESTIMATE
     if _starts_with(name, _O200K_PREFIXES):
         return "o200k_base"
