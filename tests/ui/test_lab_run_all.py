@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT
 from slotmagic import Session
 
-from .actions import WIDGET_OUTPUTS, restart_and_run_all, run_all, wait_idle
+from .actions import WIDGET_OUTPUTS, outputs_as_of_their_cells, restart_and_run_all, run_all, wait_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -69,21 +69,6 @@ def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def counted(path: Path) -> int:
     return len(path.read_text().splitlines())
-
-
-def outputs_as_of_their_cells(page: Any) -> list[str]:
-    """Each code cell's output text; a widget's by its static form, which is the widget as of
-    its cell (the first run's live widgets have followed the session to its end since; the
-    replayed ones are as of their cells, and say so)."""
-    return list(
-        page.evaluate(
-            """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-OutputArea')].map(area => {
-                   const statics = [...area.querySelectorAll('.slotmagic-static')];
-                   if (!area.querySelector('.sm-widget')) return area.textContent;
-                   return statics.map(s => s.textContent).join('\\n');
-               })"""
-        )
-    )
 
 
 def views(page: Any) -> list[str]:
