@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .attach import attach_all
 from .compare import Comparison, compare_slots
 from .core import context as wc
 from .core.checks import check_flag, check_json_mapping, check_optional_text, check_text, check_whole
@@ -54,6 +55,7 @@ from .snapshot import LastUserCache
 from .store import Store, check_target, open_store
 from .store.base import GcReport, History, Mark, SearchHit, UndoStep
 from .tools import Tool, ToolRegistry
+from .tools.variables import READ_VARIABLE, read_variable_tool
 from .tree import SlotTree, build_tree
 
 DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
@@ -637,7 +639,7 @@ class Session:
         current again. Edited text (or ``rerun``) forks a sibling just before the earlier turn
         and runs there (see :mod:`slotmagic.engine.plan`). Without ``cell_id`` turns append.
         """
-        return TurnStream(self._engine, *self._engine.start(text, _turn_options(options)))
+        return TurnStream(self._engine, *self._engine.start(text, self._turn_options(options)))
 
     async def asubmit_turn(self, text: str, **options: Any) -> Reply:
         stream = self.astream_turn(text, **options)
@@ -647,7 +649,24 @@ class Session:
         return stream.reply
 
     def astream_turn(self, text: str, **options: Any) -> AsyncTurnStream:
-        return AsyncTurnStream(self._engine, *self._engine.start(text, _turn_options(options)))
+        return AsyncTurnStream(self._engine, *self._engine.start(text, self._turn_options(options)))
+
+    def allow_variables(self, namespace: Mapping[str, Any] | None) -> None:
+        """Let the opt-in ``read_variable`` tool read ``namespace`` (a kernel's ``user_ns``;
+        None: no namespace). It is offered only to a turn with ``read_variables=True`` or whose
+        tools (or its slot's) name it; it never evaluates code."""
+        if namespace is None:
+            self._engine.optional_tools.pop(READ_VARIABLE, None)
+        else:
+            self._engine.optional_tools[READ_VARIABLE] = read_variable_tool(namespace)
+
+    def _turn_options(self, options: Mapping[str, Any]) -> TurnOptions:
+        """The options checked; ``attachments`` (objects, or a dict of label -> object) made
+        into what the model reads (see :mod:`slotmagic.attach`)."""
+        if "attachments" in options:
+            made = attach_all(options["attachments"], threshold=self.namespace_threshold)
+            options = {**options, "attachments": made}
+        return _turn_options(options)
 
     def stored_reply(self, slot: str, turn: TurnRecord) -> Reply:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""

@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "slotmagic.tools": 1,
     "slotmagic.namespace": 1,
     "slotmagic.copy": 1,
+    "slotmagic.attach": 1,  # objects into attachments (namespace references): used by tools.variables
     # 2 the models
     "slotmagic.providers": 2,
     # 3 the engine, and the reading of a session's values it serves

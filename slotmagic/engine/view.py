@@ -66,12 +66,20 @@ class Counting:
     def encoding(self) -> str:
         return self.counter.encoding
 
+    @property
+    def counts_key(self) -> str:
+        """What the store keeps this counting's counts under (see ``TokenCounter.counts_key``)."""
+        return self.counter.counts_key
+
     def scale(self, estimate: int) -> int:
         return estimate if self.factor == 1.0 else math.ceil(estimate * self.factor - 1e-9)
 
     def count(self, message: Message) -> int:
         if self.counter.exact:
             return self.counter.count_message(message)
+        if message.images:  # an image costs what its provider's rule says: it is not scaled
+            images = self.counter.count_images(message)
+            return self.scale(self.counter.count_message(message) - images) + images
         return self.scale(message.tokens or self.counter.count_message(message))
 
 

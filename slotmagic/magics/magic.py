@@ -8,9 +8,9 @@ the session through the workspace and binds results; its settings are the traitl
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
-from argparse import Namespace
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -18,19 +18,24 @@ from IPython.core.interactiveshell import ExecutionInfo, InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import TraitError, validate
 
+from ..attach import attach_all
+from ..core.attachments import Attached
 from ..engine.fanout import FanOutResult
 from ..engine.reply import Reply
-from ..errors import SlotMagicError
+from ..errors import ConfigError, SlotMagicError
+from ..markdown import code_blocks
 from ..providers import parse_model
 from ..session import Session
 from ..widgets.live import live_widgets
 from . import ctx_commands, workflow_commands
+from .cells import KernelCells
 from .command import Context, Dispatched
 from .errors import user_errors
 from .identity import CellIdentity, notebook_name, split_id, text_digest
 from .options import SlotMagicOptions
 from .parsing import HelpShown
 from .recording import capture, emit
+from .references import attach_values, fill, split_names
 from .slot_commands import dispatch, overview
 from .turn import parse_turn_line, run_turn, turn_parser
 from .workspace import Workspace
@@ -53,6 +58,7 @@ class SlotMagic(Magics, SlotMagicOptions):
     def __init__(self, shell: InteractiveShell) -> None:
         super().__init__(shell=shell)
         self.workspace = Workspace(shell)
+        self.cells = KernelCells(shell)  # errors and images by cell: Err[n], --error, --attach Out[n]
         self._cell: ExecutionInfo | None = None  # the cell being run, for its id
         self._slot_lines = 0  # %slot lines run so far in that cell
 
@@ -60,7 +66,10 @@ class SlotMagic(Magics, SlotMagicOptions):
 
     def session(self) -> Session:
         with user_errors():
-            return self.workspace.session(self)
+            session = self.workspace.session(self)
+        assert self.shell is not None
+        session.allow_variables(self.shell.user_ns)  # read_variable, when a turn opts in
+        return session
 
     def remember_cell(self, info: ExecutionInfo) -> None:
         """pre_run_cell hook: JupyterLab sends each cell's id with its execution."""
@@ -148,6 +157,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         hook.fill_exec_result(reply)
 
     def close(self) -> None:
+        self.cells.detach()
         self.workspace.close()
 
     @validate("model")
@@ -179,7 +189,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         sent = getattr(info, "cell_id", None) if info is not None and line in (info.raw_cell or "") else None
         cell_id = f"{sent}#{self._slot_lines}" if sent else None
         with user_errors():
-            context = Context(session, self, self.workspace.db_path(self), live_widgets(self.shell), cell_id)
+            context = Context(session, self, self.workspace.db_path(self), live_widgets(self.shell), cell_id, self)
             self._run_command("%slot", command, explicit, parsed, context)
 
     @no_var_expand  # options as written; the cell's text is never expanded
@@ -193,7 +203,9 @@ class SlotMagic(Magics, SlotMagicOptions):
             raise UsageError("the turn is empty: write the message to send to the model")
         session = self.session()
         cell_id = self._cell_identity(args.id, cell)
-        key = None if cell_id is None else f"turn|{cell_id}|{text_digest(line + chr(10) + cell)}"
+        with user_errors():
+            text, attachments = self._turn_input(args, cell, session)
+        key = None if cell_id is None else f"turn|{cell_id}|{text_digest(line + chr(10) + text)}"
         if key is not None and cell_id is not None and not args.rerun and args.slots is None and args.models is None:
             with user_errors():
                 gone = session.cells.gone_turn(key, cell_id, args.slot or session.current_slot)
@@ -204,10 +216,50 @@ class SlotMagic(Magics, SlotMagicOptions):
         assert self.shell is not None
         before, notes = ((), ()) if key is None else session.cells.notes(key)
         with capture(self.shell) as outputs, user_errors():
-            reply = run_turn(session, self, args, cell, cell_id, before, notes)
+            reply = run_turn(session, self, args, text, cell_id, attachments, before, notes)
         if key is not None:  # a read after it retraces only if it replayed
             slot, kept = (reply.slot, reply.notes) if isinstance(reply, Reply) else (None, ())
             session.cells.turn(key, _replayed(reply), outputs, slot, kept)
+        self._bind(reply)
+        if args.code and isinstance(reply, Reply) and not reply.replayed:
+            self.put_code(reply)
+
+    def _turn_input(self, args: argparse.Namespace, cell: str, session: Session) -> tuple[str, tuple[Attached, ...]]:
+        """The cell's text as sent (references filled in, the last error after it) and its
+        attachments; one line (a ConfigError) when any of it cannot be made: nothing is sent."""
+        assert self.shell is not None
+        namespace = self.shell.user_ns
+        extra = {"Err": self.cells.error_mapping()}
+        text = cell if args.raw or not self.interpolate else fill(cell, namespace, extra)
+        if args.error:
+            error = self.cells.last_error
+            if error is None:
+                raise ConfigError("--error: no cell has raised an exception in this kernel yet; nothing was sent")
+            text = f"{text.rstrip()}\n\n{error.describe()}"
+        if not args.attach:
+            return text, ()
+        names = split_names(args.attach)
+        if not names:
+            raise ConfigError("--attach needs names: --attach df,fig,Out[7]")
+        values = attach_values(names, namespace, self.cells.images, extra)
+        return text, attach_all(values, threshold=session.namespace_threshold)
+
+    def put_code(self, reply: Reply, block: int = 1) -> bool:
+        """Put the reply's ``block``-th code block in a new cell below; say so when there is none."""
+        assert self.shell is not None
+        blocks = code_blocks(reply.text)
+        if len(blocks) < block:
+            has = f"only {len(blocks)} code block(s)" if blocks else "no code block"
+            print(f"turn {reply.turn} of slot {reply.slot} holds {has}: no cell was made")
+            return False
+        self.shell.set_next_input(blocks[block - 1].rstrip("\n"), replace=False)
+        return True
+
+    def explain_turn(self, text: str, args: argparse.Namespace, cell_id: str | None) -> None:
+        """``%slot explain``: a turn about an error, shown and bound like a ``%%turn`` cell's."""
+        turn_args = parse_turn_line("")
+        turn_args.slot, turn_args.model = args.slot, args.model
+        reply = run_turn(self.session(), self, turn_args, text, cell_id)
         self._bind(reply)
 
     @no_var_expand  # natural text: "$1,200" and "{draft}" stay as written
@@ -232,7 +284,7 @@ class SlotMagic(Magics, SlotMagicOptions):
             if cell is not None:  # a definition: its name only on the line
                 name = workflow_commands.parse_cell_line(command)
                 parsed: Dispatched | None = Dispatched(
-                    lambda context, _: workflow_commands.define(context, name, cell), Namespace(), "changes"
+                    lambda context, _: workflow_commands.define(context, name, cell), argparse.Namespace(), "changes"
                 )
             else:
                 parsed = workflow_commands.dispatch(command)

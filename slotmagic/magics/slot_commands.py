@@ -23,6 +23,7 @@ from ..store.urls import is_postgres_url, parse_postgres_url, shown_target
 from .command import Command, CommandTable, Context, Dispatched
 from .compare_command import compare, compare_parser
 from .explore_commands import explore_commands
+from .notebook_commands import notebook_commands
 from .parsing import CommandParser, at_least, split_line
 
 # -- formatting -------------------------------------------------------------------------------
@@ -47,6 +48,8 @@ def format_messages(messages: Sequence[Message], first_number: int = 1, marks: M
         lines.append(f"[{number}] {message.role} ({plural(message.tokens, 'token')}{label})")
         body = message.content or "(no text)"
         lines.extend("    " + line for line in body.splitlines() or [""])
+        for image in message.images:
+            lines.append(f"    [image{' ' + image.label if image.label else ''}: {image.describe()}]")
         for call in message.tool_calls:
             lines.append(f"    -> tool call {call.name}({call.arguments})")
     return "\n".join(lines)
@@ -535,6 +538,7 @@ COMMANDS: dict[str, Command] = {
         Command("export", _export_parser, _export, slot_positionals=1, kind="runs"),
         Command("compare", compare_parser, compare, slot_positionals=6, kind="reads"),
         *explore_commands(),
+        *notebook_commands(),
     )
 }
 

@@ -34,9 +34,11 @@ from ..core.budget import BudgetReport, ContextBudget
 from ..core.messages import Message
 from ..core.request import ChatRequest, ToolSpec
 from ..core.tokens import estimate_message_tokens, estimate_text_tokens
+from ..core.vision import OPENAI_DEFAULT_RULE, image_rule, takes_images
 from .calibration import Calibration
 from .encodings import get_encoding
 from .fast import fast_counter
+from .images import image_tokens
 
 __all__ = ["ESTIMATE", "RequestTokens", "TokenCounter", "encoding_for_model", "render_tools"]
 
@@ -184,8 +186,32 @@ class TokenCounter:
         stand-in name is assumed. :meth:`count_request` looks the name up from the call instead.
         """
         if not self.exact:
-            return estimate_message_tokens(message)
+            return estimate_message_tokens(message) + self._image_difference(message)
         return self._message(message, message.name)
+
+    @property
+    def counts_key(self) -> str:
+        """What counts kept in the store are keyed by: the encoding, plus the image rule when it
+        is not the usual one for it (gpt-4o-mini's tiles cost more than gpt-4o's, and a model
+        without images counts none), so models sharing an encoding never share an image's count."""
+        if not self.exact:
+            return self.encoding
+        if not takes_images(self.model):
+            return f"{self.encoding}+no-images"
+        rule = image_rule(self.model)
+        if rule == OPENAI_DEFAULT_RULE:
+            return self.encoding
+        return f"{self.encoding}+{rule.kind}:{rule.base}:{rule.per_tile}:{rule.multiplier}"
+
+    def count_images(self, message: Message) -> int:
+        """Tokens of ``message``'s images alone, by this model's provider's rule."""
+        return sum(image_tokens(self.model, image) for image in message.images)
+
+    def _image_difference(self, message: Message) -> int:
+        """This model's rule for the images, less the estimate's (which a stored count holds)."""
+        if not message.images:
+            return 0
+        return self.count_images(message) - sum(image_tokens(None, image) for image in message.images)
 
     def count_tools(self, tools: Sequence[ToolSpec], *, has_system: bool = True) -> int:
         """Tokens the tool definitions add to a request, as OpenAI renders them; ``has_system``
@@ -248,6 +274,8 @@ class TokenCounter:
             tokens = _MESSAGE_FRAMING + n(message.role) + n(message.content)
             if message.name:
                 tokens += _NAME_TOKENS + n(message.name)
+        if message.images:
+            tokens += self.count_images(message)
         for call in message.tool_calls:
             tokens += _CALL_FRAMING + n(f"{message.role} to=functions.{call.name}") + n(call.arguments or "{}")
         return tokens
