@@ -73,6 +73,8 @@ def ip(_testing_shell: object, _private_store: None) -> Iterator[object]:
     slotmagic.unload_ipython_extension(shell)
     shell.user_ns.pop("__session__", None)  # type: ignore[attr-defined]
     shell.config.pop("SlotMagic", None)  # type: ignore[attr-defined]  # %config outlives a reload
+    if hasattr(shell, "_slotmagic_cell_identity"):
+        delattr(shell, "_slotmagic_cell_identity")  # cells counted again in the next "kernel"
     if hasattr(shell, "_slotmagic_session_id"):
         delattr(shell, "_slotmagic_session_id")  # the next test is a new kernel
     live = getattr(shell, "_slotmagic_live_widgets", None)

@@ -41,6 +41,7 @@ from .core.usage import Usage
 from .core.workflow import Workflow, check_workflow_name, no_workflow
 from .diff import BranchDiff, diff_slots
 from .engine.budgeting import SlotBudget, cache_totals
+from .engine.cells import CellBook
 from .engine.fanout import MAX_CONCURRENCY, FanOut, FanOutResult, plan_fan_out
 from .engine.reply import Reply
 from .engine.review import Draft, drop_draft, keep_draft, kept_draft
@@ -117,6 +118,7 @@ class Session:
         self._max_concurrency = MAX_CONCURRENCY  # a fan-out's requests in flight at once
         # (store generation, model), the slot list and the tree made of it: see tree()
         self._tree: tuple[tuple[int, str], list[Slot], SlotTree] | None = None
+        self.cells = CellBook(store, session_id)  # what notebook cells did, for replay
         store.ensure_session(session_id)
         self._warming = warm_up(self.model, self._engine.window)  # off the first turn's path
 

@@ -239,8 +239,9 @@ def test_undo_and_redo_through_the_magic(ip: Any, capsys: pytest.CaptureFixture[
     assert out == "slot 'first-three' holds the turns undone on 'default' (turns 3); current slot stays\n"
     capsys.readouterr()
     ip.run_cell("%slot undo", cell_id="undo-cell")
-    ip.run_cell("%slot undo", cell_id="undo-cell")  # the cell run again
-    assert "already done: nothing changed" in capsys.readouterr().out
+    ip.run_cell("%slot undo", cell_id="undo-cell")  # the cell run again: it replays what it printed
+    first, again = capsys.readouterr().out.splitlines()
+    assert first == again and first.startswith("slot default: undid 1 turn")
     assert session(ip).slot().meta.turns == 2
     ip.run_cell("%slot undo\n%slot undo", cell_id="two-undos")  # two lines of one cell: two undos
     assert session(ip).slot().meta.turns == 0
@@ -499,7 +500,7 @@ def test_a_store_of_the_previous_schema_upgrades_and_every_feature_works_on_it(t
         s.merge("side")
         assert s.turns()[-1].info.kind == "merge"
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 8
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")  # raises if out of step
     db.close()

@@ -16,6 +16,7 @@ import pytest
 
 from conftest import POSTGRES
 from slotmagic import ConfigError, Message, Session, StoreError
+from slotmagic.core.cells import CellRecord
 from slotmagic.store import open_store
 from slotmagic.store.postgres import PostgresStore
 from slotmagic.store.postgres_schema import MIGRATIONS
@@ -373,8 +374,11 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
     with psycopg.connect(POSTGRES, autocommit=True) as db:  # back to the store before issue 15
         db.execute(f"DROP TABLE {schema}.marks")
         db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN undo")
+        db.execute(f"DROP TABLE {schema}.cells")
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 1")
     with Session.open("old", db_path=postgres_url) as s:
+        kept = s.store.record_cell("old", "cell-1", CellRecord("%slot pin 0", "changes", current="default"))
+        assert s.store.cell_record("old", "cell-1") == kept and kept.seq == 1  # version 3: cell records
         s.pin(0)
         step = s.undo()
         assert step.turns == 1 and [m.content for m in s.messages() if m.role == "user"] == ["the deposit statute"]

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from slotmagic import Session, SQLiteStore, StoreError
+from slotmagic.core.cells import CellRecord
+from slotmagic.core.slots import SlotConfig
 from slotmagic.store.migrations import MIGRATIONS, migrate
 
 
@@ -150,3 +152,24 @@ def test_cell_lookups_see_turns_kept_for_derived_slots(db_path: Path) -> None:
         assert session.submit_turn("from a cell", cell_id="c1").replayed
         session.delete_slot("b", force=True)
         assert session.store.cell_turns("nb", "c1", "default") == []
+
+
+def test_a_version_8_file_gains_cell_records(db_path: Path) -> None:
+    """Version 9 keeps what each notebook cell's magic did (engine/cells.py), numbered in the
+    order cells first ran; a record is kept once unless replaced."""
+    db = sqlite3.connect(db_path, isolation_level=None)
+    migrate(db, MIGRATIONS[:8])
+    db.close()
+    store = SQLiteStore(db_path)
+    assert user_version(db_path) == len(MIGRATIONS)
+    store.ensure_session("nb")
+    first = store.record_cell("nb", "a", CellRecord("%slot derive b", "changes", current="b"))
+    second = store.record_cell("nb", "b", CellRecord("%slot", "reads"))
+    assert (first.seq, second.seq) == (1, 2) and store.cell_record("nb", "a") == first
+    assert store.record_cell("nb", "b", CellRecord("%slot list", "reads")) == second  # kept
+    assert store.record_cell("nb", "b", CellRecord("%slot list", "reads"), replace=True).seq == 3
+    assert store.cell_record("nb", "missing") is None
+    marker = store.state_marker("nb")
+    store.derive_slot("nb", "b", "default", SlotConfig())
+    assert store.state_marker("nb") != marker
+    store.close()

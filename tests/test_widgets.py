@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import slotmagic
 from slotmagic import FocusedConfig, Message, Session
 from slotmagic.core.messages import ToolCall
 from slotmagic.core.slots import SlotMode
@@ -610,3 +611,30 @@ def test_a_tree_made_again_after_a_change_is_the_tree_built_whole(session: Sessi
             kept = sum(a is b for a, b in zip(before.nodes, after.nodes, strict=True))
             assert kept >= len(after) - 2  # a turn or a switch makes one or two nodes again, not all
         before = after
+
+
+def test_a_replayed_read_rebuilds_its_widget_as_of_its_cell_and_follows_live_on_request(ip: Any) -> None:
+    from ipywidgets.widgets.widget import _instances
+
+    from slotmagic.widgets.snapshot_widget import SnapshotWidget
+
+    cells = [("w1", "%%turn\nFirst question."), ("w2", "%slot tree"), ("w3", "%slot derive court")]
+    for cell_id, source in cells:
+        ip.run_cell(source, cell_id=cell_id)
+    first = live_widgets(ip).widgets()[-1]  # type: ignore[union-attr]
+    assert list(nodes(first)) == ["default", "court"]  # the live tree followed the derive
+    slotmagic.unload_ipython_extension(ip)  # a restart
+    delattr(ip, "_slotmagic_cell_identity")
+    slotmagic.load_ipython_extension(ip)
+    for cell_id, source in cells:  # Run All
+        ip.run_cell(source, cell_id=cell_id)
+    snapshot = [w for w in _instances.values() if isinstance(w, SnapshotWidget)][-1]
+    assert [n["id"] for n in snapshot.nodes] == ["default"]  # as of its cell: before the derive
+    assert snapshot.as_of.startswith("as of cell [") and "changed since" in snapshot.as_of
+    assert snapshot._esm == SlotTreeWidget._esm  # drawn by the tree's own view
+    front_sends(snapshot, {"type": "follow"})
+    assert snapshot.as_of == "" and [n["id"] for n in snapshot.nodes] == ["default", "court"]
+    ip.run_cell("%slot derive letter")  # a later cell: the snapshot follows the session now
+    assert [n["id"] for n in snapshot.nodes] == ["default", "court", "letter"]
+    front_sends(snapshot, {"type": "switch", "slot": "default"})  # and acts on it
+    assert _magic_session(ip).current_slot == "default" and snapshot.current == "default"

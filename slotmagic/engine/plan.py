@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..core.records import CellRef, TurnRecord
+from ..errors import SlotNotFound
 from ..store.base import CellTurn, History, Store
 
 _FORK_SUFFIX = re.compile(r"\.\d+$")
@@ -98,6 +99,21 @@ def plan_cell_turn(
         if edit is not None:
             return CellPlan("replay", slot if edit.held and not anywhere else edit.home, edit.record)
     return CellPlan("fork", home, earlier.record)
+
+
+def turn_stored(store: Store, session_id: str, slot: str, cell_id: str) -> bool:
+    """Whether the store still holds a turn of the cell that a plan can find (on a live
+    branch, or in a slot's undo history): a turn removed since (its branch deleted, its undo
+    history dropped by gc) is not."""
+    try:
+        if store.cell_turns(session_id, cell_id, slot):
+            return True
+        steps = store.undo_steps(session_id, slot)
+    except SlotNotFound:  # the slot it was sent to is gone
+        return False
+    return any(
+        record.info.cell is not None and record.info.cell.id == cell_id for step in steps for record in step.undone()
+    )
 
 
 def _undone_turn(store: Store, session_id: str, slot: str, cell: CellRef) -> CellPlan | None:

@@ -167,6 +167,10 @@ def _auto_budget(window: int) -> ContextBudget:
     return ContextBudget.auto(window)
 
 
+# A position-only cell's edit that would leave out at least this many messages is refused.
+_FAR_FORK = 8
+
+
 class TurnEngine:
     """Runs the turns of one session over a store. ``model``, ``system`` and ``settings`` are
     the session's defaults; ``usage`` adds up what the turns made here used."""
@@ -415,7 +419,23 @@ class TurnEngine:
                 self.store.set_current_slot(self.session_id, plan.slot)  # where the cell left it
             return None, plan, self.stored_reply(plan.slot, plan.turn, plan.source)
         fork_before = plan.turn if plan.action == "fork" else None
+        if fork_before is not None and not options.rerun and options.cell_id.startswith("position:"):
+            self._refuse_far_fork(slot, fork_before)
         return self.prepare(text, plan.slot, options, cell, fork_before, follow), plan, None
+
+    def _refuse_far_fork(self, slot: str, earlier: TurnRecord) -> None:
+        """A cell known only by its position (no cell id) whose text differs from the turn at
+        that position may be another notebook's cell, not an edit: forking there would drop
+        most of the history the notebook ran on, so it is refused with what to do."""
+        length = len(self.store.history(self.session_id, slot))
+        if earlier.start * 2 < length and length - earlier.start >= _FAR_FORK:
+            raise ConfigError(
+                f"this %%turn differs from the turn its place in the notebook had (turn {earlier.number}, "
+                f"after {earlier.start} messages), and treating it as an edit would fork from there, leaving "
+                f"out {length - earlier.start} of the {length} messages of slot {slot!r}; nothing was sent. "
+                'If this is another notebook, name it (%config SlotMagic.notebook = "NAME" or SLOTMAGIC_NOTEBOOK); '
+                "to send it as a new turn give the cell an id (%%turn --id NAME); --rerun forks anyway"
+            )
 
     def prepare(
         self,
@@ -687,7 +707,7 @@ class TurnEngine:
         history = source if source is not None else self.store.history(self.session_id, slot)
         produced = history.messages(record.start, record.end)
         message = next((m for m in reversed(produced) if m.role == "assistant"), None)
-        steps = steps_of(produced)
+        steps = steps_of(self.namespace.expand(produced))  # a result kept aside shows whole, as it did live
         if message is None:
             raise ConfigError(f"turn {record.number} of slot {slot!r} has no reply to show")
         info = record.info

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
+from ..core.cells import Kind
 from .options import SlotMagicOptions
 from .parsing import CommandParser, did_you_mean, parse
 
@@ -34,12 +35,24 @@ Handler = Callable[[Context, argparse.Namespace], None]
 
 
 @dataclass(frozen=True)
+class Dispatched:
+    """A parsed line: what runs it, its arguments, and what it does to the session."""
+
+    handler: Handler
+    args: argparse.Namespace
+    kind: Kind
+
+
+@dataclass(frozen=True)
 class Command:
     name: str
     make_parser: Callable[[], CommandParser]
     run: Handler
     slot_args: tuple[str, ...] = ()  # options after which a slot id is expected (for completion)
     slot_positionals: int = 0  # how many leading positionals are slot ids (for completion)
+    # changes: run again unchanged from its cell, it replays (engine/cells.py); reads: shows the
+    # session as of its cell while a Run All retraces the first run; runs: never recorded.
+    kind: Kind = "changes"
 
     @cached_property
     def parser(self) -> CommandParser:
@@ -60,6 +73,7 @@ class CommandTable:
     default_parser: Callable[[], CommandParser]
     default_summary: str | None = None
     hint: str = ""  # said after "--help lists the subcommands" when a subcommand is unknown
+    default_kind: Kind = "reads"
 
     def overview(self) -> str:
         """Every subcommand with its summary, generated from the parsers."""
@@ -69,10 +83,10 @@ class CommandTable:
         lines += [f"  {name:<{width}}  {command.parser.summary()}" for name, command in self.commands.items()]
         return "\n".join(lines)
 
-    def dispatch(self, words: Sequence[str]) -> tuple[Handler, argparse.Namespace] | None:
+    def dispatch(self, words: Sequence[str]) -> Dispatched | None:
         """The handler and arguments of a line's words; None when help was printed."""
         if not words:
-            return self.default, parse(self.default_parser(), [])
+            return Dispatched(self.default, parse(self.default_parser(), []), self.default_kind)
         name, rest = words[0], list(words[1:])
         if name in ("-h", "--help", "help"):
             print(self.overview())
@@ -84,4 +98,4 @@ class CommandTable:
                 f"{self.magic}: unknown {what} {name!r}{did_you_mean(name, self.commands)} "
                 f"({self.magic} --help lists the subcommands{self.hint})"
             )
-        return command.run, parse(command.parser, rest)
+        return Dispatched(command.run, parse(command.parser, rest), command.kind)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from IPython.core.error import UsageError
 
 from ..core.context import STEP_STATUSES, DecisionItem, GoalItem, QuestionItem, StepInfo
-from .command import Command, CommandTable, Context, Handler
+from .command import Command, CommandTable, Context, Dispatched, Handler
 from .parsing import CommandParser
 
 GOAL_ACTIONS = ("add", "done", "cancel")
@@ -277,9 +277,9 @@ COMMANDS: dict[str, Command] = {
         Command("ask", _ask_parser, _ask, slot_args=("--slot",)),
         Command("resolve", _resolve_parser, _resolve, slot_args=("--slot",)),
         Command("step", _step_parser, _step, slot_args=("--slot",)),
-        Command("show", _show_parser, _show, slot_args=("--slot",)),
+        Command("show", _show_parser, _show, slot_args=("--slot",), kind="reads"),
         Command("clear", _clear_parser, _clear, slot_args=("--slot",)),
-        Command("history", _history_parser, _history, slot_args=("--slot",)),
+        Command("history", _history_parser, _history, slot_args=("--slot",), kind="reads"),
         Command("off", _off_parser, _switch(False), slot_args=("--slot",)),
         Command("on", _on_parser, _switch(True), slot_args=("--slot",)),
     )
@@ -308,7 +308,7 @@ def overview() -> str:
     return TABLE.overview()
 
 
-def dispatch(line: str) -> tuple[Handler, argparse.Namespace] | None:
+def dispatch(line: str) -> Dispatched | None:
     """Parse a ``%ctx`` line into its handler and arguments; None when help was printed."""
     return TABLE.dispatch(split_text_line(line))
 

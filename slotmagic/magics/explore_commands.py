@@ -203,6 +203,6 @@ def explore_commands() -> list[Command]:
         Command("pin", _pin_parser, _pin, slot_args=("--slot",)),
         Command("exclude", _exclude_parser, _exclude, slot_args=("--slot",)),
         Command("include", _include_parser, _include, slot_args=("--slot",)),
-        Command("search", _search_parser, _search, slot_args=("--slot",)),
+        Command("search", _search_parser, _search, slot_args=("--slot",), kind="reads"),
         Command("gc", _gc_parser, _gc),
     ]

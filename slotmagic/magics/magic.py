@@ -9,6 +9,8 @@ the session through the workspace and binds results; its settings are the traitl
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -27,16 +29,18 @@ from ..session import Session
 from ..widgets.live import live_widgets
 from . import ctx_commands, workflow_commands
 from .cells import KernelCells
-from .command import Context
+from .command import Context, Dispatched
 from .errors import user_errors
+from .identity import CellIdentity, notebook_name, split_id, text_digest
 from .options import SlotMagicOptions
 from .parsing import HelpShown
+from .recording import capture, emit
 from .references import attach_values, fill, split_names
 from .slot_commands import dispatch, overview
 from .turn import parse_turn_line, run_turn, turn_parser
 from .workspace import Workspace
 
-_TURN_CELLS = "_slotmagic_turn_cells"  # %%turn cells run in this kernel so far
+_IDENTITY = "_slotmagic_cell_identity"  # the magics run in this kernel so far (identity.py)
 
 
 def empty_turn_as_line(lines: list[str]) -> list[str]:
@@ -71,26 +75,79 @@ class SlotMagic(Magics, SlotMagicOptions):
         """pre_run_cell hook: JupyterLab sends each cell's id with its execution."""
         self._cell = info
         self._slot_lines = 0
+        sent = getattr(info, "cell_id", None)
+        self._identity().start_cell(sent if isinstance(sent, str) and sent else None, info.raw_cell or "")
+
+    def _identity(self) -> CellIdentity:
+        assert self.shell is not None
+        found = getattr(self.shell, _IDENTITY, None)
+        if found is None:  # on the shell: %reload_ext keeps counting
+            found = CellIdentity()
+            setattr(self.shell, _IDENTITY, found)
+        return found
+
+    def _scope(self, explicit: str | None, text: str, *, own: bool = False) -> str | None:
+        """Where this magic's identity is (see ``identity.py``); None outside a kernel without
+        ``--id`` (a terminal: it always acts)."""
+        assert self.shell is not None
+        identity = self._identity()
+        if not explicit and identity.sent_cell(text) is None and getattr(self.shell, "kernel", None) is None:
+            return None
+        inputs = identity.texts[:-1]  # the cells run before this one (IPython's history may be off)
+        if own:  # a turn of an unnamed notebook is known by its text too: another's is never its edit
+            inputs.append(text)
+        return identity.scope(explicit, text, notebook_name(self.notebook, self.shell.user_ns), inputs)
 
     def _cell_identity(self, explicit: str | None, cell: str) -> str | None:
         """Who this ``%%turn`` cell is, for replay: ``--id``, else the id the front end sent
         (JupyterLab, Notebook 7 and VS Code send one), else, in a kernel whose front end sends
-        none (nbclient: nbconvert --execute, papermill), its position among the turn cells run
-        since the kernel started, so Run All in a new kernel finds each cell again. Outside a
-        kernel (a terminal) a turn has no identity and always asks the model."""
+        none (nbclient: nbconvert --execute, papermill), the notebook's name and its position
+        among the turn cells run since the kernel started, so Run All in a new kernel finds
+        each cell again. Outside a kernel (a terminal) a turn has no identity and always asks
+        the model."""
+        scope = self._scope(explicit, cell, own=True)
+        key = self._identity().turn_key(scope or "")
+        return None if scope is None else key
+
+    def _run_command(self, magic: str, text: str, explicit: str | None, parsed: Dispatched, context: Context) -> None:
+        """Run a command, or replay what it did when its cell ran first (engine/cells.py)."""
         assert self.shell is not None
-        position = getattr(self.shell, _TURN_CELLS, 0) + 1
-        setattr(self.shell, _TURN_CELLS, position)  # on the shell: %reload_ext keeps counting
-        if explicit:
-            return f"name:{explicit}"
-        info = self._cell
-        sent = getattr(info, "cell_id", None) if info is not None else None
-        # A %%turn run by hand through run_cell_magic is not the cell being executed.
-        if sent and info is not None and cell.strip() in (info.raw_cell or ""):
-            return str(sent)
-        if getattr(self.shell, "kernel", None) is not None:
-            return f"position:{position}"
-        return None
+        scope = self._scope(explicit, text)
+        key = None if scope is None else self._identity().key(scope, magic, text)
+        book = context.session.cells
+        if key is not None:
+            record = book.replay(key, parsed.kind)
+            if record is not None:
+                reads = parsed.kind == "reads"
+                emit(
+                    self.shell,
+                    record.outputs,
+                    changed=book.changed_since(record),
+                    follow=(lambda: self._live_widget(parsed, context)) if reads else None,
+                )
+                return
+        with capture(self.shell) as outputs:
+            parsed.handler(context, parsed.args)
+        if key is not None:
+            book.record(key, magic, parsed.kind, outputs)
+
+    def _live_widget(self, parsed: Dispatched, context: Context) -> Any:
+        """Run a read again without showing anything; the live widget it made (None if it
+        made none, or failed: the snapshot then stays as of its cell)."""
+        assert self.shell is not None
+        live = live_widgets(self.shell)
+        if live is None:
+            return None
+        before = {id(w) for w in live.widgets()}
+        publisher = self.shell.display_pub
+        publisher.publish = lambda *args, **kwargs: None
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception):
+                parsed.handler(context, parsed.args)
+        finally:
+            del publisher.publish
+        made = [w for w in live.widgets() if id(w) not in before]
+        return made[-1] if made else None
 
     def _bind(self, reply: Reply | FanOutResult) -> None:
         """Make the reply the cell's value (``_``, ``Out[n]``) without displaying it twice."""
@@ -114,15 +171,16 @@ class SlotMagic(Magics, SlotMagicOptions):
 
     # -- magics -----------------------------------------------------------------------------
 
+    @no_var_expand  # settings and names as written: "$1,200" stays
     @line_magic
     def slot(self, line: str) -> None:
+        command, explicit = split_id(line)
         try:
-            parsed = dispatch(line)
+            parsed = dispatch(command)
         except HelpShown:
             return
         if parsed is None:
             return
-        handler, args = parsed
         session = self.session()
         # Which cell (and which of its %slot lines) runs this, so a %slot undo run again from the
         # same place does not undo twice.
@@ -132,8 +190,9 @@ class SlotMagic(Magics, SlotMagicOptions):
         cell_id = f"{sent}#{self._slot_lines}" if sent else None
         with user_errors():
             context = Context(session, self, self.workspace.db_path(self), live_widgets(self.shell), cell_id, self)
-            handler(context, args)
+            self._run_command("%slot", command, explicit, parsed, context)
 
+    @no_var_expand  # options as written; the cell's text is never expanded
     @line_cell_magic
     def turn(self, line: str, cell: str | None = None) -> None:
         try:
@@ -146,7 +205,21 @@ class SlotMagic(Magics, SlotMagicOptions):
         cell_id = self._cell_identity(args.id, cell)
         with user_errors():
             text, attachments = self._turn_input(args, cell, session)
-            reply = run_turn(session, self, args, text, cell_id, attachments)
+        key = None if cell_id is None else f"turn|{cell_id}|{text_digest(line + chr(10) + text)}"
+        if key is not None and cell_id is not None and not args.rerun and args.slots is None and args.models is None:
+            with user_errors():
+                gone = session.cells.gone_turn(key, cell_id, args.slot or session.current_slot)
+            if gone is not None:  # its turn was removed since (later in the notebook): shown as it was
+                assert self.shell is not None
+                emit(self.shell, gone.outputs)
+                return
+        assert self.shell is not None
+        before, notes = ((), ()) if key is None else session.cells.notes(key)
+        with capture(self.shell) as outputs, user_errors():
+            reply = run_turn(session, self, args, text, cell_id, attachments, before, notes)
+        if key is not None:  # a read after it retraces only if it replayed
+            slot, kept = (reply.slot, reply.notes) if isinstance(reply, Reply) else (None, ())
+            session.cells.turn(key, _replayed(reply), outputs, slot, kept)
         self._bind(reply)
         if args.code and isinstance(reply, Reply) and not reply.replayed:
             self.put_code(reply)
@@ -192,36 +265,43 @@ class SlotMagic(Magics, SlotMagicOptions):
     @no_var_expand  # natural text: "$1,200" and "{draft}" stay as written
     @line_magic
     def ctx(self, line: str) -> None:
+        command, explicit = split_id(line)
         try:
-            parsed = ctx_commands.dispatch(line)
+            parsed = ctx_commands.dispatch(command)
         except HelpShown:
             return
         if parsed is None:
             return
-        handler, args = parsed
         session = self.session()
         with user_errors():
-            handler(Context(session, self, self.workspace.db_path(self)), args)
+            self._run_command("%ctx", command, explicit, parsed, Context(session, self, self.workspace.db_path(self)))
 
+    @no_var_expand  # step names and settings as written
     @line_cell_magic
     def workflow(self, line: str, cell: str | None = None) -> None:
+        command, explicit = split_id(line)
         try:
             if cell is not None:  # a definition: its name only on the line
-                name = workflow_commands.parse_cell_line(line)
+                name = workflow_commands.parse_cell_line(command)
+                parsed: Dispatched | None = Dispatched(
+                    lambda context, _: workflow_commands.define(context, name, cell), argparse.Namespace(), "changes"
+                )
             else:
-                parsed = workflow_commands.dispatch(line)
-                if parsed is None:
-                    return
+                parsed = workflow_commands.dispatch(command)
+            if parsed is None:
+                return
         except HelpShown:
             return
         context = Context(self.session(), self, self.workspace.db_path(self), live_widgets(self.shell))
+        text = command if cell is None else f"{command}\n{cell}"
         with user_errors():
-            if cell is not None:
-                workflow_commands.define(context, name, cell)
-            else:
-                assert parsed is not None
-                handler, args = parsed
-                handler(context, args)
+            self._run_command("%workflow" if cell is None else "%%workflow", text, explicit, parsed, context)
+
+
+def _replayed(reply: Reply | FanOutResult) -> bool:
+    if isinstance(reply, Reply):
+        return reply.replayed
+    return bool(reply.columns) and all(c.reply is not None and c.reply.replayed for c in reply.columns)
 
 
 def _document() -> None:

@@ -58,6 +58,7 @@ ENVIRONMENT = {
     "model": "SLOTMAGIC_MODEL",
     "db_path": "SLOTMAGIC_DB",
     "session_id": "SLOTMAGIC_SESSION",
+    "notebook": "SLOTMAGIC_NOTEBOOK",
     "system": "SLOTMAGIC_SYSTEM",
     "stream": "SLOTMAGIC_STREAM",
     "widgets": "SLOTMAGIC_WIDGETS",
@@ -152,6 +153,12 @@ class SlotMagicOptions(Configurable):
     session_id = Unicode(
         help="The session to open; empty means the notebook's path when the kernel knows it, "
         "else a new id (see %slot session). Env: SLOTMAGIC_SESSION.",
+    ).tag(config=True)
+
+    notebook = Unicode(
+        help="This notebook's name, for runs whose front end sends no cell ids (jupyter nbconvert "
+        "--execute, papermill): cells run again are recognised by it (empty: the notebook's path "
+        "when the kernel knows it, else the cells run before). Env: SLOTMAGIC_NOTEBOOK.",
     ).tag(config=True)
 
     system = Unicode(
@@ -276,6 +283,10 @@ class SlotMagicOptions(Configurable):
     @default("session_id")
     def _default_session_id(self) -> str:
         return _env("session_id") or ""
+
+    @default("notebook")
+    def _default_notebook(self) -> str:
+        return _env("notebook") or ""
 
     @default("system")
     def _default_system(self) -> str:

@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..render import describe_mode, plural
 from ..session import Session
 from ..store.urls import is_postgres_url, parse_postgres_url, shown_target
-from .command import Command, CommandTable, Context, Handler
+from .command import Command, CommandTable, Context, Dispatched
 from .compare_command import compare, compare_parser
 from .explore_commands import explore_commands
 from .notebook_commands import notebook_commands
@@ -521,22 +521,22 @@ def _export(ctx: Context, args: argparse.Namespace) -> None:
 COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
-        Command("list", _list_parser, _list),
-        Command("tree", _tree_parser, _tree),
+        Command("list", _list_parser, _list, kind="reads"),
+        Command("tree", _tree_parser, _tree, kind="reads"),
         Command("create", _create_parser, _create),
         Command("switch", _switch_parser, _switch, slot_positionals=1),
         Command("derive", _derive_parser, _derive, slot_args=("--from",)),
         Command("delete", _delete_parser, _delete, slot_positionals=1),
-        Command("show", _show_parser, _show, slot_positionals=1),
-        Command("preview", _preview_parser, _preview, slot_positionals=1),
-        Command("budget", _budget_parser, _budget, slot_positionals=1),
+        Command("show", _show_parser, _show, slot_positionals=1, kind="reads"),
+        Command("preview", _preview_parser, _preview, slot_positionals=1, kind="reads"),
+        Command("budget", _budget_parser, _budget, slot_positionals=1, kind="reads"),
         Command("compact", _compact_parser, _compact, slot_positionals=1),
-        Command("tools", _tools_parser, _tools),
-        Command("session", _session_parser, _session),
+        Command("tools", _tools_parser, _tools, kind="reads"),
+        Command("session", _session_parser, _session, kind="runs"),
         Command("rename", _rename_parser, _rename, slot_positionals=1),
-        Command("diff", _diff_parser, _diff, slot_positionals=2),
-        Command("export", _export_parser, _export, slot_positionals=1),
-        Command("compare", compare_parser, compare, slot_positionals=6),
+        Command("diff", _diff_parser, _diff, slot_positionals=2, kind="reads"),
+        Command("export", _export_parser, _export, slot_positionals=1, kind="runs"),
+        Command("compare", compare_parser, compare, slot_positionals=6, kind="reads"),
         *explore_commands(),
         *notebook_commands(),
     )
@@ -557,6 +557,6 @@ def overview() -> str:
     return TABLE.overview()
 
 
-def dispatch(line: str) -> tuple[Handler, argparse.Namespace] | None:
+def dispatch(line: str) -> Dispatched | None:
     """Parse a ``%slot`` line into its handler and arguments; None when help was printed."""
     return TABLE.dispatch(split_line(line))

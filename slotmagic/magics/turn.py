@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 
 from ..core.attachments import Attached
@@ -96,9 +98,13 @@ def run_turn(
     cell: str,
     cell_id: str | None,
     attachments: tuple[Attached, ...] = (),
+    before: Sequence[str] = (),
+    notes: Sequence[str] = (),
 ) -> Reply | FanOutResult:
     """Run (or replay) the turn with a live view, return the stored reply (a fan-out's
-    columns with ``--slots`` or ``--models``). ``attachments`` follow the text."""
+    columns with ``--slots`` or ``--models``). ``attachments`` follow the text; ``before``
+    are the lines the cell printed before its reply the first time (a compaction's) and
+    ``notes`` the notes under it: a replay shows them again."""
     if args.slots is not None or args.models is not None:
         if attachments or getattr(args, "read_vars", False):
             raise ConfigError("--attach and --read-vars go with one slot's turn, not with --slots or --models")
@@ -128,6 +134,9 @@ def run_turn(
         waiting=f"streaming from {model} on slot {slot}…",
     )
     stream.on_step = view.step
+    if stream.replayed:
+        for line in before:
+            sys.stdout.write(line)
     notice = stream.compacting
     if notice is not None:  # a model call before the reply: say why the cell waits
         print(notice)
@@ -140,5 +149,8 @@ def run_turn(
         print(message, file=sys.stderr)
         raise
     assert stream.reply is not None
-    view.finish(stream.reply, footer(stream.reply))
-    return stream.reply
+    reply = stream.reply
+    if reply.replayed and notes and not reply.notes:  # what the first run noted under it
+        reply = replace(reply, notes=tuple(notes))
+    view.finish(reply, footer(reply))
+    return reply

@@ -18,7 +18,7 @@ from IPython.core.error import UsageError
 
 from ..core.context import STEP_STATUSES
 from ..core.workflow import Workflow
-from .command import Command, CommandTable, Context, Handler
+from .command import Command, CommandTable, Context, Dispatched
 from .parsing import CommandParser, parse, split_line
 from .slot_commands import show_widget
 
@@ -212,8 +212,8 @@ def _delete(ctx: Context, args: argparse.Namespace) -> None:
 COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
-        Command("show", _show_parser, _show),
-        Command("list", _list_parser, _list),
+        Command("show", _show_parser, _show, kind="reads"),
+        Command("list", _list_parser, _list, kind="reads"),
         Command("status", _status_parser, _status),
         Command("current", _current_parser, _current),
         Command("attach", _attach_parser, _attach),
@@ -245,7 +245,7 @@ def overview() -> str:
     return TABLE.overview()
 
 
-def dispatch(line: str) -> tuple[Handler, argparse.Namespace] | None:
+def dispatch(line: str) -> Dispatched | None:
     """Parse a ``%workflow`` line into its handler and arguments; None when help was printed."""
     words = split_line(line)
     if words and words[0] == EMPTY_CELL:  # a %%workflow cell with no body

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from ..core.cells import CellRecord
 from ..core.compaction import Compaction
 from ..core.context import ContextEvent, WorkingContext
 from ..core.messages import Message
@@ -372,7 +373,24 @@ class GcReport:
         return max(0, self.bytes_before - self.bytes_after)
 
 
-class Store(Protocol):
+class CellRecords(Protocol):
+    """The store's part that keeps what notebook cells did (engine/cells.py)."""
+
+    def cell_record(self, session_id: str, key: str) -> CellRecord | None:
+        """What the notebook cell ``key`` did when it first ran (None: never, or unreadable)."""
+        ...
+
+    def record_cell(self, session_id: str, key: str, record: CellRecord, *, replace: bool = False) -> CellRecord:
+        """Keep what a cell did, numbered in the order cells ran; an earlier record stays
+        unless ``replace``. Returns the record kept."""
+        ...
+
+    def state_marker(self, session_id: str) -> str:
+        """A short digest of the session's state: equal markers, same slots and settings."""
+        ...
+
+
+class Store(CellRecords, Protocol):
     refusal: str | None  # why this store refuses writes (read-only, damaged), or None
 
     def ensure_session(self, session_id: str) -> None:

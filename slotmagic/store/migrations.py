@@ -239,6 +239,25 @@ def _v8_search_indexed_when_searched(db: sqlite3.Connection) -> None:
     )
 
 
+def _v9_cell_records(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        -- What each magic run from a notebook cell did, so that running it again with the same
+        -- text replays it (engine/cells.py): `key` names the cell and its text, `seq` is the
+        -- order cells first ran in (per session), `record` a JSON CellRecord.
+        CREATE TABLE cells (
+            session_id  TEXT NOT NULL,
+            key         TEXT NOT NULL,
+            seq         INTEGER NOT NULL,
+            record      TEXT NOT NULL,
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (session_id, key)
+        );
+        """,
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _v1_initial,
     _v2_turns_by_cell,
@@ -248,6 +267,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _v6_working_context_and_workflows,
     _v7_exploring,
     _v8_search_indexed_when_searched,
+    _v9_cell_records,
 )
 
 

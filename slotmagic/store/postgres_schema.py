@@ -136,10 +136,23 @@ ALTER TABLE slots ADD COLUMN undo TEXT
 """
 
 
+# Version 3: the SQLite store's version 9 (cell records, issue 23).
+_V3 = """
+CREATE TABLE cells (
+    session_id  TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    record      TEXT NOT NULL,
+    created_at  DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (session_id, key)
+)
+"""
+
+
 def _statements(sql: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in sql.split(";") if s.strip())
 
 
 # Each step is a list of statements; version N (version 1 is the SQLite store's version 6,
-# version 2 its version 7).
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_statements(_V1), _statements(_V2))
+# version 2 its version 7, version 3 its version 9).
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_statements(_V1), _statements(_V2), _statements(_V3))

@@ -9,9 +9,33 @@ function hideStaticForm(model) {
   }
 }
 
+// A replayed cell's widget is as of its cell (widgets/snapshot_widget.py): a line says so, with
+// a button that makes it follow the session; the line goes once it does.
+function asOf(model, el) {
+  if (model.get("as_of") === undefined) return;
+  const bar = document.createElement("div");
+  bar.className = "sm-as-of";
+  const text = document.createElement("span");
+  const button = document.createElement("button");
+  button.className = "sm-button jp-Button jp-mod-minimal";
+  button.textContent = "follow live";
+  button.addEventListener("click", () => model.send({ type: "follow" }));
+  bar.append(text, button);
+  const show = () => {
+    const said = model.get("as_of") || "";
+    bar.hidden = !said;
+    button.hidden = !model.get("can_follow");
+    text.textContent = `${said} `;
+  };
+  show();
+  model.on("change:as_of", show);
+  el.prepend(bar);
+}
+
 function live(render) {
   return (props) => {
     const done = render(props);
+    asOf(props.model, props.el);
     hideStaticForm(props.model);
     setTimeout(() => hideStaticForm(props.model), 200); // the static form is displayed just after
     return done;

@@ -45,10 +45,19 @@ def cell_text(page: Any, index: int) -> str:
     return str(page.locator(".jp-Notebook .jp-Cell").nth(index).inner_text())
 
 
-def code_outputs(page: Any) -> list[str]:
-    """The output text of every code cell, in order."""
-    cells = page.locator(".jp-Notebook .jp-CodeCell")
-    return [str(cells.nth(i).locator(".jp-OutputArea").inner_text()) for i in range(cells.count())]
+def outputs_as_of_their_cells(page: Any) -> list[str]:
+    """Each code cell's output text; a widget's by its static form, which is the widget as of
+    its cell (the first run's live widgets have followed the session to its end since; the
+    replayed ones are as of their cells, and say so)."""
+    return list(
+        page.evaluate(
+            """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-OutputArea')].map(area => {
+                   const statics = [...area.querySelectorAll('.slotmagic-static')];
+                   if (!area.querySelector('.sm-widget')) return area.textContent;
+                   return statics.map(s => s.textContent).join('\\n');
+               })"""
+        )
+    )
 
 
 def wait_all_run(page: Any) -> None:

@@ -1,7 +1,7 @@
 """The tutorials in a real JupyterLab: Run All, then with the session left on each other slot
 in turn, Restart Kernel and Run All. Every output is what the first run showed (replies come
-from the store), the session ends on the slot the first run ended on, and a new turn cell
-added at the end lands there."""
+from the store; a widget, by its static form, as of its cell), the session ends on the slot the
+first run ended on, and a new turn cell added at the end lands there."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from slotmagic import Session
 
-from .actions import code_outputs, restart_and_run_all, run_all, wait_idle
+from .actions import outputs_as_of_their_cells, restart_and_run_all, run_all, wait_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -34,7 +34,7 @@ def test_restart_and_run_all_from_every_slot_reproduces_the_tutorial(lab: Any, p
     page.goto(f"{lab.url}/lab/tree/{name}?reset")
     wait_idle(page)
     run_all(page)
-    first = code_outputs(page)
+    first = outputs_as_of_their_cells(page)
     assert not any(REPLAYED in o for o in first)
     with Session.open(name, db_path=store) as session:
         ended_on = session.current_slot
@@ -44,7 +44,7 @@ def test_restart_and_run_all_from_every_slot_reproduces_the_tutorial(lab: Any, p
         with Session.open(name, db_path=store) as session:
             session.switch_slot(other)  # the notebook is left elsewhere, as a user might
         restart_and_run_all(page)
-        again = code_outputs(page)
+        again = outputs_as_of_their_cells(page)
         assert same_view(again) == same_view(first), other
         assert any(REPLAYED in o for o in again)
         with Session.open(name, db_path=store) as session:

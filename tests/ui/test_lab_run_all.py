@@ -1,0 +1,121 @@
+"""Run All, Restart Kernel, Run All again, in a real JupyterLab: every output reads as the first
+run's, the model is not called once in the second run (counted by the kernel's echo model), and
+the store's rows are exactly as the first run left them (timestamps left out).
+
+Two tutorials (03: compaction; 05: working context and a workflow), which between them run
+every kind of magic the replay rule covers; all six take too long for one browser test, and
+``tests/test_run_all_headless.py`` executes all six three times each without a browser."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT
+from slotmagic import Session
+
+from .actions import WIDGET_OUTPUTS, outputs_as_of_their_cells, restart_and_run_all, run_all, wait_idle
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+REPLAYED = "replayed from the store, no model call · "
+# The kernel's echo model counts its requests in a file (an IPython startup file wraps it).
+COUNTING_ECHO = """
+import os
+from pathlib import Path
+
+from slotmagic.providers.echo import EchoProvider
+
+_calls = Path(os.environ["SLOTMAGIC_TEST_CALLS"])
+_stream, _astream = EchoProvider.stream, EchoProvider.astream
+
+
+def _count():
+    with _calls.open("a") as f:
+        f.write("call\\n")
+
+
+def stream(self, request):
+    _count()
+    return _stream(self, request)
+
+
+def astream(self, request):
+    _count()
+    return _astream(self, request)
+
+
+EchoProvider.stream, EchoProvider.astream = stream, astream
+"""
+
+
+@pytest.fixture
+def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the kernels of the lab started after this fixture count the echo model's requests."""
+    ipython = tmp_path / "ipython"
+    startup = ipython / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-counting-echo.py").write_text(COUNTING_ECHO)
+    counted = tmp_path / "calls.txt"
+    counted.write_text("")
+    monkeypatch.setenv("IPYTHONDIR", str(ipython))
+    monkeypatch.setenv("SLOTMAGIC_TEST_CALLS", str(counted))
+    return counted
+
+
+def counted(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def views(page: Any) -> list[str]:
+    """The text of every widget view shown (each must have drawn something)."""
+    return list(page.evaluate(f"() => [...document.querySelectorAll('{WIDGET_OUTPUTS}')].map(w => w.textContent)"))
+
+
+def same_view(outputs: list[str]) -> list[str]:
+    """Outputs as a reader compares them: a replayed reply says so in its footer, and a widget
+    rebuilt as of its cell says that (with its follow-live button) above the same view."""
+    out = []
+    for o in outputs:
+        o = o.replace(REPLAYED, "")
+        o = re.sub(r"as of cell \[\d+\] · the session has changed since\s*follow live\s*", "", o)
+        out.append(re.sub(r"\b1[6-9]\d{8}(\.\d+)?\b", "<TIME>", o))
+    return out
+
+
+def stored(db: Path, session_id: str) -> str:
+    with Session.open(session_id, db_path=db) as session:
+        dump = session.store.dump_session(session_id)  # type: ignore[attr-defined]
+
+    def strip(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(v for v in row if not (isinstance(v, float) and v > 1e9))
+
+    tables = {name: [strip(r) for r in rows] for name, rows in dump.tables.items()}
+    return repr((dump.current, [strip(r) for r in dump.slots], sorted(tables.items())))
+
+
+@pytest.mark.parametrize("name", ["03-budgets-and-compaction.ipynb", "05-working-context-and-workflow.ipynb"])
+def test_run_all_restart_run_all_reads_the_same_and_calls_no_model(calls: Path, lab: Any, page: Any, name: str) -> None:
+    shutil.copy(ROOT / "notebooks" / name, lab.root / name)
+    store = lab.root / ".slotmagic" / "state.sqlite3"
+    page.goto(f"{lab.url}/lab/tree/{name}?reset")
+    wait_idle(page)
+    run_all(page)
+    first = outputs_as_of_their_cells(page)
+    asked, before = counted(calls), stored(store, name)
+    assert asked > 0 and not any(REPLAYED in o for o in first)
+
+    restart_and_run_all(page)
+    again = outputs_as_of_their_cells(page)
+    shown = views(page)
+    assert shown and all(v.strip() for v in shown)  # every widget rebuilt and drawn
+    assert any("as of cell [" in v and "follow live" in v for v in shown), [v[:80] for v in shown]
+    assert counted(calls) == asked  # not one model call
+    assert stored(store, name) == before
+    assert same_view(again) == same_view(first)
+    assert any(REPLAYED in o for o in again)
+    page.screenshot(path=str(lab.root.parent / f"{Path(name).stem}-again.png"))
