@@ -382,7 +382,9 @@ def test_reloading_keeps_one_sidebar(ip: Any, kernel: FakeManager) -> None:
     panel = manager.front_opens()
     ip.run_cell("%reload_ext slotmagic")
     ip.run_cell("%load_ext slotmagic")
-    sidebars = [cb for cb in ip.events.callbacks["post_execute"] if type(cb.__self__).__name__ == "Sidebar"]
+    sidebars = [
+        cb for cb in ip.events.callbacks["post_execute"] if type(getattr(cb, "__self__", None)).__name__ == "Sidebar"
+    ]
     assert len(sidebars) == 1
     assert panel.closed and manager.opened == []  # the old sidebar's comm was closed
 

@@ -3,6 +3,8 @@ live from the kernel, switches slots on a click, and acts from its context menu.
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ PANEL = "#slotmagic-slots"
 ROWS = f"{PANEL} .jp-SlotsPanel-row"
 HINT = f"{PANEL} .jp-SlotsPanel-hint"
 VISIBLE_NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+CELL_TIMEOUT = 300  # s: a busy shared machine runs a heavy cell slowly
 # A user message with markup in it: the panel must show it as text.
 MARKUP = 'Is <b>bold</b> & <img src=x onerror="this.remove()"> shown as text?'
 
@@ -49,10 +52,20 @@ def wait_idle(page: Any) -> None:
 def run_cell(page: Any, index: int) -> str:
     """Run one cell of the notebook in view; returns its output text."""
     cell = page.locator(f"{VISIBLE_NOTEBOOK} .jp-Cell").nth(index)
-    cell.locator(".jp-InputPrompt").click()
+    prompt = cell.locator(".jp-InputPrompt")
+    before = prompt.inner_text().strip()
+    prompt.click()
     page.keyboard.press("Shift+Enter")
+    # Done when the prompt shows a new execution count: the kernel's status can read Idle
+    # before a just-sent cell has started on a busy machine.
+    done = re.compile(r"^\[\d+\]:$")
+    deadline = time.monotonic() + CELL_TIMEOUT
+    started = False  # seen as queued or running ([*]), for a count that may repeat after a restart
+    while not (done.match(now := prompt.inner_text().strip()) and (started or now != before)):
+        assert time.monotonic() < deadline, f"cell {index} still shows {now!r} after {CELL_TIMEOUT} s"
+        started = started or "*" in now
+        page.wait_for_timeout(100)
     wait_idle(page)
-    cell.locator(".jp-InputPrompt").filter(has_not_text="*").wait_for()  # not still queued
     return str(cell.locator(".jp-OutputArea").inner_text())
 
 
