@@ -64,6 +64,21 @@ def test_schemas_keep_sessions_apart_and_bad_ones_are_one_line(postgres_url: str
         assert "\n" not in str(caught.value)
 
 
+def test_the_application_name_is_the_urls_and_a_bad_one_is_one_line(postgres_url: str) -> None:
+    assert parse_postgres_url(POSTGRES).application_name == "slotmagic"
+    named = parse_postgres_url(postgres_url)
+    assert named.application_name.startswith("slotmagic_t_") and "application_name" not in named.conninfo
+    with open_store(postgres_url) as store:
+        assert isinstance(store, PostgresStore)
+        with store._read() as db:
+            shown = db.execute("SELECT current_setting('application_name')").fetchone()[0]
+        assert shown == named.application_name
+    for bad in ("", "two words", "x" * 64):
+        with pytest.raises(ConfigError, match="application_name=") as caught:
+            parse_postgres_url(f"{POSTGRES}?application_name={bad}")
+        assert "\n" not in str(caught.value)
+
+
 def test_a_schema_holding_other_tables_is_refused_untouched(postgres_url: str) -> None:
     schema = schema_of(postgres_url)
     with psycopg.connect(POSTGRES, autocommit=True) as db:
@@ -188,24 +203,30 @@ def test_any_text_is_stored_exactly(postgres_url: str) -> None:
     assert "\n" not in str(caught.value)
 
 
-def terminate(pid: int | None = None) -> None:
-    """The server drops one backend (``pid``), or every slotmagic connection: a restart, a failover."""
+def terminate(pid: int | None = None, *, url: str | None = None) -> int:
+    """The server drops one backend (``pid``), or every connection of the test's store
+    (``url``, by its own application name): a restart, a failover. How many it dropped."""
     with psycopg.connect(POSTGRES, autocommit=True) as admin:
         if pid is not None:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-            return
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE application_name = 'slotmagic' AND pid <> pg_backend_pid()"
-        )
+            return 1
+        assert url is not None
+        application = parse_postgres_url(url).application_name
+        assert application.startswith("slotmagic_t_"), "a test drops only its own connections"
+        dropped = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (application,),
+        ).fetchone()
+        return int(dropped[0]) if dropped else 0
 
 
 def test_a_connection_lost_while_idle_is_replaced_unnoticed(postgres_url: str) -> None:
     with Session.open("s", db_path=postgres_url) as session:
         session.submit_turn("before")
-        terminate()
+        assert terminate(url=postgres_url) == 1
         assert session.list_slots()[0].meta.message_count == 2  # a read on a new connection
-        terminate()
+        assert terminate(url=postgres_url) == 1
         session.submit_turn("after")  # a write: nothing had been sent, so it begins again
         assert [m.content for m in session.messages() if m.role == "user"] == ["before", "after"]
 
@@ -357,7 +378,7 @@ def test_subscribers_hear_other_connections_and_a_listener_that_lost_its_connect
         assert not heard.acquire(timeout=0.5)
         theirs.ensure_session("t")
         assert heard.acquire(timeout=5)
-        terminate()
+        assert terminate(url=postgres_url) == 3  # two stores' connections and the listener's
         assert heard.acquire(timeout=10), "a listener that reconnected did not say it may have missed changes"
         while heard.acquire(timeout=0.5):
             pass

@@ -153,7 +153,7 @@ class PostgresStore(RowStore):
             "autocommit": True,
             "options": f"{self.target.options} {options}".strip(),
             "connect_timeout": max(1, int(timeout)),
-            "application_name": "slotmagic",
+            "application_name": self.target.application_name,
         }
         self._migrate(create)
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(

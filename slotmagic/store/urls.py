@@ -19,6 +19,8 @@ __all__ = ["DEFAULT_SCHEMA", "PostgresTarget", "is_postgres_url", "parse_postgre
 _SCHEMES = ("postgresql", "postgres")
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 DEFAULT_SCHEMA = "slotmagic"
+DEFAULT_APPLICATION = "slotmagic"
+_APPLICATION = re.compile(r"[\x21-\x7e]{1,63}")  # printable ASCII: the server truncates at 63 bytes
 
 
 def is_postgres_url(value: object) -> bool:
@@ -35,10 +37,12 @@ class PostgresTarget:
     shown: str
     password: str | None = field(default=None, repr=False)
     options: str = ""  # the URL's own ``options=`` (e.g. ``-c role=team_a``), kept before slotmagic's
+    application_name: str = DEFAULT_APPLICATION  # how the server lists its connections (pg_stat_activity)
 
 
 def parse_postgres_url(url: str) -> PostgresTarget:
-    """Split off ``schema=`` (default ``slotmagic``); anything wrong is one ConfigError line
+    """Split off ``schema=`` (default ``slotmagic``) and ``application_name=`` (default
+    ``slotmagic``: how the server's ``pg_stat_activity`` names the connections); anything wrong is one ConfigError line
     that does not show the URL's credentials."""
     text = url.strip()
     shown = shown_target(text)
@@ -61,11 +65,18 @@ def parse_postgres_url(url: str) -> PostgresTarget:
             f"schema={schema!r:.70} in db_path {shown} is not a schema name slotmagic uses: "
             "1-63 lowercase letters, digits and _, not starting with a digit (e.g. schema=team_a)"
         )
+    applications = [v for k, v in query if k == "application_name"]
+    application = applications[-1] if applications else DEFAULT_APPLICATION
+    if not _APPLICATION.fullmatch(application):
+        raise ConfigError(
+            f"application_name={application!r:.70} in db_path {shown} is not one: "
+            "1-63 printable ASCII characters without spaces (e.g. application_name=slotmagic_alice)"
+        )
     options = " ".join(v for k, v in query if k == "options")
-    rest = [(k, v) for k, v in query if k not in ("schema", "options")]
+    rest = [(k, v) for k, v in query if k not in ("schema", "options", "application_name")]
     conninfo = parts._replace(query=urlencode(rest)).geturl()
     password = parts.password or next((v for k, v in rest if k == "password"), None)
-    return PostgresTarget(conninfo, schema, shown, password, options)
+    return PostgresTarget(conninfo, schema, shown, password, options, application)
 
 
 def shown_target(target: str) -> str:
