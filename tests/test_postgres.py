@@ -404,3 +404,37 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
         assert s.marks() == {0: "pin"} and s.gc().messages == 0
     with psycopg.connect(POSTGRES) as db:
         assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)]
+
+
+def connections(url: str) -> int:
+    """The server's count of the store's connections (``pg_stat_activity``, by its application name)."""
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        found = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+            (parse_postgres_url(url).application_name,),
+        ).fetchone()
+        return int(found[0]) if found else 0
+
+
+def test_an_idle_store_holds_no_connection_and_a_live_one_at_most_two(postgres_url: str) -> None:
+    import time
+
+    url = f"{postgres_url}&idle_timeout=1"
+    with Session.open("s", db_path=url) as session:
+        session.submit_turn("one")
+        assert connections(url) == 1
+        deadline = time.monotonic() + 15
+        while connections(url) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert connections(url) == 0, "an idle store still holds its connection"
+        session.submit_turn("two")  # a new connection, unnoticed
+        session.store.subscribe(lambda: None)
+        assert connections(url) == 2  # its own and the listener's
+        with open_store(url) as other:
+            other.ensure_session("t")
+        assert [m.content for m in session.messages() if m.role == "user"] == ["one", "two"]
+        assert connections(url) == 2
+    for bad in ("0", "x", "1e9"):
+        with pytest.raises(ConfigError, match="idle_timeout=") as caught:
+            parse_postgres_url(f"{POSTGRES}?idle_timeout={bad}")
+        assert "\n" not in str(caught.value)

@@ -126,7 +126,6 @@ class PostgresStore(RowStore):
     _CELL_ID_SQL: ClassVar[str] = CELL_ID_SQL
     _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = (_UniqueViolation,)
     _CONTAINS_KEY_SQL: ClassVar[str] = "strpos(m.content, namespace.key) > 0"
-    _db: _Connection
 
     def __init__(
         self, url: str, *, durability: Literal["normal", "full"] = "normal", timeout: float = 10.0, create: bool = True
@@ -156,12 +155,26 @@ class PostgresStore(RowStore):
             "application_name": self.target.application_name,
         }
         self._migrate(create)
+        # Connection economy: a kernel idle most of the time holds no connection of the pool
+        # (min_size 0; the one it uses is closed after ``idle_timeout`` seconds unused) and at
+        # most one more, its listener's. The server counts at most two per kernel.
+        self.idle_timeout = self.target.idle_timeout
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
-            self.target.conninfo, min_size=1, max_size=1, kwargs=self._kwargs, open=False, name="slotmagic"
+            self.target.conninfo,
+            min_size=0,
+            max_size=1,
+            kwargs=self._kwargs,
+            open=False,
+            name="slotmagic",
+            num_workers=1,
+            max_idle=self.idle_timeout,
         )
+        self._held: _Connection | None = None
+        self._last_use = 0.0
+        self._reaper: threading.Thread | None = None
+        self._closed = threading.Event()
         try:
             self._pool.open(wait=True, timeout=timeout)
-            self._db = _Connection(self._pool.getconn(timeout), self.target)
         except BaseException as exc:
             self._pool.close()
             raise StoreError(error_line(self.target, exc)) from None
@@ -220,21 +233,55 @@ class PostgresStore(RowStore):
 
     # -- plumbing ------------------------------------------------------------------------------
 
+    @property
+    def _db(self) -> _Connection:  # type: ignore[override]
+        """The connection the shared store code reads through (lazy reads of a history too)."""
+        return self._connection()
+
     def _connection(self) -> _Connection:
-        """The connection, replaced from the pool if the last one was lost."""
-        if self._db.broken:
+        """The connection: taken from the pool when none is held (first use, after an idle
+        release) or the last one was lost."""
+        db = self._held
+        if db is not None and db.broken:
+            self._held = None
             with suppress(Exception):
-                self._pool.putconn(self._db.conn)  # the pool discards a broken connection
-            try:
-                self._db = _Connection(self._pool.getconn(self.timeout), self.target)
-            except psycopg_pool.PoolTimeout:
-                raise StoreError(
-                    f"PostgreSQL store {self.path}: the connection was lost and no new one could be made "
-                    f"within {self.timeout:g} s; check the server and run the cell again"
-                ) from None
+                self._pool.putconn(db.conn)  # the pool discards a broken connection
+            db = None
             self._forget()
             self._version = None
-        return self._db
+        if db is None:
+            try:
+                db = self._held = _Connection(self._pool.getconn(self.timeout), self.target)
+            except psycopg_pool.PoolTimeout:
+                raise StoreError(
+                    f"PostgreSQL store {self.path}: no connection could be made within {self.timeout:g} s; "
+                    "check the server and run the cell again"
+                ) from None
+            except psycopg_pool.PoolClosed:
+                raise StoreError(f"PostgreSQL store {self.path} is closed") from None
+            self._watch_idle()
+        self._last_use = time.monotonic()
+        return db
+
+    def _watch_idle(self) -> None:
+        if self._reaper is None or not self._reaper.is_alive():
+            self._reaper = threading.Thread(target=self._release_when_idle, name="slotmagic-idle", daemon=True)
+            self._reaper.start()
+
+    def _release_when_idle(self) -> None:
+        """Close the held connection once it has been unused for ``idle_timeout`` seconds, so an
+        idle kernel holds none; the next call takes a new one (a few milliseconds)."""
+        while not self._closed.wait(max(0.05, self._last_use + self.idle_timeout - time.monotonic())):
+            with self._lock:
+                if self._held is None:
+                    return
+                if self._in_transaction or time.monotonic() - self._last_use < self.idle_timeout:
+                    continue
+                db, self._held = self._held, None
+                with suppress(Exception):
+                    db.conn.close()
+                    self._pool.putconn(db.conn)  # closed: the pool forgets it
+                return
 
     @contextmanager
     def _read(self) -> Iterator[_Connection]:
@@ -390,10 +437,13 @@ class PostgresStore(RowStore):
         listener = self._listener
         if listener is not None:
             listener.stop()
+        self._closed.set()
         with self._lock:
             self._listener = None
-            with suppress(Exception):
-                self._pool.putconn(self._db.conn)
+            held, self._held = self._held, None
+            if held is not None:
+                with suppress(Exception):
+                    self._pool.putconn(held.conn)
             self._pool.close()
             self._forget()
 
