@@ -49,6 +49,7 @@ from ..errors import (
     SlotReadonly,
     StoreError,
 )
+from ..users import current_user
 from .base import MARKS, CellTurn, GcReport, History, Mark, Piece, SearchHit, Tip, UndoStep
 
 logger = logging.getLogger("slotmagic")
@@ -233,6 +234,8 @@ class RowStore:
     refusal: str | None
 
     def _init_caches(self) -> None:
+        self.user = current_user()
+        self.viewing = False
         self._lock = threading.RLock()
         self._sessions: dict[str, _SessionRows] = {}
         self._segments: dict[int, _Segment] = {}
@@ -584,7 +587,19 @@ class RowStore:
                 )
             return [known.get(p) for p in range(lo, hi)]
 
+    def view_only(self, session_id: str) -> None:
+        with self._lock:
+            self.viewing = True
+            self.refusal = (
+                f"session {session_id!r} is open read-only (a view): nothing is stored; "
+                "open it without read-only to write"
+            )
+
     def write_counts(self, key: int, lo: int, counts: Sequence[int], encoding: str) -> None:
+        if self.viewing:  # a view writes nothing: the counts it made are kept for this process
+            with self._lock:
+                self._segment(key, lo).counts.setdefault(encoding, {}).update((lo + i, n) for i, n in enumerate(counts))
+            return
         with self._write() as db:
             db.executemany(
                 "INSERT INTO token_counts (slot, encoding, seq, tokens) VALUES (?, ?, ?, ?)"
@@ -974,6 +989,8 @@ class RowStore:
         now: float,
     ) -> TurnRecord:
         start = row.length
+        if info.user is None and self.user is not None:
+            info = info.replace(user=self.user)
         db.executemany(
             "INSERT INTO messages (slot, seq, turn, role, content, tokens, extra, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
