@@ -144,6 +144,7 @@ class PostgresStore(RowStore):
         self._in_transaction = False
         self._token = secrets.token_hex(8)  # this store's writes, in NOTIFY payloads
         self._listener: _Listener | None = None
+        self._heard = 0  # the newest change counter a notification (or the listener) has read
         # "normal": a commit does not wait for the server's disk (a server crash may lose the
         # last turns, never tear one), as the SQLite store's synchronous=NORMAL.
         synchronous = "on" if durability == "full" else "off"
@@ -347,31 +348,48 @@ class PostgresStore(RowStore):
         with db.errors(), db.conn.pipeline():
             db.conn.execute("BEGIN")
             counter = db.conn.execute("UPDATE changes SET version = version + 1 RETURNING version, txid_current()")
-            db.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.schema} {self._token}"))
+            # "schema token version": a listener that reconnects knows the last version it heard
+            db.conn.execute(
+                "SELECT pg_notify(%s, %s || (SELECT version FROM changes))", (CHANNEL, f"{self.schema} {self._token} ")
+            )
         version, xid = counter.fetchone()  # type: ignore[misc]
         return int(version), int(xid)
 
     def _commit(self, db: _Connection, xid: int) -> None:
         """COMMIT. When the connection is lost with it, whether the server committed is asked
         on a new connection: a turn whose COMMIT went through, its answer lost with the
-        connection, was reported failed although it was stored."""
+        connection, was reported failed although it was stored. A server that cannot be
+        asked (restarting) is asked again until ``timeout``; if it still cannot, the error
+        says the write may be stored, never that it is not."""
         try:
             db.execute("COMMIT")
-        except StoreError:
-            if not db.broken or not self._committed(xid):
+        except StoreError as exc:
+            if not db.broken:
                 raise
+            committed = self._committed(xid)
+            if committed is None:
+                raise StoreError(
+                    f"PostgreSQL store {self.path}: the connection was lost as this write committed and the "
+                    f"server could not be asked within {self.timeout:g} s whether it did; it may be stored: "
+                    "look (%slot list) before running it again"
+                ) from None
+            if not committed:
+                raise exc from None
             logger.info("PostgreSQL store %s: the connection was lost as a write committed; it did", self.path)
 
-    def _committed(self, xid: int) -> bool:
+    def _committed(self, xid: int) -> bool | None:
+        """Whether transaction ``xid`` committed; None when the server could not be asked."""
         deadline = time.monotonic() + self.timeout
-        try:
-            while True:
+        while True:
+            try:
                 status = self._connection().execute("SELECT txid_status(?)", (xid,)).fetchone()[0]
-                if status != "in progress" or time.monotonic() > deadline:  # the server may still be at it
-                    return bool(status == "committed")
-                time.sleep(0.05)
-        except StoreError:
-            return False
+            except StoreError:
+                status = None  # the server is away (a restart): ask again
+            if status is not None and status != "in progress":  # the server may still be at it
+                return bool(status == "committed")
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.1)
 
     def _text_in(self, text: str) -> str:
         if "\x00" in text or text.startswith(_ESCAPE):
@@ -461,8 +479,24 @@ class PostgresStore(RowStore):
         return unsubscribe
 
     def _notified(self, payloads: Sequence[str]) -> None:
-        mine = f"{self.schema} {self._token}"
-        if any(p.startswith(self.schema + " ") and p != mine for p in payloads):
+        news = False
+        for payload in payloads:
+            schema, _, rest = payload.partition(" ")
+            token, _, version = rest.partition(" ")
+            if schema != self.schema:
+                continue
+            if version.isdigit():
+                self._heard = max(self._heard, int(version))
+            news = news or token != self._token
+        if news:
+            self._tell_subscribers()
+
+    def _caught_up(self, version: int) -> None:
+        """The listener (re)connected and the counter reads ``version``: writes made while it
+        was not listening are news unless the version is one this store already knew."""
+        known = max(self._heard, self._version or 0)
+        self._heard = max(self._heard, version)
+        if version != known:
             self._tell_subscribers()
 
 
@@ -474,6 +508,8 @@ class _Listener(threading.Thread):
         self._store = store
         self._halt = threading.Event()
         self.ready = threading.Event()
+        self.connected = threading.Event()  # listening now
+        self.pid: int | None = None  # the server process of its connection (pg_stat_activity)
 
     def stop(self) -> None:
         self._halt.set()
@@ -481,21 +517,23 @@ class _Listener(threading.Thread):
             self.join(2)
 
     def run(self) -> None:
-        missed = False  # a reconnection: what was committed meanwhile was not heard
         while not self._halt.is_set():
             try:
                 with psycopg.connect(self._store.target.conninfo, **self._store._kwargs) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    # Version-aware catch-up: LISTEN first, then the counter, so every write is
+                    # either counted here or notified after; a first connection learns it too.
+                    found = conn.execute("SELECT version FROM changes").fetchone()
+                    self._store._caught_up(int(found[0]) if found else 0)
+                    self.pid = conn.info.backend_pid
+                    self.connected.set()
                     self.ready.set()
-                    if missed:
-                        self._store._notified([f"{self._store.schema} *"])
-                        missed = False
                     while not self._halt.is_set():
                         payloads = [n.payload for n in conn.notifies(timeout=0.2)]
                         if payloads:
                             self._store._notified(payloads)
             except psycopg.Error as exc:
+                self.connected.clear()
                 logger.debug("%s", error_line(self._store.target, exc))
                 self.ready.set()
-                missed = True
                 self._halt.wait(1.0)  # the server went away: try again
