@@ -1,8 +1,8 @@
 """The PostgreSQL store: sessions shared by kernels on several hosts.
 
 ``SLOTMAGIC_DB=postgresql://user@host/db?schema=team_a`` selects it. The store logic is the
-SQLite store's (``rows.RowStore``); this module connects (psycopg 3, through a
-``psycopg_pool`` pool that replaces a lost connection), migrates (``postgres_schema.py``,
+SQLite store's (``rows.RowStore``); this module connects (psycopg 3: one connection, made
+on demand, replaced when lost, closed after ``idle_timeout=`` seconds unused), migrates (``postgres_schema.py``,
 under an advisory lock), runs write transactions and tells subscribers about other
 connections' writes.
 
@@ -37,7 +37,6 @@ from contextlib import contextmanager, suppress
 from typing import Any, ClassVar, Literal
 
 import psycopg
-import psycopg_pool
 from psycopg import errors as pg_errors
 from psycopg import pq
 
@@ -156,29 +155,15 @@ class PostgresStore(RowStore):
             "application_name": self.target.application_name,
         }
         self._migrate(create)
-        # Connection economy: a kernel idle most of the time holds no connection of the pool
-        # (min_size 0; the one it uses is closed after ``idle_timeout`` seconds unused) and at
-        # most one more, its listener's. The server counts at most two per kernel.
+        # Connection economy: a kernel idle most of the time holds no connection (the one it
+        # reads and writes through is closed after ``idle_timeout`` seconds unused, and made
+        # again on the next call) and at most one more, its listener's: the server counts at
+        # most two per kernel. One connection, made on demand: a pool would only keep more.
         self.idle_timeout = self.target.idle_timeout
-        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
-            self.target.conninfo,
-            min_size=0,
-            max_size=1,
-            kwargs=self._kwargs,
-            open=False,
-            name="slotmagic",
-            num_workers=1,
-            max_idle=self.idle_timeout,
-        )
         self._held: _Connection | None = None
         self._last_use = 0.0
         self._reaper: threading.Thread | None = None
         self._closed = threading.Event()
-        try:
-            self._pool.open(wait=True, timeout=timeout)
-        except BaseException as exc:
-            self._pool.close()
-            raise StoreError(error_line(self.target, exc)) from None
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.path!r})"
@@ -240,26 +225,20 @@ class PostgresStore(RowStore):
         return self._connection()
 
     def _connection(self) -> _Connection:
-        """The connection: taken from the pool when none is held (first use, after an idle
-        release) or the last one was lost."""
+        """The connection: made when none is held (first use, after an idle release) or the
+        last one was lost (a server restart, a failover), without the caller noticing."""
+        if self._closed.is_set():
+            raise StoreError(f"PostgreSQL store {self.path} is closed")
         db = self._held
         if db is not None and db.broken:
             self._held = None
             with suppress(Exception):
-                self._pool.putconn(db.conn)  # the pool discards a broken connection
+                db.conn.close()
             db = None
             self._forget()
             self._version = None
         if db is None:
-            try:
-                db = self._held = _Connection(self._pool.getconn(self.timeout), self.target)
-            except psycopg_pool.PoolTimeout:
-                raise StoreError(
-                    f"PostgreSQL store {self.path}: no connection could be made within {self.timeout:g} s; "
-                    "check the server and run the cell again"
-                ) from None
-            except psycopg_pool.PoolClosed:
-                raise StoreError(f"PostgreSQL store {self.path} is closed") from None
+            db = self._held = _Connection(self._connect(), self.target)
             self._watch_idle()
         self._last_use = time.monotonic()
         return db
@@ -271,7 +250,7 @@ class PostgresStore(RowStore):
 
     def _release_when_idle(self) -> None:
         """Close the held connection once it has been unused for ``idle_timeout`` seconds, so an
-        idle kernel holds none; the next call takes a new one (a few milliseconds)."""
+        idle kernel holds none; the next call makes a new one (a few milliseconds)."""
         while not self._closed.wait(max(0.05, self._last_use + self.idle_timeout - time.monotonic())):
             with self._lock:
                 if self._held is None:
@@ -281,7 +260,6 @@ class PostgresStore(RowStore):
                 db, self._held = self._held, None
                 with suppress(Exception):
                     db.conn.close()
-                    self._pool.putconn(db.conn)  # closed: the pool forgets it
                 return
 
     @contextmanager
@@ -461,8 +439,7 @@ class PostgresStore(RowStore):
             held, self._held = self._held, None
             if held is not None:
                 with suppress(Exception):
-                    self._pool.putconn(held.conn)
-            self._pool.close()
+                    held.conn.close()
             self._forget()
 
     # -- live across kernels -------------------------------------------------------------------
@@ -529,9 +506,10 @@ class _Listener(threading.Thread):
                     self.connected.set()
                     self.ready.set()
                     while not self._halt.is_set():
-                        payloads = [n.payload for n in conn.notifies(timeout=0.2)]
-                        if payloads:
-                            self._store._notified(payloads)
+                        # Each as it comes (a batch collected until the timeout would add up to
+                        # its 0.2 s to every notification's lag); the timeout only checks _halt.
+                        for notification in conn.notifies(timeout=0.2):
+                            self._store._notified([notification.payload])
             except psycopg.Error as exc:
                 self.connected.clear()
                 logger.debug("%s", error_line(self._store.target, exc))
