@@ -113,7 +113,8 @@ class OwnServer:
         subprocess.run([*self._as, str(self.bin / tool), *args], check=True, capture_output=True, timeout=120)
 
     def restart(self) -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-o", self._options, "-m", "fast", "-w", "restart")
+        log = str(self.dir / "log")  # the server's output goes there, never to a pipe this process waits on
+        self._run("pg_ctl", "-D", str(self.data), "-l", log, "-o", self._options, "-m", "fast", "-w", "restart")
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -388,6 +389,7 @@ class Faults(threading.Thread):
         self.cfg, self.url, self.application, self.start_at, self.restart = cfg, url, application, start, restart
         self.terminated: dict[str, int] = {"in a write": 0, "other": 0}
         self.restarted: tuple[float, float] | None = None
+        self.error = ""
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -400,7 +402,11 @@ class Faults(threading.Thread):
             if now >= restart_at:
                 restart_at = float("inf")
                 began = time.time()
-                self.restart()
+                try:
+                    self.restart()
+                except Exception as exc:  # reported, and the run goes on without it
+                    self.error = f"the restart failed: {exc}"
+                    continue
                 self.restarted = (began, time.time())
             if now >= next_kill:
                 next_kill += self.cfg.terminate_every
@@ -599,6 +605,7 @@ def summarise(
             "idle": idle,  # after idle_timeout with no turns: the listeners only
         },
         "terminated": faults.terminated,
+        "fault_error": faults.error,
         "restart_seconds": None if faults.restarted is None else faults.restarted[1] - faults.restarted[0],
         "recovery_s": {"max": max(recovery), "median": statistics.median(recovery)} if recovery else None,
         "derives": sum(r["derives"] for r in reports),

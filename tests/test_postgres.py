@@ -456,3 +456,30 @@ def test_an_idle_store_holds_no_connection_and_a_live_one_at_most_two(postgres_u
         with pytest.raises(ConfigError, match="idle_timeout=") as caught:
             parse_postgres_url(f"{POSTGRES}?idle_timeout={bad}")
         assert "\n" not in str(caught.value)
+
+
+def test_a_read_lost_with_its_connection_tells_subscribers_again(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live refresh whose read lost the connection half way fails; the data it would have
+    shown is not left stale until the next notification: subscribers are told again."""
+    import threading
+
+    heard = threading.Semaphore(0)
+    with open_store(postgres_url) as store:
+        assert isinstance(store, PostgresStore)
+        store.ensure_session("s")
+        store.subscribe(heard.release)
+        real_sync = PostgresStore._sync
+
+        def lose_after_the_counter(self: PostgresStore, version: int) -> None:
+            real_sync(self, version)
+            terminate(self._db.conn.info.backend_pid)  # between the counter and the read itself
+
+        monkeypatch.setattr(PostgresStore, "_sync", lose_after_the_counter)
+        store._forget()  # nothing cached: the read goes to the server
+        with pytest.raises(StoreError):
+            store.slots("s")
+        monkeypatch.setattr(PostgresStore, "_sync", real_sync)
+        assert heard.acquire(timeout=5), "a refresh lost with its connection was not asked again"
+        assert [s.id for s in store.slots("s")] == ["default"]

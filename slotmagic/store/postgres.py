@@ -144,6 +144,7 @@ class PostgresStore(RowStore):
         self._token = secrets.token_hex(8)  # this store's writes, in NOTIFY payloads
         self._listener: _Listener | None = None
         self._heard = 0  # the newest change counter a notification (or the listener) has read
+        self._retell_at: float | None = None  # when to tell subscribers again (a read was lost)
         # "normal": a commit does not wait for the server's disk (a server crash may lose the
         # last turns, never tear one), as the SQLite store's synchronous=NORMAL.
         synchronous = "on" if durability == "full" else "off"
@@ -270,14 +271,22 @@ class PostgresStore(RowStore):
                 return
             db = self._connection()
             try:
-                version = db.execute("SELECT version FROM changes").fetchone()[0]
+                try:
+                    version = db.execute("SELECT version FROM changes").fetchone()[0]
+                except StoreError:
+                    if not db.broken:
+                        raise
+                    db = self._connection()  # lost while idle (a server restart): once more, on a new one
+                    version = db.execute("SELECT version FROM changes").fetchone()[0]
+                self._sync(version)
+                yield db
             except StoreError:
-                if not db.broken:
-                    raise
-                db = self._connection()  # lost while idle (a server restart): once more, on a new one
-                version = db.execute("SELECT version FROM changes").fetchone()[0]
-            self._sync(version)
-            yield db
+                if db.broken or self._held is not db:
+                    # A read lost with its connection: a subscriber refreshing on a notification
+                    # would show stale data until the next one, so it is told again (see
+                    # _Listener.run) once the server may be back.
+                    self._retell_at = time.monotonic() + 1.0
+                raise
 
     def _sync(self, version: int) -> None:
         if version == self._version:
@@ -468,6 +477,12 @@ class PostgresStore(RowStore):
         if news:
             self._tell_subscribers()
 
+    def _retell_if_due(self) -> None:
+        at = self._retell_at
+        if at is not None and time.monotonic() >= at:
+            self._retell_at = None
+            self._tell_subscribers()
+
     def _caught_up(self, version: int) -> None:
         """The listener (re)connected and the counter reads ``version``: writes made while it
         was not listening are news unless the version is one this store already knew."""
@@ -510,6 +525,7 @@ class _Listener(threading.Thread):
                         # its 0.2 s to every notification's lag); the timeout only checks _halt.
                         for notification in conn.notifies(timeout=0.2):
                             self._store._notified([notification.payload])
+                        self._store._retell_if_due()
             except psycopg.Error as exc:
                 self.connected.clear()
                 logger.debug("%s", error_line(self._store.target, exc))
