@@ -253,6 +253,7 @@ def run_worker(spec: dict[str, Any]) -> None:
                 except SlotMagicError as exc:  # the server away: the next notification retries
                     report.other_errors.append(f"refresh: {exc}")
 
+    session.store.follow(session_id)  # as a kernel does: other sessions' writes do not wake it
     unsubscribe = session.store.subscribe(changed.set)  # type: ignore[attr-defined]
     follower = threading.Thread(target=follow, daemon=True)
     follower.start()

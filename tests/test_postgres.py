@@ -483,3 +483,24 @@ def test_a_read_lost_with_its_connection_tells_subscribers_again(
         monkeypatch.setattr(PostgresStore, "_sync", real_sync)
         assert heard.acquire(timeout=5), "a refresh lost with its connection was not asked again"
         assert [s.id for s in store.slots("s")] == ["default"]
+
+
+def test_a_kernel_following_its_session_is_not_woken_by_other_sessions(postgres_url: str) -> None:
+    """A team's kernels share a schema: notifications name the sessions a write changed, and a
+    store following one session tells its subscribers only of writes to it."""
+    import threading
+
+    heard = threading.Semaphore(0)
+    with open_store(postgres_url) as mine, open_store(postgres_url) as theirs:
+        assert isinstance(mine, PostgresStore)
+        mine.ensure_session("mine")
+        mine.follow("mine")
+        mine.subscribe(heard.release)
+        theirs.ensure_session("someone else's, with a space")
+        theirs.update_meta("k", lambda old: "v")  # no session: nothing a view shows
+        assert not heard.acquire(timeout=1.0), "woken by a write to another session"
+        theirs.derive_slot("mine", "side", "default", mine.slot("mine", "default").config, 0)
+        assert heard.acquire(timeout=5)
+        mine.follow(None)
+        theirs.ensure_session("another")
+        assert heard.acquire(timeout=5)

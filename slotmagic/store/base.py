@@ -362,6 +362,9 @@ class Store(Protocol):
     user: str | None  # recorded with each turn this store writes that names nobody itself
     viewing: bool  # a read-only view (view_only): every write refused
 
+    def follow(self, session_id: str | None) -> None:
+        """Tell subscribers only of other connections' writes to ``session_id`` (None: any)."""
+
     def view_only(self, session_id: str) -> None:
         """Refuse every write from now on, in one line naming ``session_id``: a read-only view
         of a session (another person's). Token counts are then kept in memory only."""

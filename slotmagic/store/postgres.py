@@ -304,6 +304,7 @@ class PostgresStore(RowStore):
                 return
             db = self._connection()
             self._in_transaction = True
+            self._touched, self._quiet = set(), False
             try:
                 try:
                     version, xid = self._begin(db)
@@ -316,6 +317,7 @@ class PostgresStore(RowStore):
                     self._others_wrote()
                 self._version = version
                 yield db
+                db.execute("SELECT pg_notify(?, ?)", (CHANNEL, self._payload(version)))  # delivered on COMMIT
                 self._commit(db, xid)
             except BaseException:
                 if not db.broken:
@@ -326,6 +328,20 @@ class PostgresStore(RowStore):
                 raise
             finally:
                 self._in_transaction = False
+                self._touched = None
+
+    def _payload(self, version: int) -> str:
+        """``schema token version sessions``: the sessions the write changed (JSON), ``"-"`` for
+        none a view shows (token counts, calibration), ``"*"`` when it is not known."""
+        if self._quiet and not self._touched:
+            sessions = "-"
+        elif self._touched:
+            sessions = json.dumps(sorted(self._touched), ensure_ascii=False)
+            if len(sessions.encode()) > 6000:  # NOTIFY payloads stop at 8000 bytes
+                sessions = "*"
+        else:
+            sessions = "*"
+        return f"{self.schema} {self._token} {version} {sessions}"
 
     def _begin(self, db: _Connection) -> tuple[int, int]:
         """Open a write transaction; the change counter's new value and the transaction's id.
@@ -335,10 +351,6 @@ class PostgresStore(RowStore):
         with db.errors(), db.conn.pipeline():
             db.conn.execute("BEGIN")
             counter = db.conn.execute("UPDATE changes SET version = version + 1 RETURNING version, txid_current()")
-            # "schema token version": a listener that reconnects knows the last version it heard
-            db.conn.execute(
-                "SELECT pg_notify(%s, %s || (SELECT version FROM changes))", (CHANNEL, f"{self.schema} {self._token} ")
-            )
         version, xid = counter.fetchone()  # type: ignore[misc]
         return int(version), int(xid)
 
@@ -467,15 +479,28 @@ class PostgresStore(RowStore):
     def _notified(self, payloads: Sequence[str]) -> None:
         news = False
         for payload in payloads:
-            schema, _, rest = payload.partition(" ")
-            token, _, version = rest.partition(" ")
+            schema, token, version, sessions = [*payload.split(" ", 3), "", "", ""][:4]
             if schema != self.schema:
                 continue
             if version.isdigit():
                 self._heard = max(self._heard, int(version))
-            news = news or token != self._token
+            news = news or (token != self._token and self._concerns(sessions))
         if news:
             self._tell_subscribers()
+
+    def _concerns(self, sessions: str) -> bool:
+        """Whether a write to ``sessions`` (a payload's last part) is news to the subscribers:
+        with ``follow(session_id)`` only writes to that session (or to ones not known) are; a
+        team's kernels on one schema are then not woken by each other's sessions."""
+        if sessions == "-":
+            return False
+        following = self.following
+        if following is None or not sessions.startswith("["):
+            return True
+        try:
+            return following in json.loads(sessions)
+        except ValueError:
+            return True
 
     def _retell_if_due(self) -> None:
         at = self._retell_at
