@@ -163,6 +163,7 @@ class Sent:
     stored_slot: str = ""
     overhead: float = 0.0  # seconds of slotmagic's own time in the turn
     model: float = 0.0  # seconds inside the model's HTTP stream
+    cpu: float = 0.0  # CPU seconds of the turn's thread (its HTTP client's parsing included)
 
 
 @dataclass
@@ -283,7 +284,7 @@ def run_worker(spec: dict[str, Any]) -> None:
         except SlotMagicError as exc:
             report.other_errors.append(f"{text}: {exc}")
         _MODEL_TIME.seconds = 0.0
-        began, t0 = time.time(), time.perf_counter()
+        began, t0, cpu0 = time.time(), time.perf_counter(), time.thread_time()
         try:
             reply = session.submit_turn(text, slot=current)
         except SlotMagicError as exc:
@@ -295,10 +296,10 @@ def run_worker(spec: dict[str, Any]) -> None:
             where = " <- ".join(f"{f.name}:{f.lineno}" for f in reversed(traceback.extract_tb(exc.__traceback__)[-6:]))
             report.sent.append(Sent(text, current, began, time.time(), status, message[-150:] + " @ " + where))
             continue
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.thread_time() - cpu0
         model = _MODEL_TIME.seconds
         report.sent.append(
-            Sent(text, current, began, time.time(), "stored", "", reply.slot, max(0.0, wall - model), model)
+            Sent(text, current, began, time.time(), "stored", "", reply.slot, max(0.0, wall - model), model, cpu)
         )
         if reply.slot != current:  # a fork: another writer moved the slot on (never expected here)
             current = reply.slot
@@ -554,6 +555,7 @@ def summarise(
     first_ids = {s["id"] for r in reports for s in r["sent"] if s["start"] == firsts[r["worker"]]}
     overhead = [s["overhead"] * 1000 for s in stored if s["id"] not in first_ids]
     first_overhead = [s["overhead"] * 1000 for s in stored if s["id"] in first_ids]
+    cpu = [s["cpu"] * 1000 for s in stored if s["id"] not in first_ids]
     model = [s["model"] * 1000 for s in stored]
     committed = {s["id"]: s["end"] for s in stored}
     group_of = {spec["worker"]: spec["session"] for spec in specs}
@@ -596,6 +598,7 @@ def summarise(
         "first_turn_ms": {50: percentile(first_overhead, 50), "max": max(first_overhead, default=0.0)},
         "slowest": sorted(((s["overhead"] * 1000, s["id"], s["start"] - start) for s in stored), reverse=True)[:5],
         "model_ms": {p: percentile(model, p) for p in (50, 99)},
+        "cpu_ms": {p: percentile(cpu, p) for p in (50, 95, 99)},
         "lag_ms": {p: percentile(lags, p) for p in (50, 95, 99)} | {"max": max(lags, default=0.0), "n": len(lags)},
         "missed_updates": len(missed),
         "missed_examples": missed[:5],
@@ -637,6 +640,8 @@ def show(report: dict[str, Any]) -> str:
         f"slotmagic's time per turn: p50 {o[50]:.1f} ms, p95 {o[95]:.1f} ms, p99 {o[99]:.1f} ms, "
         f"max {o['max']:.1f} ms (a kernel's first turn: p50 {report['first_turn_ms'][50]:.0f} ms, max "
         f"{report['first_turn_ms']['max']:.0f} ms; the model's time: p50 {report['model_ms'][50]:.0f} ms)",
+        f"CPU time of a turn's thread: p50 {report['cpu_ms'][50]:.1f} ms, p95 {report['cpu_ms'][95]:.1f} ms, "
+        f"p99 {report['cpu_ms'][99]:.1f} ms",
         f"notification lag: p50 {lag[50]:.0f} ms, p95 {lag[95]:.0f} ms, p99 {lag[99]:.0f} ms, "
         f"max {lag['max']:.0f} ms over {lag['n']} updates; missed {report['missed_updates']}",
         f"server connections: max {c['max']} ({c['per_worker_max']:.2f} per worker), mean {c['mean']:.1f}"
