@@ -2,9 +2,9 @@
 
 ``SLOTMAGIC_DB=postgresql://user@host/db?schema=team_a`` selects it. The store logic is the
 SQLite store's (``rows.RowStore``); this module connects (psycopg 3: one connection, made
-on demand, replaced when lost, closed after ``idle_timeout=`` seconds unused), migrates (``postgres_schema.py``,
-under an advisory lock), runs write transactions and tells subscribers about other
-connections' writes.
+on demand, replaced when lost, closed after ``idle_timeout=`` seconds unused), migrates
+(``postgres_schema.py``, under an advisory lock), runs write transactions and tells
+subscribers about other connections' writes.
 
 - **Writes take turns.** A write transaction first increments the one row of ``changes``;
   its row lock makes concurrent writers wait, as SQLite's ``BEGIN IMMEDIATE`` does, so the
@@ -13,9 +13,11 @@ connections' writes.
 - **Reads are served from memory** as in the SQLite store; each call reads the counter (one
   round trip) to learn whether another connection wrote.
 - **Live across kernels.** Each write transaction also ``NOTIFY``s channel ``slotmagic``
-  with its schema; delivered on commit, never for a rollback. ``subscribe(callback)`` starts
-  one listener thread (its own connection, ``LISTEN``, no table polling) that calls back
-  within a fraction of a second of another connection's commit.
+  with its schema, the change counter and the sessions it changed; delivered on commit,
+  never for a rollback. ``subscribe(callback)`` starts one listener thread (its own
+  connection, ``LISTEN``, no table polling) that calls back within a fraction of a second of
+  another connection's commit to the session ``follow(session_id)`` named (any, without),
+  and, back from a lost connection, once if the counter moved meanwhile.
 - **Text.** PostgreSQL text cannot hold NUL characters; a message or tool result that holds
   one (or starts with U+E000) is stored as U+E000 followed by its JSON string, and read back
   exactly.
@@ -346,12 +348,17 @@ class PostgresStore(RowStore):
     def _begin(self, db: _Connection) -> tuple[int, int]:
         """Open a write transaction; the change counter's new value and the transaction's id.
         The row lock on the counter makes writers take turns: what others committed before it
-        is what this transaction builds on. BEGIN, the lock and the NOTIFY (delivered at
-        COMMIT) go to the server in one round trip."""
-        with db.errors(), db.conn.pipeline():
-            db.conn.execute("BEGIN")
-            counter = db.conn.execute("UPDATE changes SET version = version + 1 RETURNING version, txid_current()")
-        version, xid = counter.fetchone()  # type: ignore[misc]
+        is what this transaction builds on. BEGIN and the lock go to the server in one round
+        trip; the NOTIFY goes just before COMMIT, when the sessions the write changed are
+        known (``_payload``)."""
+        with db.errors():
+            # Two statements in one simple query: one round trip (a pipeline lost with its
+            # connection logs a warning into the notebook as well as raising).
+            counter = db.conn.execute(
+                "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current()"
+            )
+            counter.nextset()
+            version, xid = counter.fetchone()  # type: ignore[misc]
         return int(version), int(xid)
 
     def _commit(self, db: _Connection, xid: int) -> None:
