@@ -163,6 +163,7 @@ class Sent:
     stored_slot: str = ""
     overhead: float = 0.0  # seconds of slotmagic's own time in the turn
     model: float = 0.0  # seconds inside the model's HTTP stream
+    replied: float = 0.0  # wall clock: the reply's last event read (the turn is stored after it)
     cpu: float = 0.0  # CPU seconds of the turn's thread (its HTTP client's parsing included)
 
 
@@ -201,6 +202,7 @@ def _time_the_model() -> None:
             try:
                 event = next(events)
             except StopIteration:
+                _MODEL_TIME.replied = time.time()
                 return
             finally:
                 _MODEL_TIME.seconds = getattr(_MODEL_TIME, "seconds", 0.0) + time.perf_counter() - started
@@ -299,12 +301,24 @@ def run_worker(spec: dict[str, Any]) -> None:
         wall, cpu = time.perf_counter() - t0, time.thread_time() - cpu0
         model = _MODEL_TIME.seconds
         report.sent.append(
-            Sent(text, current, began, time.time(), "stored", "", reply.slot, max(0.0, wall - model), model, cpu)
+            Sent(
+                text,
+                current,
+                began,
+                time.time(),
+                "stored",
+                "",
+                reply.slot,
+                overhead=max(0.0, wall - model),
+                model=model,
+                cpu=cpu,
+                replied=getattr(_MODEL_TIME, "replied", 0.0),
+            )
         )
         if reply.slot != current:  # a fork: another writer moved the slot on (never expected here)
             current = reply.slot
 
-    time.sleep(cfg.grace + cfg.idle_phase)
+    time.sleep(max(0.0, end + cfg.grace + cfg.idle_phase - time.time()))  # all stop following together
     stop.set()
     follower.join(5)
     unsubscribe()
@@ -557,7 +571,10 @@ def summarise(
     first_overhead = [s["overhead"] * 1000 for s in stored if s["id"] in first_ids]
     cpu = [s["cpu"] * 1000 for s in stored if s["id"] not in first_ids]
     model = [s["model"] * 1000 for s in stored]
-    committed = {s["id"]: s["end"] for s in stored}
+    # From the reply's last event: the turn is stored after it, so the lag is never understated
+    # (it includes the writer storing the turn); submit_turn's return comes after the commit
+    # and the calibration write, and another kernel may see the turn before it.
+    committed = {s["id"]: s["replied"] or s["end"] for s in stored}
     group_of = {spec["worker"]: spec["session"] for spec in specs}
     lags, missed = [], []
     for r in reports:
