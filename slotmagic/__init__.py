@@ -22,6 +22,7 @@ from .core import (
     ToolCall,
 )
 from .core.context import WorkingContext
+from .core.images import Image, TextPart
 from .core.records import CellRef, ForkRef, TurnInfo, TurnRecord
 from .core.usage import Usage
 from .core.workflow import Workflow
@@ -72,6 +73,7 @@ __all__ = [
     "FanOutResult",
     "FocusedConfig",
     "ForkRef",
+    "Image",
     "InvalidSlotId",
     "MalformedReply",
     "Message",
@@ -103,6 +105,7 @@ __all__ = [
     "SlotSource",
     "StoreError",
     "StreamInterrupted",
+    "TextPart",
     "Tool",
     "ToolCall",
     "ToolRegistry",

@@ -42,7 +42,10 @@ class BranchDiff:
             lines.append(f"only in {name!r}: {_count(len(turns), 'turn') if turns else 'nothing'}")
             for branch_turn in turns:
                 for message in branch_turn.messages:
-                    lines.append(f"  turn {branch_turn.turn.number} {message.role:>9}: {_preview(message.content)}")
+                    images = f" [+{_count(len(message.images), 'image')}]" if message.images else ""
+                    lines.append(
+                        f"  turn {branch_turn.turn.number} {message.role:>9}: {_preview(message.content)}{images}"
+                    )
         return "\n".join(lines)
 
 

@@ -14,7 +14,7 @@ from typing import Literal
 from .core.checks import check_optional_text, check_text, check_whole
 from .core.compaction import Compaction
 from .core.messages import Message
-from .core.records import TurnInfo, TurnRecord
+from .core.records import MergeExtra, TurnInfo, TurnRecord
 from .core.slots import validate_slot_id
 from .diff import diff_slots
 from .engine.compactor import Fold
@@ -143,16 +143,15 @@ class Explorer:
             head = f"{MERGE_HEADER} {branch.id!r} ({turns} since it left {target!r}):"
             text = f"{head}\n{summary.text}\n\nKey points: {card}"
             merged = [counted(Message.user(text))]
-        info = TurnInfo(
-            kind="merge",
-            extra={
-                "merged_from": branch.id,
-                "as": how,
-                "upto": len(history),
-                "turns": [t.turn.number for t in diff.only_b],
-                **({"method": summary.method} if summary is not None else {}),
-            },
-        )
+        extra: MergeExtra = {
+            "merged_from": branch.id,
+            "as": how,
+            "upto": len(history),
+            "turns": [t.turn.number for t in diff.only_b],
+        }
+        if summary is not None:
+            extra["method"] = summary.method
+        info = TurnInfo(kind="merge", extra=extra)
         record = self.store.append_turn(self.session_id, target, merged, info, writable=True)
         return Merge(branch.id, target, how, record, len(diff.only_b), summary)
 
@@ -160,12 +159,8 @@ class Explorer:
         """A merge turn already on ``into`` from ``child`` as it stands now, made the same way:
         a merge cell run again does not merge twice."""
         for record in reversed(self.store.history(self.session_id, into).turns()):
-            extra = record.info.extra
-            if record.info.kind == "merge" and (extra.get("merged_from"), extra.get("upto"), extra.get("as")) == (
-                child,
-                upto,
-                how,
-            ):
+            merged = record.info.merged()
+            if merged is not None and (merged["merged_from"], merged["upto"], merged["as"]) == (child, upto, how):
                 return record
         return None
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .core.checks import check_text
+from .core.images import Image, parts
+from .core.messages import Message
 from .errors import ConfigError
 from .namespace import Namespace
 from .store.base import Store
@@ -26,7 +29,7 @@ def branch_record(store: Store, session_id: str, slot: str) -> dict[str, Any]:
         "slot": found.id,
         "parent": found.meta.parent_id,
         "config": found.config.to_dict(),
-        "messages": [{**m.to_dict(), "tokens": m.tokens} for m in namespace.expand(history.messages())],
+        "messages": [_message(m) for m in namespace.expand(history.messages())],
         "turns": [
             {
                 "number": t.number,
@@ -40,7 +43,46 @@ def branch_record(store: Store, session_id: str, slot: str) -> dict[str, Any]:
     }
 
 
-def to_markdown(record: dict[str, Any]) -> str:
+def _message(message: Message) -> dict[str, Any]:
+    """A message as exported: an image as a ``data:`` URL (what a browser or an API reads)."""
+    out = {**message.to_dict(), "tokens": message.tokens}
+    if message.images:
+        out["images"] = [
+            {"url": i.data_url(), "media_type": i.media_type, "width": i.width, "height": i.height, "at": i.at,
+             **({"label": i.label} if i.label else {})}
+            for i in message.images
+        ]  # fmt: skip
+    return out
+
+
+def _image(data: Mapping[str, Any]) -> Image:
+    payload = str(data["url"]).partition(",")[2]
+    return Image(str(data["media_type"]), payload, int(data["width"]), int(data["height"]), int(data.get("at") or 0),
+                 str(data.get("label") or ""))  # fmt: skip
+
+
+def _content(message: Mapping[str, Any], files: dict[str, bytes], folder: str) -> str:
+    """A message's text with each image as a Markdown image of a file in ``folder`` (whose
+    bytes go into ``files``), where it sits in the text."""
+    text = str(message["content"])
+    if not message.get("images"):
+        return text.rstrip()
+    pieces: list[str] = []
+    for part in parts(text, [_image(i) for i in message["images"]]):
+        if isinstance(part, Image):
+            name = f"{folder}/image-{part.digest}{part.suffix}"
+            files[name] = part.raw
+            label = (part.label or "image").replace("]", "")
+            pieces.append(f"\n\n![{label}]({name.replace(' ', '%20')})\n\n")
+        else:
+            pieces.append(part.text)
+    return "".join(pieces).rstrip()
+
+
+def to_markdown(record: dict[str, Any], folder: str = "images", files: dict[str, bytes] | None = None) -> str:
+    """The record as Markdown; images are written as files (their bytes put in ``files``,
+    under ``folder``, a path relative to the Markdown file) and shown where they were sent."""
+    files = {} if files is None else files
     lines = [
         f"# Slot `{record['slot']}`",
         "",
@@ -55,7 +97,7 @@ def to_markdown(record: dict[str, Any]) -> str:
         title = message["role"] + (f" ({message['name']})" if message.get("name") else "")
         if position in made_by:
             title += f" · {made_by[position]}"
-        lines += [f"## {title}", "", message["content"].rstrip(), ""]
+        lines += [f"## {title}", "", _content(message, files, folder), ""]
         for call in message.get("tool_calls") or ():
             lines += [f"Tool call `{call['name']}`: `{call['arguments']}`", ""]
     return "\n".join(lines)
@@ -73,9 +115,16 @@ def export_slot(store: Store, session_id: str, path: str | os.PathLike[str], slo
     if suffix not in FORMATS:
         raise ConfigError(f"cannot export to {target.name!r}: name a file ending in .md or .json")
     record = branch_record(store, session_id, slot)
-    text = json.dumps(record, ensure_ascii=False, indent=2) + "\n" if suffix == ".json" else to_markdown(record)
+    files: dict[str, bytes] = {}
+    if suffix == ".json":
+        text = json.dumps(record, ensure_ascii=False, indent=2) + "\n"
+    else:
+        text = to_markdown(record, f"{target.stem}_files", files)  # images beside the Markdown file
     try:
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for name, raw in files.items():
+            (target.parent / name).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            (target.parent / name).write_bytes(raw)
         target.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from None

@@ -28,12 +28,20 @@ if TYPE_CHECKING:
     from markdown_it.rules_inline import StateInline
     from markdown_it.token import Token
 
-__all__ = ["reply_html"]
+__all__ = ["code_blocks", "reply_html"]
 
 
 def reply_html(text: str) -> str:
     """``text`` rendered as Markdown, raw HTML escaped, unsafe links refused, TeX kept."""
     return _renderer().render(text) if text else ""
+
+
+def code_blocks(text: str) -> list[str]:
+    """The code of each fenced or indented code block of a reply, in order, read by the same
+    parser that renders it (a fence inside a list or a quote counts)."""
+    if not text:
+        return []
+    return [t.content for t in _renderer().parse(text) if t.type in ("fence", "code_block") and t.content.strip()]
 
 
 @cache

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .attach import attach_all
 from .compare import Comparison, compare_slots
 from .core import context as wc
 from .core.checks import check_flag, check_json_mapping, check_optional_text, check_text, check_whole
@@ -37,6 +38,7 @@ from .core.messages import Message
 from .core.records import TurnInfo, TurnRecord
 from .core.slots import DeriveStrategy, FocusedConfig, Slot, SlotConfig, SlotMode, SlotSource, validate_slot_id
 from .core.usage import Usage
+from .core.users import check_user
 from .core.workflow import Workflow, check_workflow_name, no_workflow
 from .diff import BranchDiff, diff_slots
 from .engine.budgeting import SlotBudget, cache_totals
@@ -53,8 +55,8 @@ from .snapshot import LastUserCache
 from .store import Store, check_target, open_store
 from .store.base import GcReport, History, Mark, SearchHit, UndoStep
 from .tools import Tool, ToolRegistry
+from .tools.variables import READ_VARIABLE, read_variable_tool
 from .tree import SlotTree, build_tree
-from .users import check_user
 
 DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
 
@@ -667,7 +669,7 @@ class Session:
         current again. Edited text (or ``rerun``) forks a sibling just before the earlier turn
         and runs there (see :mod:`slotmagic.engine.plan`). Without ``cell_id`` turns append.
         """
-        return TurnStream(self._engine, *self._engine.start(text, _turn_options(options)))
+        return TurnStream(self._engine, *self._engine.start(text, self._turn_options(options)))
 
     async def asubmit_turn(self, text: str, **options: Any) -> Reply:
         stream = self.astream_turn(text, **options)
@@ -677,7 +679,24 @@ class Session:
         return stream.reply
 
     def astream_turn(self, text: str, **options: Any) -> AsyncTurnStream:
-        return AsyncTurnStream(self._engine, *self._engine.start(text, _turn_options(options)))
+        return AsyncTurnStream(self._engine, *self._engine.start(text, self._turn_options(options)))
+
+    def allow_variables(self, namespace: Mapping[str, Any] | None) -> None:
+        """Let the opt-in ``read_variable`` tool read ``namespace`` (a kernel's ``user_ns``;
+        None: no namespace). It is offered only to a turn with ``read_variables=True`` or whose
+        tools (or its slot's) name it; it never evaluates code."""
+        if namespace is None:
+            self._engine.optional_tools.pop(READ_VARIABLE, None)
+        else:
+            self._engine.optional_tools[READ_VARIABLE] = read_variable_tool(namespace)
+
+    def _turn_options(self, options: Mapping[str, Any]) -> TurnOptions:
+        """The options checked; ``attachments`` (objects, or a dict of label -> object) made
+        into what the model reads (see :mod:`slotmagic.attach`)."""
+        if "attachments" in options:
+            made = attach_all(options["attachments"], threshold=self.namespace_threshold)
+            options = {**options, "attachments": made}
+        return _turn_options(options)
 
     def stored_reply(self, slot: str, turn: TurnRecord) -> Reply:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed``."""
@@ -756,7 +775,7 @@ class Session:
     def add_goal(self, text: str, *, slot: str | None = None, by: Author = "user") -> GoalItem:
         """A new active goal (``g1``, ``g2`` …); a goal with the same text is returned as it is."""
         context, event = self.change_context(lambda c: wc.add_goal(c, text, by), slot=slot)
-        found = context.goal(event.data["id"]) if event else context.goal_with_text(text.strip())
+        found = context.goal(event.item_id) if event else context.goal_with_text(text.strip())
         assert found is not None
         return found
 
@@ -773,14 +792,14 @@ class Session:
     ) -> DecisionItem:
         """Record a decision (``d1`` …) on a question; deciding a question again replaces it."""
         context, event = self.change_context(lambda c: wc.record_decision(c, question, decision, reason, by), slot=slot)
-        found = context.decision(event.data["id"]) if event else context.decision_on(question.strip())
+        found = context.decision(event.item_id) if event else context.decision_on(question.strip())
         assert found is not None
         return found
 
     def ask(self, question: str, *, slot: str | None = None, by: Author = "user") -> QuestionItem:
         """An open question (``q1`` …); a question with the same text is returned as it is."""
         context, event = self.change_context(lambda c: wc.ask_question(c, question, by), slot=slot)
-        found = context.question(event.data["id"]) if event else context.question_with_text(question.strip())
+        found = context.question(event.item_id) if event else context.question_with_text(question.strip())
         assert found is not None
         return found
 

@@ -16,6 +16,7 @@ import html
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .render import plural
 from .snapshot import LastUserCache, SessionReader
 
 __all__ = ["SlotTree", "TreeNode", "build_tree"]
@@ -51,9 +52,9 @@ class TreeNode:
     def describe(self) -> str:
         """One line: mode, counts, fork point and last question."""
         parts = [self.mode if self.source != "static" else f"{self.mode}, static"]
-        parts.append(f"{_plural(self.turns, 'turn')}, {_plural(self.messages, 'message')}, {self.tokens:,} tokens")
+        parts.append(f"{plural(self.turns, 'turn')}, {plural(self.messages, 'message')}, {self.tokens:,} tokens")
         if self.parent is not None:
-            parts.append(f"forked at {_plural(self.fork_at, 'message')}")
+            parts.append(f"forked at {plural(self.fork_at, 'message')}")
         text = " · ".join(parts)
         return f"{text} · “{self.last_user}”" if self.last_user else text
 
@@ -91,7 +92,7 @@ class SlotTree:
 
     def to_text(self) -> str:
         """The tree drawn with box characters; ``*`` marks the current slot."""
-        lines = [f"session {self.session} · {_plural(len(self.nodes), 'slot')} · current slot {self.current}"]
+        lines = [f"session {self.session} · {plural(len(self.nodes), 'slot')} · current slot {self.current}"]
         for node in self.nodes:
             lead = "".join("│  " if on else "   " for on in node.guides)
             if node.depth:
@@ -123,7 +124,7 @@ def tree_html(tree: SlotTree) -> str:
             out.append(f"<li>{name} <small>{e(node.describe())}</small>{below}</li>")
         return "".join(out)
 
-    head = f"session {e(tree.session)} · {_plural(len(tree.nodes), 'slot')} · current slot <b>{e(tree.current)}</b>"
+    head = f"session {e(tree.session)} · {plural(len(tree.nodes), 'slot')} · current slot <b>{e(tree.current)}</b>"
     return f'<div class="slotmagic-tree"><div>{head}</div><ul>{items(None)}</ul></div>'
 
 
@@ -175,7 +176,3 @@ def build_tree(session: SessionReader, cache: LastUserCache | None = None) -> Sl
     for slot_id in list(by_id):  # unreachable (a cycle): shown at the top level all the same
         visit(slot_id, None, 0, (), True)
     return SlotTree(session.session_id, current, session.model, tuple(nodes))
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"

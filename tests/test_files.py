@@ -25,7 +25,7 @@ import pytest
 
 import slotmagic
 from slotmagic import ConfigError, Message, Session, SQLiteStore, StoreError
-from slotmagic.store import files
+from slotmagic.store import files, opening
 from slotmagic.store.files import APPLICATION_ID
 from slotmagic.store.migrations import MIGRATIONS, migrate
 
@@ -145,7 +145,7 @@ def test_a_truncated_file_is_refused_without_a_write(store_copy: Path) -> None:
 def test_damage_found_by_a_read_stops_every_write(store_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the size checked whole at open (here: as if the file were larger), damage is found
     by the read that meets it; from then on nothing is written, and reads elsewhere work."""
-    monkeypatch.setattr(files, "FULL_CHECK_BYTES", 0)
+    monkeypatch.setattr(opening, "FULL_CHECK_BYTES", 0)
     leaves = pages_of(store_copy, "messages")
     overwrite_page(store_copy, leaves[len(leaves) // 3])
     before = digest(store_copy)
@@ -170,7 +170,7 @@ def test_damage_in_a_file_with_committed_turns_in_its_wal_is_not_checkpointed_in
     store_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Closing a damaged store would move the WAL's turns into the file: it does not."""
-    monkeypatch.setattr(files, "FULL_CHECK_BYTES", 0)
+    monkeypatch.setattr(opening, "FULL_CHECK_BYTES", 0)
     leaves = pages_of(store_copy, "messages")
     overwrite_page(store_copy, leaves[0])
     before = digest(store_copy)
@@ -237,7 +237,7 @@ def test_recover_a_truncated_file(store_copy: Path) -> None:
 
 
 def test_recover_reads_turns_still_in_the_wal(store_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(files, "FULL_CHECK_BYTES", 0)
+    monkeypatch.setattr(opening, "FULL_CHECK_BYTES", 0)
     overwrite_page(store_copy, pages_of(store_copy, "messages")[0])
     session = Session.open("nb", db_path=store_copy)
     Session.open("other", store=session.store).submit_turn("only in the WAL")

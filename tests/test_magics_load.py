@@ -196,6 +196,8 @@ def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
                 "include",
                 "search",
                 "gc",
+                "explain",
+                "code",
                 "--help",
             ],
         ),
@@ -211,6 +213,9 @@ def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
         (
             "%%turn --",
             [
+                "--attach",
+                "--code",
+                "--error",
                 "--help",
                 "--id",
                 "--max-tokens",
@@ -218,6 +223,8 @@ def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
                 "--models",
                 "--no-stream",
                 "--no-tools",
+                "--raw",
+                "--read-vars",
                 "--rerun",
                 "--slot",
                 "--slots",

@@ -46,6 +46,7 @@ STATIC_FORMS = {
         "workflow claim · 3 of 5 done",
     ],
     "06-exploring-branches": [],
+    "07-the-notebook-as-context": [],
 }
 
 WIDGET_VIEW = '<script type="application/vnd.jupyter.widget-view+json">'

@@ -6,6 +6,7 @@ import { ILayoutRestorer, type JupyterFrontEnd, type JupyterFrontEndPlugin } fro
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
+import { addCodeButtons } from './codecells';
 import { addCommands, runAction } from './commands';
 import { slotsIcon } from './icon';
 import { SlotsModel } from './model';
@@ -37,6 +38,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     app.shell.add(panel, 'left', { rank: 650 });
     restorer?.add(panel, 'slotmagic-slots');
     addCommands(app, model, panel);
+    addCodeButtons(tracker);  // "copy into a new cell" on each code block of a reply
 
     const follow = () => model.follow(tracker.currentWidget?.sessionContext ?? null);
     tracker.currentChanged.connect(follow);

@@ -116,6 +116,12 @@ class ContextEvent:
     def stamped(self, turn: int, at: int, created_at: float, origin: tuple[int, int]) -> ContextEvent:
         return replace(self, turn=turn, at=at, created_at=created_at, origin=origin)
 
+    @property
+    def item_id(self) -> str:
+        """The id of the goal, decision or question the change made or changed ("" for a
+        change of the current step or a clear)."""
+        return self.data.get("id", "")
+
     def to_dict(self) -> dict[str, Any]:
         return {"v": 1, "op": self.op, "data": dict(self.data), "by": self.by}
 

@@ -8,12 +8,13 @@ everything beyond role and content in its ``extra`` JSON (:meth:`Message.extra`,
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ConfigError
 from .checks import check_text
+from .images import Image, Part, check_images, from_parts, parts
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
@@ -116,8 +117,10 @@ class Message:
     ``name`` on the ``tool`` message that answers one, and ``is_error`` when that answer is an
     error (the tool raised, or the call was refused). ``thinking`` holds an assistant message's
     provider-specific reasoning blocks (:class:`Thinking`); ``content`` is the reply text only.
-    ``tokens`` is the stored token count (see :mod:`slotmagic.core.tokens`); it does not take
-    part in equality.
+    ``images`` makes the content structured: each :class:`~slotmagic.core.images.Image` sits
+    at a character offset of ``content`` (:attr:`parts` reads text and images in order); only
+    user messages carry them. ``tokens`` is the stored token count (see
+    :mod:`slotmagic.core.tokens`); it does not take part in equality.
     """
 
     role: Role
@@ -128,6 +131,7 @@ class Message:
     tokens: int = field(default=0, compare=False)
     thinking: tuple[Thinking, ...] = ()
     is_error: bool = False
+    images: tuple[Image, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -147,6 +151,10 @@ class Message:
             raise ConfigError("only assistant messages carry thinking")
         if self.is_error and self.role != "tool":
             raise ConfigError("only tool messages can be errors")
+        if self.images:
+            object.__setattr__(self, "images", check_images(self.images))
+            if self.role != "user":
+                raise ConfigError("only user messages carry images")
 
     @classmethod
     def system(cls, content: str) -> Message:
@@ -168,6 +176,18 @@ class Message:
     @classmethod
     def tool(cls, tool_call_id: str, content: str, name: str | None = None, *, is_error: bool = False) -> Message:
         return cls("tool", content, tool_call_id=tool_call_id, name=name, is_error=is_error)
+
+    @classmethod
+    def from_parts(cls, role: Role, items: Sequence[Part | str]) -> Message:
+        """A message of structured content: text (``str`` or ``TextPart``) and ``Image`` parts
+        in order."""
+        content, images = from_parts(items)
+        return cls(role, content, images=images)
+
+    @property
+    def parts(self) -> list[Part]:
+        """The content in order: ``TextPart`` and ``Image`` values (one text part without images)."""
+        return parts(self.content, self.images)
 
     def with_tokens(self, tokens: int) -> Message:
         """The same message with its token count: a copy of fields already checked (running
@@ -192,6 +212,8 @@ class Message:
             extra["thinking"] = [t.to_dict() for t in self.thinking]
         if self.is_error:
             extra["is_error"] = True
+        if self.images:
+            extra["images"] = [i.to_dict() for i in self.images]
         return extra or None
 
     def to_dict(self) -> dict[str, Any]:
@@ -214,4 +236,5 @@ def fields_from_extra(data: Mapping[str, Any]) -> dict[str, Any]:
         "name": data.get("name"),
         "thinking": tuple(Thinking.from_dict(t) for t in data.get("thinking") or ()),
         "is_error": bool(data.get("is_error", False)),
+        "images": tuple(Image.from_dict(i) for i in data.get("images") or ()),
     }

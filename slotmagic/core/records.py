@@ -11,13 +11,30 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from .usage import Usage
 
 TURN_INFO_VERSION = 1
 
 TurnKind = Literal["turn", "append", "preset", "merge"]
+
+# What turns of some kinds record in TurnInfo.extra, read by other modules than the writer's.
+# A merge turn: the branch, how ("messages" or "summary"), the branch's length merged and its
+# turns, and the summary's method.
+_Merge = TypedDict("_Merge", {"merged_from": str, "as": str, "upto": int, "turns": list[int]})
+
+
+class MergeExtra(_Merge, total=False):
+    method: str  # the summary's, when the branch was merged as one
+
+
+class FanOutExtra(TypedDict):
+    """A fan-out column's turn: seconds from its request to its complete reply (None: not timed)."""
+
+    latency: float | None
+
+
 ForkReason = Literal["edit", "moved"]
 _KINDS: tuple[TurnKind, ...] = ("turn", "append", "preset", "merge")
 
@@ -76,10 +93,31 @@ class TurnInfo:
     cost: float | None = None
     finish_reason: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-    user: str | None = None  # who made the turn (a team's store: see slotmagic/users.py)
+    user: str | None = None  # who made the turn (a team's store: see core/users.py)
 
     def replace(self, **changes: Any) -> TurnInfo:
         return replace(self, **changes)
+
+    def merged(self) -> MergeExtra | None:
+        """What a merge turn recorded of its merge; None for any other turn."""
+        extra = self.extra
+        branch, how, upto, turns = (extra.get(k) for k in ("merged_from", "as", "upto", "turns"))
+        if self.kind != "merge" or not isinstance(branch, str) or not isinstance(upto, int):
+            return None  # another turn, or a record this version cannot read as a merge
+        made: MergeExtra = {
+            "merged_from": branch,
+            "as": str(how),
+            "upto": upto,
+            "turns": [n for n in turns if isinstance(n, int)] if isinstance(turns, list) else [],
+        }
+        if isinstance(extra.get("method"), str):
+            made["method"] = extra["method"]
+        return made
+
+    def latency(self) -> float | None:
+        """Seconds a fan-out column's reply took, as it recorded them (:class:`FanOutExtra`)."""
+        found = self.extra.get("latency")
+        return float(found) if isinstance(found, (int, float)) and not isinstance(found, bool) else None
 
     def to_dict(self) -> dict[str, Any]:
         """The stored form. ``cell.id`` stays at ``$.cell.id``: the store indexes it."""

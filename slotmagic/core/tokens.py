@@ -10,6 +10,7 @@ model by what providers report (its encoding key is ``"estimate"``).
 
 from __future__ import annotations
 
+from .images import anthropic_image_tokens
 from .messages import Message
 
 MESSAGE_OVERHEAD = 4
@@ -30,4 +31,6 @@ def estimate_message_tokens(message: Message) -> int:
         tokens += estimate_text_tokens(message.tool_call_id)
     if message.name:
         tokens += estimate_text_tokens(message.name) + 1
+    for image in message.images:  # Anthropic's rule stands in for the others
+        tokens += anthropic_image_tokens(image.width, image.height)
     return tokens

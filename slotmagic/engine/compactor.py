@@ -112,7 +112,7 @@ def plan_fold(
 
 def _counts(history: History, counting: Counting, lo: int, hi: int) -> list[int]:
     if counting.counter.exact:
-        return history.token_counts(lo, hi, counting.encoding, counting.count)
+        return history.token_counts(lo, hi, counting.counts_key, counting.count)
     return [counting.count(m) for m in history.messages(lo, hi)]
 
 

@@ -21,7 +21,7 @@ from time import monotonic
 from typing import TYPE_CHECKING, Literal
 
 from ..core.checks import check_text, check_whole
-from ..core.records import CellRef
+from ..core.records import CellRef, FanOutExtra
 from ..errors import ConfigError, SlotMagicError
 from ..store.base import CellTurn, Store
 from .plan import plan_cell_turn
@@ -167,8 +167,7 @@ class Column:
         t = self.target
         latency = self.latency
         if self.reply is not None and self.reply.replayed:  # the time it took when it was asked
-            stored = self.reply.info.extra.get("latency")
-            latency = float(stored) if isinstance(stored, (int, float)) else None
+            latency = self.reply.info.latency()
         model = self.reply.model if self.reply is not None else self.model
         return ColumnResult(t.key, t.slot, model, self.reply, self.error, latency, t.branch is not None)
 
@@ -354,7 +353,7 @@ class FanOut:
             if column.stream is not None and column.stream.held is not None:
                 latency = column.latency
                 try:  # its time is kept: a replay reads as the first run did
-                    column.reply = column.stream.commit(latency=latency)
+                    column.reply = column.stream.commit(**FanOutExtra(latency=latency))
                 except SlotMagicError as exc:  # its slot was renamed or deleted meanwhile
                     column.error, column.status = exc, "failed"
 

@@ -93,7 +93,7 @@ def _in_reach(build: ViewBuild) -> int:
     while hi > start:
         lo = max(start, hi - _READ_BLOCK)
         if counting.counter.exact:
-            counts = history.token_counts(lo, hi, counting.encoding, counting.count)
+            counts = history.token_counts(lo, hi, counting.counts_key, counting.count)
         else:
             counts = [counting.count(m) for m in history.messages(lo, hi)]
         for position in range(hi - 1, lo - 1, -1):
@@ -193,7 +193,7 @@ def counted(build: ViewBuild) -> None:
         stored = sorted(e.position for e in (*build.system, *build.conversation) if e.position is not None)
         for lo, hi in _runs(stored):
             counts.update(
-                zip(range(lo, hi), history.token_counts(lo, hi, counting.encoding, counting.count), strict=True)
+                zip(range(lo, hi), history.token_counts(lo, hi, counting.counts_key, counting.count), strict=True)
             )
 
     def tokens(entry: ViewEntry) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal
 
+from ..core.attachments import Attached, message_parts
 from ..core.budget import ContextBudget
 from ..core.checks import check_json_mapping, check_names, check_number, check_optional_text, check_text, check_whole
 from ..core.compaction import Compaction
@@ -26,6 +27,7 @@ from ..core.records import CellRef, ForkRef, TurnInfo, TurnRecord
 from ..core.slots import DeriveStrategy, Slot, SlotMode, SlotSource, validate_slot_id
 from ..core.tokens import estimate_message_tokens
 from ..core.usage import Usage
+from ..core.vision import no_images_reason, takes_images
 from ..core.workflow import Workflow
 from ..errors import (
     CompactionNeeded,
@@ -43,8 +45,9 @@ from ..namespace import Namespace, has_reference
 from ..providers import ProviderSettings, cost_of, parse_model, resolve_provider
 from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
 from ..providers.prices import cache_savings_of
+from ..providers.windows import model_window
 from ..store.base import History, Store, Tip
-from ..tokens import Calibration, TokenCounter, model_window
+from ..tokens import Calibration, TokenCounter
 from ..tools import Tool, ToolRegistry, default_registry
 from .compactor import Fold, Summarizer, plan_fold
 from .fit import RequestFit
@@ -57,6 +60,7 @@ from .tool_results import to_shelve
 from .view import Counting, View
 
 logger = logging.getLogger("slotmagic")
+OPT_IN = frozenset(("read_variable",))  # built-in tools offered only when named
 AutoCompact = Literal["on", "ask", "off"]
 AUTO_COMPACT: tuple[AutoCompact, ...] = ("on", "ask", "off")
 _CALIBRATION = "calibration"  # the store's meta key
@@ -86,6 +90,8 @@ class TurnOptions:
     cell_id: str | None = None
     rerun: bool = False
     tools: tuple[str, ...] | None = None  # this turn's tools by name; () none; None the slot's
+    attachments: tuple[Attached, ...] = ()  # objects sent after the text (see slotmagic.attach)
+    read_variables: bool = False  # offer the opt-in read_variable tool (a kernel's variables)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -106,12 +112,19 @@ class TurnOptions:
             raise ConfigError(f"rerun must be True or False, not {self.rerun!r:.60}")
         if self.tools is not None:
             set_(self, "tools", check_names(self.tools, "tools"))
+        if not isinstance(self.read_variables, bool):
+            raise ConfigError(f"read_variables must be True or False, not {self.read_variables!r:.60}")
+        set_(self, "attachments", tuple(self.attachments or ()))
+        if not all(isinstance(a, Attached) for a in self.attachments):
+            raise ConfigError("attachments are made by slotmagic.attach.attach(...) (Session.submit_turn does it)")
 
     def cell_options(self) -> dict[str, Any]:
         """The request options a cell sets itself: changing one of them is editing the cell."""
         chosen = {"model": self.model, "system": self.system, "temperature": self.temperature,
                   "max_tokens": self.max_tokens, "params": dict(self.params) or None,
-                  "tools": list(self.tools) if self.tools is not None else None}  # fmt: skip
+                  "tools": list(self.tools) if self.tools is not None else None,
+                  "attachments": [a.digest() for a in self.attachments] or None,
+                  "read_variables": self.read_variables or None}  # fmt: skip
         return {k: v for k, v in chosen.items() if v is not None}
 
 
@@ -179,6 +192,8 @@ class TurnEngine:
         self.slot_tools: Callable[[Slot, View], list[Tool[..., Any]]] | None = None
         self.namespace = Namespace(store, session_id)
         self.working_context_turns: int | None = DEFAULT_RECENT_TURNS  # turns a change is sent (None: off)
+        # Opt-in built-in tools (read_variable): offered only when a turn or a slot names them.
+        self.optional_tools: dict[str, Tool[..., Any]] = {}
         self._providers: dict[str, Provider] = {}
         self._calibration: Calibration | None = None
         self._windows_noted: set[str] = set()
@@ -422,7 +437,17 @@ class TurnEngine:
         provider = self.provider(model)
         if fork_before is not None:
             history = history.prefix(fork_before.start)  # what the sibling will share
-        user = counted(Message.user(text))
+        user = counted(Message.from_parts("user", message_parts(text, options.attachments)))
+        if user.images:
+            reason = no_images_reason(model)
+            if reason is not None:
+                raise ConfigError(
+                    f"{reason}: this turn attaches {len(user.images)} image(s); use a model that takes images "
+                    "(openai:gpt-4o-mini, anthropic:..., ollama:llava) or attach something else; nothing was sent"
+                )
+        for attached in options.attachments:
+            for tool, content in attached.kept:  # readable by read_namespace from the first request on
+                self.namespace.keep(tool, content)
         info = TurnInfo(kind="turn", model=model, system=options.system, cell=cell, extra=options.info)
         note = self.window_note(model)
         turn = PendingTurn(
@@ -451,12 +476,13 @@ class TurnEngine:
             )  # fmt: skip
 
         view = view_with(None)
-        tools = self.turn_tools(slot, options.tools, view, room, reader)
+        also = ("read_variable",) if options.read_variables else ()
+        tools = self.turn_tools(slot, options.tools, view, room, reader, also)
         for _ in range(3):  # their definitions count too (on the system side), which may change the view
             if tools is None:
                 break
             view = view_with(tools)
-            again = self.turn_tools(slot, options.tools, view, room, reader)
+            again = self.turn_tools(slot, options.tools, view, room, reader, also)
             if again is None or again.names() == tools.names():
                 break
             tools = again
@@ -474,15 +500,21 @@ class TurnEngine:
         view: View,
         room: PageRoom | None = None,
         reader: Tool[..., str] | None = None,
+        also: tuple[str, ...] = (),
     ) -> ToolRegistry | None:
         """The tools a turn offers: the turn's names, else the slot's, else every tool of the
         session and the slot's own (its working context's); and unless the turn asked for no
         tools, ``read_namespace`` whenever a reference is in the view (a result kept aside, or a
         summary naming one) and ``recall`` whenever a compaction folded part of it away. None
-        when there are none (the request then carries no tools at all)."""
+        when there are none (the request then carries no tools at all). An opt-in tool
+        (``optional_tools``) is offered when ``also`` or the chosen names name it."""
         chosen = names if names is not None else slot.config.tools
+        optional = [self._optional(name) for name in dict.fromkeys((*(chosen or ()), *also)) if name in OPT_IN]
+        if chosen is not None:
+            chosen = tuple(name for name in chosen if name not in OPT_IN)
         selected = self.tools if chosen is None else self.tools.select(chosen)
         tools = list(selected.tools()) if chosen is None else [selected.get(name) for name in dict.fromkeys(chosen)]
+        tools += optional
         if chosen != () and has_reference(view.messages):
             tools.append(reader if reader is not None else read_namespace_tool(self.namespace, room))
         if chosen != () and view.compaction is not None:
@@ -494,10 +526,23 @@ class TurnEngine:
             unique.setdefault(tool.name, tool)  # a name the user gave a tool of their own wins
         return ToolRegistry(unique.values(), label=f"turn on slot {slot.id!r}") if unique else None
 
+    def _optional(self, name: str) -> Tool[..., Any]:
+        found = self.optional_tools.get(name)
+        if found is None:
+            raise ConfigError(
+                f"{name} reads a kernel's variables: it is offered in a notebook (%load_ext slotmagic), "
+                "or after session.allow_variables(namespace); nothing was sent"
+            )
+        return found
+
     def _request(self, view: View, model: str, options: TurnOptions, tools: ToolRegistry | None) -> ChatRequest:
+        messages = view.messages
+        if not takes_images(model) and any(m.images for m in messages):
+            # Earlier images stay in the history; a model without eyes reads their labels only.
+            messages = tuple(replace(m, images=()) if m.images else m for m in messages)
         return ChatRequest(
             model=parse_model(model)[1],
-            messages=view.messages,
+            messages=messages,
             tools=tuple(tools.specs()) if tools is not None else (),
             temperature=options.temperature,
             max_tokens=options.max_tokens,
@@ -577,6 +622,9 @@ class TurnEngine:
         try:
             with store.atomic():  # a fork exists only with its turn, even after a crash
                 self.namespace.keep_stored(rounds.shelved)  # gc elsewhere may have taken them meanwhile
+                for attached in turn.options.attachments if turn.options is not None else ():
+                    for tool, content in attached.kept:
+                        self.namespace.keep(tool, content)
                 slot = turn.slot
                 if turn.fork_before is not None:
                     slot = self._fork(turn.slot, turn.fork_before.start)

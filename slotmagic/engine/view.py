@@ -10,7 +10,7 @@ import html
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from ..core.budget import BudgetReport, ContextBudget
 from ..core.compaction import Compaction
@@ -66,12 +66,20 @@ class Counting:
     def encoding(self) -> str:
         return self.counter.encoding
 
+    @property
+    def counts_key(self) -> str:
+        """What the store keeps this counting's counts under (see ``TokenCounter.counts_key``)."""
+        return self.counter.counts_key
+
     def scale(self, estimate: int) -> int:
         return estimate if self.factor == 1.0 else math.ceil(estimate * self.factor - 1e-9)
 
     def count(self, message: Message) -> int:
         if self.counter.exact:
             return self.counter.count_message(message)
+        if message.images:  # an image costs what its provider's rule says: it is not scaled
+            images = self.counter.count_images(message)
+            return self.scale(self.counter.count_message(message) - images) + images
         return self.scale(message.tokens or self.counter.count_message(message))
 
 
@@ -184,7 +192,70 @@ class View:
 # -- the data a preview widget is sent, and HTML ------------------------------------------------
 
 
-def _entry_row(number: int, entry: ViewEntry, pinned: bool = False) -> dict[str, Any]:
+# What view_data() gives the preview's HTML, its widget and the sidebar: one row per entry sent,
+# per stretch of stored messages left out, and for the earlier messages not shown.
+class EntryRow(TypedDict):
+    type: Literal["entry"]
+    number: int
+    kind: EntryKind
+    label: str
+    pinned: bool
+    injected: bool
+    role: str
+    tokens: int
+    position: int | None
+    text: str
+    cut: int  # characters of the body not shown
+    calls: list[str]
+    refs: list[str]  # namespace references in the body
+
+
+class OmittedRow(TypedDict):
+    type: Literal["omitted"]
+    reason: str
+    lo: int
+    hi: int
+    count: int
+    text: str
+
+
+class HiddenRow(TypedDict):
+    type: Literal["hidden"]
+    count: int
+    text: str
+
+
+Row = EntryRow | OmittedRow | HiddenRow
+
+
+class BudgetData(TypedDict):
+    total: int
+    used: int
+    history_used: int  # history and tool results
+    history_available: int
+    needs_compaction: bool
+    over: list[str]
+
+
+class _ViewData(TypedDict):
+    slot: str
+    mode: str
+    count: int
+    tokens: int
+    exact: bool
+    encoding: str
+    history_length: int
+    omitted: int
+    hidden: int
+    budget: BudgetData | None
+    rows: list[Row]
+
+
+class ViewData(_ViewData, total=False):
+    summary: str  # view_summary()'s line, added by the preview widget
+
+
+def _entry_row(number: int, entry: ViewEntry, pinned: bool = False) -> EntryRow:
     message = entry.message
     text = message.content or ""
     cut = max(0, len(text) - BODY_LIMIT)
@@ -210,7 +281,7 @@ def stored_range(lo: int, hi: int) -> str:
     return f"stored message {lo + 1}" if hi - lo == 1 else f"stored messages {lo + 1}-{hi}"
 
 
-def _gap_row(lo: int, hi: int, reason: str) -> dict[str, Any]:
+def _gap_row(lo: int, hi: int, reason: str) -> OmittedRow:
     what = {
         "compacted": "folded into the compaction summary",
         "filtered": "left out by the focused filter",
@@ -228,11 +299,11 @@ def _gap_row(lo: int, hi: int, reason: str) -> dict[str, Any]:
     }
 
 
-def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT) -> dict[str, Any]:
+def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT) -> ViewData:
     """The view in order, as ``%slot preview`` prints it: each entry (role, tokens, label, its
     body) and, where they were, the stored positions left out. Entries on the system side
     come first; stored messages at their positions."""
-    placed: list[tuple[int, dict[str, Any]]] = []
+    placed: list[tuple[int, Row]] = []
     for number, entry in enumerate(view.entries, 1):
         at = entry.position if entry.position is not None else -1
         pinned = entry.kind == "history" and entry.position in view.pinned
@@ -245,7 +316,7 @@ def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT
     if len(stored) > row_limit:
         drop = set(stored[: len(stored) - row_limit])
         hidden = len(drop)
-        note = {
+        note: HiddenRow = {
             "type": "hidden",
             "count": hidden,
             "text": f"{plural(hidden, 'earlier message')} sent but not shown here (%slot preview prints them all)",
@@ -277,7 +348,7 @@ def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT
     }
 
 
-def view_summary(data: dict[str, Any]) -> str:
+def view_summary(data: ViewData) -> str:
     """The line above a preview: how many messages, how many tokens, against the budget."""
     about = "" if data["exact"] else "~"
     line = f"slot {data['slot']}" + (f" ({data['mode']})" if data["mode"] else "")

@@ -57,6 +57,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     loaded: SlotMagic = magic
     shell.register_magics(loaded)  # %config SlotMagic finds it in shell.configurables
     shell.events.register("pre_run_cell", loaded.remember_cell)
+    loaded.cells.attach()  # errors and images by cell, for Err[n], --error, explain and --attach Out[n]
     shell.input_transformers_cleanup.append(empty_turn_as_line)
     shell.input_transformers_cleanup.append(empty_workflow_as_line)
     shell.input_transformers_cleanup.append(ctx_line_as_call)

@@ -27,6 +27,7 @@ class Context:
     db_path: str
     widgets: LiveWidgets | None = None  # the kernel's live widgets; None: text only
     cell_id: str | None = None  # the notebook cell running the line, when the front end says
+    notebook: object | None = None  # the magics, for %slot explain and code (notebook_commands.Notebook)
 
 
 Handler = Callable[[Context, argparse.Namespace], None]

@@ -14,6 +14,7 @@ from typing import Any
 
 from IPython.display import DisplayHandle, display
 
+from ..core.images import Image
 from ..engine.loop import ToolStep
 from ..engine.reply import Reply
 from ..markdown import reply_html
@@ -62,7 +63,21 @@ def step_html(step: ToolStep) -> str:
     return f"<details><summary>{mark} {head}</summary>\n<pre>{html.escape(step.result)}</pre>\n</details>\n"
 
 
-def bundle(text: str, line: str, steps: Sequence[ToolStep] = ()) -> dict[str, str]:
+def thumbnails(images: Sequence[Image]) -> tuple[str, str]:
+    """The images a turn sent, as thumbnails (HTML) and one line each (plain text)."""
+    if not images:
+        return "", ""
+    tags = "".join(
+        f'<img class="slotmagic-thumb" src="{image.data_url()}" alt="{html.escape(image.label or "image")}" '
+        f'title="{html.escape(f"{image.label} · {image.describe()}".strip(" ·"))}" '
+        'style="max-height:96px;max-width:160px;margin:0 6px 4px 0;border:1px solid #ccc;vertical-align:top">'
+        for image in images
+    )
+    plain = "".join(f"[sent image{' ' + image.label if image.label else ''}: {image.describe()}]\n" for image in images)
+    return f'<div class="slotmagic-attached">{tags}</div>\n', plain
+
+
+def bundle(text: str, line: str, steps: Sequence[ToolStep] = (), images: Sequence[Image] = ()) -> dict[str, str]:
     """The reply with its tool calls above it and its footer (one or more lines) under it, as
     HTML (the reply's Markdown rendered by :func:`~slotmagic.markdown.reply_html`: raw HTML
     escaped, unsafe links refused) and as plain text. There is deliberately no
@@ -72,9 +87,10 @@ def bundle(text: str, line: str, steps: Sequence[ToolStep] = ()) -> dict[str, st
     tools_html = "".join(step_html(s) for s in steps)
     tools_plain = "".join(f"[tool] {s.describe()}\n" for s in steps)
     footer = "<br>\n".join(f"<em>{html.escape(x)}</em>" for x in lines)
+    thumbs_html, thumbs_plain = thumbnails(images)
     return {
-        "text/html": f'{tools_html}{reply_html(text)}<p class="slotmagic-footer">{footer}</p>\n',
-        "text/plain": f"{tools_plain}{text}\n\n" + "\n".join(f"[{x}]" for x in lines),
+        "text/html": f'{thumbs_html}{tools_html}{reply_html(text)}<p class="slotmagic-footer">{footer}</p>\n',
+        "text/plain": f"{thumbs_plain}{tools_plain}{text}\n\n" + "\n".join(f"[{x}]" for x in lines),
     }
 
 
@@ -94,7 +110,10 @@ class StreamView:
     duration, not its length.
     """
 
-    def __init__(self, *, live: bool, throttle: float, metadata: dict[str, Any], waiting: str) -> None:
+    def __init__(
+        self, *, live: bool, throttle: float, metadata: dict[str, Any], waiting: str, images: Sequence[Image] = ()
+    ) -> None:
+        self.images = tuple(images)  # what the turn sent: thumbnails above the reply
         self.live = live
         self.throttle = throttle
         self.metadata = metadata
@@ -115,7 +134,7 @@ class StreamView:
                 now = monotonic()
                 if now - self._last >= self.throttle:
                     self._last = now
-                    self._show(bundle(self.text, self.waiting, self.steps))
+                    self._show(bundle(self.text, self.waiting, self.steps, self.images))
 
     def step(self, step: ToolStep) -> None:
         """A tool call came back: shown at the same bounded rate as text."""
@@ -124,7 +143,7 @@ class StreamView:
             now = monotonic()
             if now - self._last >= self.throttle:
                 self._last = now
-                self._show(bundle(self.text, self.waiting, self.steps))
+                self._show(bundle(self.text, self.waiting, self.steps, self.images))
 
     def waiting_for(self, line: str) -> None:
         """Say what the reply waits for (a long compaction's progress), at the bounded rate."""
@@ -135,7 +154,7 @@ class StreamView:
             now = monotonic()
             if now - self._last >= self.throttle:
                 self._last = now
-                self._show(bundle(self.text, self.waiting, self.steps))
+                self._show(bundle(self.text, self.waiting, self.steps, self.images))
 
     @property
     def text(self) -> str:
@@ -143,11 +162,11 @@ class StreamView:
 
     def finish(self, reply: Reply, line: str) -> None:
         self.metadata = reply_metadata(reply, self.metadata["slotmagic"]["session"], reply.slot, reply.model)
-        self._show(bundle(reply.text, line, reply.steps))
+        self._show(bundle(reply.text, line, reply.steps, self.images))
 
     def interrupted(self, line: str) -> None:
         if self._handle is not None:
-            self._show(bundle(self.text, line, self.steps))
+            self._show(bundle(self.text, line, self.steps, self.images))
 
     def _show(self, data: dict[str, str]) -> None:
         if self._handle is None:

@@ -8,6 +8,7 @@ the session through the workspace and binds results; its settings are the traitl
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -15,17 +16,22 @@ from IPython.core.interactiveshell import ExecutionInfo, InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import TraitError, validate
 
+from ..attach import attach_all
+from ..core.attachments import Attached
 from ..engine.fanout import FanOutResult
 from ..engine.reply import Reply
-from ..errors import SlotMagicError
+from ..errors import ConfigError, SlotMagicError
+from ..markdown import code_blocks
 from ..providers import parse_model
 from ..session import Session
 from ..widgets.live import live_widgets
 from . import ctx_commands, workflow_commands
+from .cells import KernelCells
 from .command import Context
 from .errors import user_errors
 from .options import SlotMagicOptions
 from .parsing import HelpShown
+from .references import attach_values, fill, split_names
 from .slot_commands import dispatch, overview
 from .turn import parse_turn_line, run_turn, turn_parser
 from .workspace import Workspace
@@ -48,6 +54,7 @@ class SlotMagic(Magics, SlotMagicOptions):
     def __init__(self, shell: InteractiveShell) -> None:
         super().__init__(shell=shell)
         self.workspace = Workspace(shell)
+        self.cells = KernelCells(shell)  # errors and images by cell: Err[n], --error, --attach Out[n]
         self._cell: ExecutionInfo | None = None  # the cell being run, for its id
         self._slot_lines = 0  # %slot lines run so far in that cell
 
@@ -55,7 +62,10 @@ class SlotMagic(Magics, SlotMagicOptions):
 
     def session(self) -> Session:
         with user_errors():
-            return self.workspace.session(self)
+            session = self.workspace.session(self)
+        assert self.shell is not None
+        session.allow_variables(self.shell.user_ns)  # read_variable, when a turn opts in
+        return session
 
     def remember_cell(self, info: ExecutionInfo) -> None:
         """pre_run_cell hook: JupyterLab sends each cell's id with its execution."""
@@ -90,6 +100,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         hook.fill_exec_result(reply)
 
     def close(self) -> None:
+        self.cells.detach()
         self.workspace.close()
 
     @validate("model")
@@ -120,7 +131,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         sent = getattr(info, "cell_id", None) if info is not None and line in (info.raw_cell or "") else None
         cell_id = f"{sent}#{self._slot_lines}" if sent else None
         with user_errors():
-            context = Context(session, self, self.workspace.db_path(self), live_widgets(self.shell), cell_id)
+            context = Context(session, self, self.workspace.db_path(self), live_widgets(self.shell), cell_id, self)
             handler(context, args)
 
     @line_cell_magic
@@ -134,7 +145,48 @@ class SlotMagic(Magics, SlotMagicOptions):
         session = self.session()
         cell_id = self._cell_identity(args.id, cell)
         with user_errors():
-            reply = run_turn(session, self, args, cell, cell_id)
+            text, attachments = self._turn_input(args, cell, session)
+            reply = run_turn(session, self, args, text, cell_id, attachments)
+        self._bind(reply)
+        if args.code and isinstance(reply, Reply) and not reply.replayed:
+            self.put_code(reply)
+
+    def _turn_input(self, args: argparse.Namespace, cell: str, session: Session) -> tuple[str, tuple[Attached, ...]]:
+        """The cell's text as sent (references filled in, the last error after it) and its
+        attachments; one line (a ConfigError) when any of it cannot be made: nothing is sent."""
+        assert self.shell is not None
+        namespace = self.shell.user_ns
+        extra = {"Err": self.cells.error_mapping()}
+        text = cell if args.raw or not self.interpolate else fill(cell, namespace, extra)
+        if args.error:
+            error = self.cells.last_error
+            if error is None:
+                raise ConfigError("--error: no cell has raised an exception in this kernel yet; nothing was sent")
+            text = f"{text.rstrip()}\n\n{error.describe()}"
+        if not args.attach:
+            return text, ()
+        names = split_names(args.attach)
+        if not names:
+            raise ConfigError("--attach needs names: --attach df,fig,Out[7]")
+        values = attach_values(names, namespace, self.cells.images, extra)
+        return text, attach_all(values, threshold=session.namespace_threshold)
+
+    def put_code(self, reply: Reply, block: int = 1) -> bool:
+        """Put the reply's ``block``-th code block in a new cell below; say so when there is none."""
+        assert self.shell is not None
+        blocks = code_blocks(reply.text)
+        if len(blocks) < block:
+            has = f"only {len(blocks)} code block(s)" if blocks else "no code block"
+            print(f"turn {reply.turn} of slot {reply.slot} holds {has}: no cell was made")
+            return False
+        self.shell.set_next_input(blocks[block - 1].rstrip("\n"), replace=False)
+        return True
+
+    def explain_turn(self, text: str, args: argparse.Namespace, cell_id: str | None) -> None:
+        """``%slot explain``: a turn about an error, shown and bound like a ``%%turn`` cell's."""
+        turn_args = parse_turn_line("")
+        turn_args.slot, turn_args.model = args.slot, args.model
+        reply = run_turn(self.session(), self, turn_args, text, cell_id)
         self._bind(reply)
 
     @no_var_expand  # natural text: "$1,200" and "{draft}" stay as written

@@ -181,6 +181,13 @@ class SlotMagicOptions(Configurable):
         "every cell); False prints their text forms. Env: SLOTMAGIC_WIDGETS=0 to turn them off.",
     ).tag(config=True)
 
+    interpolate = Bool(
+        True,
+        help="Fill {name} and {expression} references in %%turn cells from the user namespace (In[n], "
+        "Out[n], Err[n], _ and __ among them; {{ and }} are literal braces). False sends cells as written; "
+        "%%turn --raw does so for one cell.",
+    ).tag(config=True)
+
     context_windows = Dict(
         help="Context windows, in tokens, that win over the model data (genai-prices, an Ollama server): "
         "{'openai:my-model': 32768, 'ollama:*': 8192}. A slot without a budget of its own splits "

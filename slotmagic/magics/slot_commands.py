@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from IPython.core.error import UsageError
 
@@ -17,31 +17,24 @@ from ..core.compaction import Compaction
 from ..core.messages import Message
 from ..core.slots import FocusedConfig, Slot, SlotConfig, SlotMode
 from ..errors import ConfigError
-from ..render import describe_mode
+from ..render import describe_mode, plural
 from ..session import Session
 from ..store.urls import is_postgres_url, parse_postgres_url, shown_target
 from .command import Command, CommandTable, Context, Handler
 from .compare_command import compare, compare_parser
 from .explore_commands import explore_commands
+from .notebook_commands import notebook_commands
 from .parsing import CommandParser, at_least, split_line
 
-if TYPE_CHECKING:
-    pass
-
-
 # -- formatting -------------------------------------------------------------------------------
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def describe_slot(slot: Slot) -> str:
     meta = slot.meta
     origin = f", derived from {meta.parent_id}" if meta.parent_id else ""
     return (
-        f"{slot.id} ({describe_mode(slot.config)}{origin}; {_plural(meta.turns, 'turn')}, "
-        f"{_plural(meta.message_count, 'message')}, ~{meta.total_tokens} tokens)"
+        f"{slot.id} ({describe_mode(slot.config)}{origin}; {plural(meta.turns, 'turn')}, "
+        f"{plural(meta.message_count, 'message')}, ~{meta.total_tokens} tokens)"
     )
 
 
@@ -52,9 +45,11 @@ def format_messages(messages: Sequence[Message], first_number: int = 1, marks: M
     lines = []
     for number, message in enumerate(messages, first_number):
         label = labels.get((marks or {}).get(number - 1, ""), "")
-        lines.append(f"[{number}] {message.role} ({_plural(message.tokens, 'token')}{label})")
+        lines.append(f"[{number}] {message.role} ({plural(message.tokens, 'token')}{label})")
         body = message.content or "(no text)"
         lines.extend("    " + line for line in body.splitlines() or [""])
+        for image in message.images:
+            lines.append(f"    [image{' ' + image.label if image.label else ''}: {image.describe()}]")
         for call in message.tool_calls:
             lines.append(f"    -> tool call {call.name}({call.arguments})")
     return "\n".join(lines)
@@ -125,7 +120,7 @@ def _status(ctx: Context, args: argparse.Namespace) -> None:
     session = ctx.session
     slots = session.list_slots()
     print(f"current slot: {describe_slot(session.slot())}")
-    print(f"session {session.session_id} · {_plural(len(slots), 'slot')} · model {session.model}")
+    print(f"session {session.session_id} · {plural(len(slots), 'slot')} · model {session.model}")
 
 
 def _list_parser() -> CommandParser:
@@ -233,7 +228,7 @@ def _derive(ctx: Context, args: argparse.Namespace) -> None:
     # As for create: the same line for a new slot and for one an earlier run made.
     what = (
         f"derived from {slot.meta.parent_id!r} ({describe_mode(slot.config)}, "
-        f"sharing {_plural(slot.meta.fork_at, 'message')})"
+        f"sharing {plural(slot.meta.fork_at, 'message')})"
     )
     print(f"slot {slot.id!r} {what}; {_switch_line(ctx.session, slot.id, args.switch)}")
 
@@ -466,7 +461,7 @@ def _session(ctx: Context, args: argparse.Namespace) -> None:
             raise UsageError("%slot session --readonly: name the session to view (%slot session NAME --readonly)")
         slots = ctx.session.list_slots()
         print(
-            f"session {ctx.session.session_id} in {shown_target(ctx.db_path)} · {_plural(len(slots), 'slot')} · "
+            f"session {ctx.session.session_id} in {shown_target(ctx.db_path)} · {plural(len(slots), 'slot')} · "
             f"current slot {ctx.session.current_slot}" + (" · read-only" if ctx.session.readonly else "")
         )
         return
@@ -533,7 +528,7 @@ def _export_parser() -> CommandParser:
 def _export(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.id)
     path = ctx.session.export(args.to, slot.id)
-    print(f"exported slot {slot.id!r} ({_plural(slot.meta.message_count, 'message')}) to {path}")
+    print(f"exported slot {slot.id!r} ({plural(slot.meta.message_count, 'message')}) to {path}")
 
 
 COMMANDS: dict[str, Command] = {
@@ -556,6 +551,7 @@ COMMANDS: dict[str, Command] = {
         Command("export", _export_parser, _export, slot_positionals=1),
         Command("compare", compare_parser, compare, slot_positionals=6),
         *explore_commands(),
+        *notebook_commands(),
     )
 }
 

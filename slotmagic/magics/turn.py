@@ -6,8 +6,10 @@ import argparse
 import sys
 from functools import cache
 
+from ..core.attachments import Attached
 from ..engine.fanout import FanOutResult
 from ..engine.reply import Reply
+from ..errors import ConfigError
 from ..session import Session
 from .display import StreamView, footer, reply_metadata
 from .fanout import run_fan_out
@@ -53,6 +55,24 @@ def turn_parser() -> CommandParser:
         help="fan out: ask each model on the slot's history; each reply goes to a new branch named after it",
     )
     parser.add_argument(
+        "--attach",
+        metavar="A,B",
+        help="send these objects after the text: names or expressions (df, fig, Out[7]); DataFrames as an "
+        "excerpt with the whole table kept aside, figures and images as images, long text kept aside",
+    )
+    parser.add_argument(
+        "--raw", action="store_true", help="send the cell as written: {name} and {expression} are not filled in"
+    )
+    parser.add_argument(
+        "--error", action="store_true", help="ask about the last error: its cell, traceback and the variables it names"
+    )
+    parser.add_argument("--code", action="store_true", help="put the reply's first code block in a new cell below")
+    parser.add_argument(
+        "--read-vars",
+        action="store_true",
+        help="let the model read a variable's type, shape and repr by name (the read_variable tool; no code runs)",
+    )
+    parser.add_argument(
         "--id",
         metavar="NAME",
         help="this cell's identity for replay, when the front end sends no cell id or the cell moves between notebooks",
@@ -70,12 +90,22 @@ def parse_turn_line(line: str) -> argparse.Namespace:
 
 
 def run_turn(
-    session: Session, options: SlotMagicOptions, args: argparse.Namespace, cell: str, cell_id: str | None
+    session: Session,
+    options: SlotMagicOptions,
+    args: argparse.Namespace,
+    cell: str,
+    cell_id: str | None,
+    attachments: tuple[Attached, ...] = (),
 ) -> Reply | FanOutResult:
     """Run (or replay) the turn with a live view, return the stored reply (a fan-out's
-    columns with ``--slots`` or ``--models``)."""
+    columns with ``--slots`` or ``--models``). ``attachments`` follow the text."""
     if args.slots is not None or args.models is not None:
+        if attachments or getattr(args, "read_vars", False):
+            raise ConfigError("--attach and --read-vars go with one slot's turn, not with --slots or --models")
         return run_fan_out(session, options, args, cell, cell_id)
+    extra: dict[str, object] = {"attachments": attachments} if attachments else {}
+    if getattr(args, "read_vars", False):
+        extra["read_variables"] = True
     stream = session.stream_turn(
         cell.strip("\n"),
         cell_id=cell_id,
@@ -86,10 +116,12 @@ def run_turn(
         temperature=args.temperature,
         max_tokens=args.max_tokens,
         tools=() if args.no_tools else _names(args.tools),
+        **extra,
     )
     model, slot = stream.model, stream.slot
     live = options.stream if args.stream is None else args.stream
     view = StreamView(
+        images=[image for attached in attachments for image in attached.images],
         live=live and not stream.replayed,
         throttle=options.stream_throttle,
         metadata=reply_metadata(None, session.session_id, slot, model),

@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.users import check_user, current_user
 from ..errors import StoreError
 from ..session import DEFAULT_DB_PATH, Session, new_session_id
 from ..store import Store, open_store
 from ..store.base import SupportsChanges
-from ..users import check_user, current_user
 from .options import SlotMagicOptions
 
 # Where frontends tell the kernel which notebook it runs: jupyter_server sets

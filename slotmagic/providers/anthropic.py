@@ -68,6 +68,7 @@ from typing import Any
 
 from httpx_sse import ServerSentEvent
 
+from ..core.images import Image
 from ..core.messages import Message, Thinking, ToolCall
 from ..core.repair import ANTHROPIC_MAX_ID, repair_tool_pairs, wire_call_id
 from ..errors import MalformedReply, RequestRefused, StreamInterrupted
@@ -204,6 +205,8 @@ def _wire_messages(messages: Sequence[Message], plan: _Plan) -> tuple[str | None
             blocks = [_tool_result(m)]
         elif m.role == "assistant":
             blocks = _assistant_blocks(m, plan)
+        elif m.images:
+            blocks = _content_blocks(m)
         else:
             blocks = _text(m.content)
         if not blocks:
@@ -224,6 +227,19 @@ def _wire_messages(messages: Sequence[Message], plan: _Plan) -> tuple[str | None
     if wire and wire[-1]["role"] == "assistant":
         _strip_final(wire[-1])
     return ("\n\n".join(system) if system else None), wire
+
+
+def _content_blocks(m: Message) -> list[dict[str, Any]]:
+    """Structured content as text and ``image`` blocks with a base64 source
+    (https://docs.anthropic.com/en/docs/build-with-claude/vision)."""
+    blocks: list[dict[str, Any]] = []
+    for part in m.parts:
+        if isinstance(part, Image):
+            source = {"type": "base64", "media_type": part.media_type, "data": part.data}
+            blocks.append({"type": "image", "source": source})
+        else:
+            blocks += _text(part.text)
+    return blocks
 
 
 def _text(text: str) -> list[dict[str, Any]]:

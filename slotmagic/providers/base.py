@@ -8,32 +8,14 @@ with one-line messages that never contain an API key.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Protocol
 
 from ..core.messages import Message
+from ..core.request import ChatRequest as ChatRequest  # re-exported: the old place
+from ..core.request import ToolSpec as ToolSpec
 from ..core.usage import Usage as Usage  # re-exported: providers speak it
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """A tool the model may call: its name, what it does, and a JSON schema of its arguments."""
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
-
-
-@dataclass(frozen=True, slots=True)
-class ChatRequest:
-    model: str  # the provider's own model name, without the "provider:" prefix
-    messages: tuple[Message, ...]
-    tools: tuple[ToolSpec, ...] = ()
-    temperature: float | None = None
-    max_tokens: int | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)  # provider-specific, passed through
-    prompt_cache: bool = False  # mark the request's stable prefix for the provider's prompt cache
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,6 @@ from typing import Any
 
 __all__ = ["DatabaseModel", "database", "database_version", "find_model", "provider_ids"]
 
-# slotmagic's provider names -> genai-prices provider ids
-_PROVIDER_IDS = {"openai": "openai", "anthropic": "anthropic"}
 _PARTS = re.compile(r"[-.:/_]")
 _lock = threading.Lock()
 
@@ -44,9 +42,12 @@ class DatabaseModel:
 def provider_ids(provider: str, base_url: str | None = None) -> tuple[str, ...]:
     """The genai-prices providers to search for a model of slotmagic's ``provider``, most
     specific first: the one the base URL belongs to (OpenRouter …), then the provider's own."""
-    own = _PROVIDER_IDS.get(provider)
+    from .registry import REGISTRY
+
+    spec = REGISTRY.get(provider)
+    own = spec.catalog if spec is not None else None
     found: list[str] = []
-    if base_url and provider == "openai":
+    if base_url:  # a server the database knows by its URL (OpenRouter behind openai:)
         by_url = _provider_by_url(base_url)
         if by_url is not None:
             found.append(by_url)

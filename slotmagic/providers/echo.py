@@ -20,6 +20,7 @@ import re
 from collections.abc import AsyncIterator, Iterator
 
 from ..core.compaction import COMPACTION_MARKER
+from ..core.images import Image, Part
 from ..core.messages import Message, ToolCall
 from ..core.tokens import estimate_message_tokens, estimate_text_tokens
 from .base import ChatRequest, Completion, StreamEvent, TextDelta, Usage
@@ -80,14 +81,26 @@ def echo_reply(messages: tuple[Message, ...] | list[Message]) -> str:
     if messages and messages[0].role == "system" and messages[0].content.startswith(COMPACTION_MARKER):
         return echo_summary(messages[-1].content)
     system = next((m.content for m in messages if m.role == "system"), None)
-    last_user = next((m.content for m in reversed(messages) if m.role == "user"), None)
+    user = next((m for m in reversed(messages) if m.role == "user"), None)
+    last_user = user.content if user is not None else None
     first_line = system.strip().splitlines()[0] if system and system.strip() else None
     count = len(messages)
-    return (
+    text = (
         f"**echo** (offline test model) received {count} message{'s' if count != 1 else ''}.\n"
         f"- system prompt: {first_line if first_line is not None else '(none)'}\n"
         f"- last user message: {last_user if last_user is not None else '(none)'}"
     )
+    if user is not None and user.images:
+        text += "\n- its parts: " + ", ".join(_describe(part) for part in user.parts)
+    return text
+
+
+def _describe(part: Part) -> str:
+    """What echo says it received of one part: ``text (120 characters)``,
+    ``image fig (image/png 640x480, 12,345 bytes)``."""
+    if isinstance(part, Image):
+        return f"image {part.label + ' ' if part.label else ''}({part.describe()})"
+    return f"text ({len(part.text):,} characters)"
 
 
 class EchoProvider:

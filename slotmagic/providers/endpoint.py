@@ -13,6 +13,7 @@ import base64
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote, urlsplit
 
+from ..core.secrets import masked_url as masked_url  # re-exported: the old place
 from ..errors import ConfigError
 
 DEFAULT_OLLAMA_PORT = 11434
@@ -90,21 +91,6 @@ def split_credentials(url: str) -> tuple[str, str | None, str | None]:
         unquote(username),
         unquote(password) if colon else None,
     )
-
-
-def masked_url(text: str) -> str:
-    """``text`` with whatever stands where a URL's credentials would be replaced by ``***``.
-
-    Works on anything a user may have typed, URL or not: everything between the scheme's
-    ``//`` (or the start) and the last ``@`` goes, so a password holding ``/`` or ``@``
-    cannot survive either.
-    """
-    if "@" not in text:
-        return text
-    scheme, sep, rest = text.partition("://")
-    if not sep:
-        scheme, rest = "", text
-    return (scheme + sep if sep else "") + "***@" + rest.rpartition("@")[2]
 
 
 def checked_url(url: str, source: str) -> str:

@@ -45,6 +45,7 @@ from typing import Any
 
 from httpx_sse import ServerSentEvent
 
+from ..core.images import Image
 from ..core.messages import Message, ToolCall
 from ..core.repair import OPENAI_MAX_ID, repair_tool_pairs, wire_call_id
 from ..errors import MalformedReply, StreamInterrupted
@@ -86,13 +87,28 @@ def wire_messages(messages: Sequence[Message], *, developer: bool = False) -> li
                     ],
                 }
             )
-        elif not m.content.strip():
+        elif not m.content.strip() and not m.images:
             continue  # an empty message says nothing, and some servers refuse it
         elif m.role == "system" and developer:
             wire.append({"role": "developer", "content": m.content})
+        elif m.images:
+            wire.append({"role": m.role, "content": content_parts(m)})
         else:
             wire.append({"role": m.role, "content": m.content})  # thinking from another API is left out
     return wire
+
+
+def content_parts(m: Message) -> list[dict[str, Any]]:
+    """Structured content as ``text`` and ``image_url`` parts, an image as a base64 data URL
+    (https://platform.openai.com/docs/guides/images-vision; Ollama's /v1 takes the same, base64
+    only: https://github.com/ollama/ollama/blob/main/docs/openai.md)."""
+    out: list[dict[str, Any]] = []
+    for part in m.parts:
+        if isinstance(part, Image):
+            out.append({"type": "image_url", "image_url": {"url": part.data_url()}})
+        elif part.text.strip():
+            out.append({"type": "text", "text": part.text})
+    return out
 
 
 def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -167,7 +183,7 @@ def violations(body: Mapping[str, Any]) -> list[str]:
             open_calls = []
         content = m.get("content")
         calls = m.get("tool_calls") or []
-        if not calls and (not isinstance(content, str) or not content.strip()):
+        if not calls and not _has_content(content):
             found.append(f"message {n} is empty")
         for c in calls:
             call_id = c.get("id")
@@ -183,6 +199,23 @@ def violations(body: Mapping[str, Any]) -> list[str]:
     if seen and not body.get("tools"):
         found.append("tool calls are sent without tools")
     return found
+
+
+def _has_content(content: object) -> bool:
+    """Non-blank text, or parts of which each is a text or an image (and one at least)."""
+    if isinstance(content, str):
+        return bool(content.strip())
+    if not isinstance(content, list) or not content:
+        return False
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and not str(part.get("text", "")).strip():
+            return False
+        if kind == "image_url" and not str((part.get("image_url") or {}).get("url", "")).startswith("data:image/"):
+            return False
+        if kind not in ("text", "image_url"):
+            return False
+    return True
 
 
 @dataclass

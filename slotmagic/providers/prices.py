@@ -8,8 +8,8 @@ Prices come from, in this order:
    a price snapshot bundled in the package, read locally and never fetched (its optional
    auto-update thread is never started here). It knows OpenAI's and Anthropic's models, their
    dated snapshots, cached-input rates and long-context tiers; upgrading the package refreshes it;
-3. ``provider:*`` entries, the user's first, then :data:`BUILTIN_PRICES`, which holds one rule
-   and no table: ``ollama:*`` is free (it runs on your machine).
+3. ``provider:*`` entries, the user's first, then the provider's registration (its ``price``),
+   gathered in :data:`BUILTIN_PRICES`: ``ollama:*`` is free (it runs on your machine).
 
 No price is written here: a model the database lacks has no price until it is given one.
 
@@ -33,18 +33,19 @@ from typing import Any
 
 from . import catalog
 from .base import Usage
+from .registry import REGISTRY
 from .settings import Price
 
 __all__ = ["BUILTIN_PRICES", "ModelPrice", "cache_savings_of", "cost_of", "model_price_of", "price_of"]
 
-# What no database says: a model served by Ollama runs on your own machine.
-_RULES: Mapping[str, tuple[float, float, float | None]] = MappingProxyType({"ollama:*": (0.0, 0.0, 0.0)})
+# What no database says, from the registrations: a model served by Ollama runs on your machine.
+_RULES: Mapping[str, tuple[float, float, float | None]] = MappingProxyType(
+    {f"{spec.name}:*": spec.price for spec in REGISTRY if spec.price is not None}
+)
 BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType({k: (v[0], v[1]) for k, v in _RULES.items()})
 
 # "-20250929", "-2024-07-18": the dated snapshots providers publish under an alias
 _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
-# slotmagic's provider names -> genai-prices provider ids (other providers are not in it)
-_DATABASE_PROVIDERS = {"openai": "openai", "anthropic": "anthropic"}
 _PER_MILLION = Decimal(1_000_000)
 _PROBE = 1_000  # tokens priced to read a per-million rate below any long-context tier
 
@@ -67,8 +68,9 @@ def model_price_of(model: str, prices: Mapping[str, Price] | None = None) -> Mod
     for candidate in dict.fromkeys((model, alias)):
         if candidate in user:
             return ModelPrice(*user[candidate], None, "settings")
-    if sep and provider in _DATABASE_PROVIDERS:
-        found = _database_price(_DATABASE_PROVIDERS[provider], name)
+    catalog_id = _catalog_id(provider) if sep else None
+    if catalog_id is not None:
+        found = _database_price(catalog_id, name)
         if found is not None:
             return found
     if sep:
@@ -96,7 +98,8 @@ def cost_of(model: str, usage: Usage, prices: Mapping[str, Price] | None = None)
     if found.source.startswith("genai-prices"):
         # The database prices the whole usage itself: cached rate and long-context tiers.
         provider, _, name = model.partition(":")
-        exact = _database_cost(_DATABASE_PROVIDERS[provider], name, usage)
+        catalog_id = _catalog_id(provider)
+        exact = _database_cost(catalog_id, name, usage) if catalog_id is not None else None
         if exact is not None:
             return exact
     cached = min(usage.cached_tokens, usage.input_tokens)
@@ -104,6 +107,12 @@ def cost_of(model: str, usage: Usage, prices: Mapping[str, Price] | None = None)
     return (
         (usage.input_tokens - cached) * found.input + cached * cached_rate + usage.output_tokens * found.output
     ) / 1e6
+
+
+def _catalog_id(provider: str) -> str | None:
+    """The provider's id in the database (its registration's ``catalog``), None when not in it."""
+    spec = REGISTRY.get(provider)
+    return spec.catalog if spec is not None else None
 
 
 def cache_savings_of(model: str, usage: Usage, prices: Mapping[str, Price] | None = None) -> float | None:

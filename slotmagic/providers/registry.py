@@ -13,13 +13,22 @@ they make an :class:`~.endpoint.Endpoint`. Everything else is derived from the r
 - the settings table in the docs (:meth:`Registry.settings_table`; a test keeps the docs'
   copy equal to it).
 
+It also says what the rest of slotmagic asks about the provider's models: their context
+windows (``window``, else the model database under ``catalog``), their prices (the database,
+else ``price``) and whether their tokens are counted exactly with OpenAI's encodings
+(``exact_count``). No table elsewhere names a provider.
+
 Adding a provider is adding one :class:`ProviderSpec` to :data:`REGISTRY` (and, for type
-checkers, its fields to the declaration in :mod:`.settings`).
+checkers, its fields to the declaration in :mod:`.settings`); a package adds one through the
+``slotmagic.providers`` entry point group, naming its ``ProviderSpec`` (see
+docs/guide/providers.md).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -28,7 +37,13 @@ from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
 from ..errors import ConfigError, MissingAPIKey, UnknownModel
+from ..tokens.counter import count_exactly
 from .endpoint import Endpoint, checked_url, masked_url, ollama_base_url
+from .windows import ECHO_WINDOW, FixedWindow, ServedWindow, WindowRule
+
+logger = logging.getLogger("slotmagic")
+
+ENTRY_POINTS = "slotmagic.providers"  # the group a package registers a provider under
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -112,6 +127,10 @@ class ProviderSpec:
     settings: tuple[SettingSpec, ...] = ()
     endpoint: EndpointRule | None = None  # None: no network (echo)
     bare: bool = False  # the model string may be the name alone ("echo")
+    catalog: str | None = None  # its id in the model database (genai-prices): windows and prices
+    window: WindowRule | None = None  # its models' windows, before the database is asked
+    price: tuple[float, float, float | None] | None = None  # USD per million in/out/cached, when nothing else says
+    exact_count: bool = False  # its model names are OpenAI's, counted exactly with their encodings
 
     def setting(self, name: str) -> SettingSpec:
         for spec in self.settings:
@@ -131,8 +150,11 @@ _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*\Z")
 class Registry:
     """Provider registrations by name, in the order they were registered."""
 
-    def __init__(self, specs: Iterable[ProviderSpec] = ()) -> None:
+    def __init__(
+        self, specs: Iterable[ProviderSpec] = (), *, publish: Callable[[ProviderSpec], None] | None = None
+    ) -> None:
         self._specs: dict[str, ProviderSpec] = {}
+        self._publish = publish  # told of each registration (the counting rules below the providers)
         for spec in specs:
             self.register(spec)
 
@@ -151,7 +173,32 @@ class Registry:
         if spec.endpoint is None and spec.settings:
             raise ConfigError(f"provider {spec.name!r} has settings but no endpoint rule")
         self._specs[spec.name] = spec
+        if self._publish is not None:
+            self._publish(spec)
         return spec
+
+    def get(self, provider: str) -> ProviderSpec | None:
+        """The registration of ``provider`` (a name, not a model string), or None."""
+        return self._specs.get(provider)
+
+    def load_entry_points(self) -> list[str]:
+        """Register the provider each installed package names in the ``slotmagic.providers``
+        entry point group (a ``ProviderSpec``, or a function returning one). One that cannot be
+        loaded or registered is left out with one logged line; the others still load. Returns
+        the names registered."""
+        added = []
+        for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
+            try:
+                spec = entry.load()
+                if not isinstance(spec, ProviderSpec) and callable(spec):
+                    spec = spec()
+                if not isinstance(spec, ProviderSpec):
+                    raise ConfigError(f"it is a {type(spec).__name__}, not a ProviderSpec")
+                added.append(self.register(spec).name)
+            except Exception as exc:  # a broken package must not stop slotmagic from loading
+                why = " ".join(str(exc).split())[:200] or type(exc).__name__
+                logger.warning("provider %r from %s was not registered: %s", entry.name, entry.value, why)
+        return added
 
     def __iter__(self) -> Iterator[ProviderSpec]:
         return iter(self._specs.values())
@@ -293,6 +340,8 @@ REGISTRY = Registry(
                 ),
             ),
             endpoint=KeyedEndpoint("openai_base_url", "openai_api_key", DEFAULT_OPENAI_BASE_URL),
+            catalog="openai",
+            exact_count=True,
         ),
         ProviderSpec(
             "anthropic",
@@ -311,6 +360,7 @@ REGISTRY = Registry(
                 ),
             ),
             endpoint=KeyedEndpoint("anthropic_base_url", "anthropic_api_key", DEFAULT_ANTHROPIC_BASE_URL),
+            catalog="anthropic",
         ),
         ProviderSpec(
             "ollama",
@@ -328,6 +378,8 @@ REGISTRY = Registry(
                 ),
             ),
             endpoint=OllamaEndpoint("ollama_host"),
+            window=ServedWindow(),
+            price=(0.0, 0.0, 0.0),  # it runs on your own machine
         ),
         ProviderSpec(
             "echo",
@@ -335,6 +387,9 @@ REGISTRY = Registry(
             summary="the offline test model (no network, no key)",
             example="echo",
             bare=True,
+            window=FixedWindow(ECHO_WINDOW, "the offline test model"),
         ),
-    ]
+    ],
+    publish=lambda spec: count_exactly(spec.name) if spec.exact_count else None,
 )
+REGISTRY.load_entry_points()

@@ -47,6 +47,8 @@ import httpx
 from httpx_sse import ServerSentEvent
 from httpx_sse._decoders import SSEDecoder  # fed by SSEReader, which bounds what it buffers
 
+from ..core.secrets import REDACT_WINDOW as REDACT_WINDOW  # re-exported: the old place
+from ..core.secrets import redact as redact
 from ..errors import (
     MalformedReply,
     ProviderConnectionError,
@@ -627,18 +629,3 @@ def one_line(text: str, secrets: tuple[str, ...] = ()) -> str:
     if len(text) > MAX_DETAIL:
         text = text[: MAX_DETAIL - 1].rstrip() + "…"
     return text
-
-
-REDACT_WINDOW = 12  # a run this long of a secret's characters counts as (part of) the secret
-
-
-def redact(text: str, secret: str) -> str:
-    """``text`` with ``secret`` replaced, and every word holding a long piece of it too (a
-    server that echoes part of a key, or text cut in the middle of one)."""
-    if not secret:
-        return text
-    text = text.replace(secret, "[redacted]")
-    if len(secret) < REDACT_WINDOW:
-        return text
-    pieces = {secret[i : i + REDACT_WINDOW] for i in range(len(secret) - REDACT_WINDOW + 1)}
-    return re.sub(r"\S+", lambda m: "[redacted]" if any(p in m[0] for p in pieces) else m[0], text)

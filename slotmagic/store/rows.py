@@ -38,6 +38,7 @@ from ..core.context import ContextEvent, WorkingContext
 from ..core.messages import Message, fields_from_extra
 from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
+from ..core.users import current_user
 from ..core.workflow import Workflow, check_workflow_name, no_workflow
 from ..errors import (
     ConfigError,
@@ -49,7 +50,6 @@ from ..errors import (
     SlotReadonly,
     StoreError,
 )
-from ..users import current_user
 from .base import MARKS, CellTurn, GcReport, History, Mark, Piece, SearchHit, Tip, UndoStep
 
 logger = logging.getLogger("slotmagic")

@@ -1,7 +1,7 @@
 """The SQLite store: every session, slot and message in one file.
 
 The store logic (slot rows, segments, histories, the concurrency rule) is ``rows.RowStore``,
-shared with the PostgreSQL store; this module opens the file (see ``files.py`` and
+shared with the PostgreSQL store; this module opens the file (see ``opening.py`` and
 ``migrations.py``), runs write transactions (``BEGIN IMMEDIATE``: one writer at a time) and
 asks SQLite whether another connection wrote anything (``PRAGMA data_version``, a few
 microseconds at each call).
@@ -71,7 +71,7 @@ class SQLiteStore(RowStore):
         self.refusal: str | None = None  # why writes are refused (read-only, damaged), or None
         self._db = self._open(durability)
 
-    # -- opening (see files.py) --------------------------------------------------------------
+    # -- opening (see opening.py) ------------------------------------------------------------
 
     def _connect(self, target: str) -> GuardedConnection:
         db = sqlite3.connect(
@@ -104,7 +104,7 @@ class SQLiteStore(RowStore):
         reason = readonly_reason(self.path)
         checker: GuardedConnection | None = None
         try:
-            info = FileInfo(0, False, True)
+            info = FileInfo(0, True)
             if file_bytes(self.path) > 0:
                 checker = self._guard(connect_readonly(self.path, self.timeout, GuardedConnection))
                 info = identify(checker, self.path)

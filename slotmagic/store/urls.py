@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from ..core.secrets import masked_url
 from ..errors import ConfigError
-from ..providers.endpoint import masked_url
 
 __all__ = ["DEFAULT_SCHEMA", "PostgresTarget", "is_postgres_url", "parse_postgres_url", "shown_target"]
 

@@ -17,10 +17,11 @@ windows come from genai-prices' bundled data (only an Ollama server is asked for
 
 from __future__ import annotations
 
+from typing import Any
+
 from .calibration import Calibration
 from .counter import ESTIMATE, RequestTokens, TokenCounter, encoding_for_model, render_tools
 from .encodings import ENCODINGS, RankFileError, get_encoding
-from .windows import DEFAULT_CONTEXT_WINDOW, Window, model_window, window_for
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -37,3 +38,15 @@ __all__ = [
     "render_tools",
     "window_for",
 ]
+
+_WINDOWS = frozenset({"DEFAULT_CONTEXT_WINDOW", "Window", "model_window", "window_for"})
+
+
+def __getattr__(name: str) -> Any:
+    """The window names this package always had, forwarded to :mod:`slotmagic.providers.windows`
+    (a window is the provider's knowledge; counting sits below the providers)."""
+    if name in _WINDOWS:
+        from ..providers import windows
+
+        return getattr(windows, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

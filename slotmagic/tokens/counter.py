@@ -32,11 +32,13 @@ from typing import Any
 
 from ..core.budget import BudgetReport, ContextBudget
 from ..core.messages import Message
+from ..core.request import ChatRequest, ToolSpec
 from ..core.tokens import estimate_message_tokens, estimate_text_tokens
-from ..providers.base import ChatRequest, ToolSpec
+from ..core.vision import OPENAI_DEFAULT_RULE, image_rule, takes_images
 from .calibration import Calibration
 from .encodings import get_encoding
 from .fast import fast_counter
+from .images import image_tokens
 
 __all__ = ["ESTIMATE", "RequestTokens", "TokenCounter", "encoding_for_model", "render_tools"]
 
@@ -67,14 +69,26 @@ def _starts_with(name: str, prefixes: Sequence[str]) -> bool:
     return any(name == p or name.startswith((p + "-", p + ".")) for p in prefixes)
 
 
+# Providers whose model names are OpenAI's, counted exactly with OpenAI's encodings: what their
+# registrations say (``ProviderSpec.exact_count``; the registry tells this module, which sits
+# below the providers). "" is a bare model name, "gpt-4o".
+_EXACT_PROVIDERS: set[str] = {""}
+
+
+def count_exactly(provider: str) -> None:
+    """Count the models of ``provider`` exactly, by their names, as OpenAI's models are."""
+    _EXACT_PROVIDERS.add(provider)
+
+
 def encoding_for_model(model: str) -> str:
     """The encoding key for ``model``: ``"o200k_base"``, ``"cl100k_base"`` or ``"estimate"``.
 
-    Only models served by OpenAI (``openai:`` names, or ``openai/…`` on OpenRouter) are counted
-    exactly; the same key always means the same counts, so stored counts can be reused.
+    Only models whose provider registration says they are OpenAI's (``openai:`` names, or
+    ``openai/…`` on OpenRouter) are counted exactly; the same key always means the same counts,
+    so stored counts can be reused.
     """
     provider, name = _model_name(model)
-    if provider not in ("openai", ""):
+    if provider not in _EXACT_PROVIDERS:
         return ESTIMATE
     if _starts_with(name, _O200K_PREFIXES):
         return "o200k_base"
@@ -172,8 +186,32 @@ class TokenCounter:
         stand-in name is assumed. :meth:`count_request` looks the name up from the call instead.
         """
         if not self.exact:
-            return estimate_message_tokens(message)
+            return estimate_message_tokens(message) + self._image_difference(message)
         return self._message(message, message.name)
+
+    @property
+    def counts_key(self) -> str:
+        """What counts kept in the store are keyed by: the encoding, plus the image rule when it
+        is not the usual one for it (gpt-4o-mini's tiles cost more than gpt-4o's, and a model
+        without images counts none), so models sharing an encoding never share an image's count."""
+        if not self.exact:
+            return self.encoding
+        if not takes_images(self.model):
+            return f"{self.encoding}+no-images"
+        rule = image_rule(self.model)
+        if rule == OPENAI_DEFAULT_RULE:
+            return self.encoding
+        return f"{self.encoding}+{rule.kind}:{rule.base}:{rule.per_tile}:{rule.multiplier}"
+
+    def count_images(self, message: Message) -> int:
+        """Tokens of ``message``'s images alone, by this model's provider's rule."""
+        return sum(image_tokens(self.model, image) for image in message.images)
+
+    def _image_difference(self, message: Message) -> int:
+        """This model's rule for the images, less the estimate's (which a stored count holds)."""
+        if not message.images:
+            return 0
+        return self.count_images(message) - sum(image_tokens(None, image) for image in message.images)
 
     def count_tools(self, tools: Sequence[ToolSpec], *, has_system: bool = True) -> int:
         """Tokens the tool definitions add to a request, as OpenAI renders them; ``has_system``
@@ -236,6 +274,8 @@ class TokenCounter:
             tokens = _MESSAGE_FRAMING + n(message.role) + n(message.content)
             if message.name:
                 tokens += _NAME_TOKENS + n(message.name)
+        if message.images:
+            tokens += self.count_images(message)
         for call in message.tool_calls:
             tokens += _CALL_FRAMING + n(f"{message.role} to=functions.{call.name}") + n(call.arguments or "{}")
         return tokens

@@ -53,10 +53,6 @@ class ContextEditor(Protocol):
     ) -> StepInfo: ...
 
 
-READ_TOOLS = ("read_context",)
-UPDATE_TOOLS = ("add_goal", "complete_goal", "record_decision", "ask_question", "resolve_question", "set_step")
-
-
 def context_tools(session: ContextEditor, slot: str | None = None, *, updates: bool = False) -> list[Tool[..., str]]:
     """``read_context`` for ``slot`` of ``session``, and with ``updates`` the tools that change
     its working context."""

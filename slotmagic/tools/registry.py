@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..core.messages import ToolCall
+from ..core.request import ToolSpec
 from ..errors import ConfigError
-from ..providers.base import ToolSpec
 from .tool import Tool, ToolResult, error_result
 
 AnyTool = Tool[..., Any]

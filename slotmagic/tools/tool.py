@@ -32,8 +32,8 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from ..core.messages import Message, ToolCall
+from ..core.request import ToolSpec
 from ..errors import ConfigError
-from ..providers.base import ToolSpec
 from .schema import FunctionSchema, Parameter, function_schema
 from .validate import errors_of, schema_problem
 

@@ -30,6 +30,6 @@ class SlotPreviewWidget(SlotViewWidget):
         mode = describe_mode(session.slot(view.slot).config)
         data = view_data(view, mode)
         data["summary"] = view_summary(data)
-        self.view = data
+        self.view = dict(data)
         self._text = view.to_text(mode)
         self._html = view_html(view, mode)

@@ -150,6 +150,39 @@ def an_json(body: Body) -> Iterator[str]:
     yield from ()
 
 
+def an_images(body: Body) -> Iterator[str]:
+    """An image is an ``image`` block with a base64 source of a supported type, in a user
+    message. https://docs.anthropic.com/en/docs/build-with-claude/vision ("base64-encoded
+    image"; image/jpeg, image/png, image/gif, image/webp)."""
+    for n, message in enumerate(body["messages"]):
+        for b in _blocks(message):
+            if b.get("type") != "image":
+                continue
+            source = b.get("source") or {}
+            if message.get("role") != "user":
+                yield f"messages[{n}]: an image outside a user message"
+            if source.get("type") != "base64" or source.get("media_type") not in IMAGE_TYPES:
+                yield f"messages[{n}]: image source {source.get('type')!r} / {source.get('media_type')!r}"
+            elif not _base64(source.get("data")):
+                yield f"messages[{n}]: image data is not base64"
+
+
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _base64(data: object) -> bool:
+    import base64
+    import binascii
+
+    if not isinstance(data, str) or not data:
+        return False
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
 ANTHROPIC_RULES: tuple[Rule, ...] = (
     an_roles_alternate,
     an_text_not_blank,
@@ -158,6 +191,7 @@ ANTHROPIC_RULES: tuple[Rule, ...] = (
     an_tools_defined,
     an_thinking,
     an_sampling,
+    an_images,
     an_json,
 )
 
@@ -215,13 +249,44 @@ def oa_arguments_object(body: Body) -> Iterator[str]:
 
 
 def oa_no_blank_messages(body: Body) -> Iterator[str]:
-    """No message without content (an assistant message with calls has content null or text).
+    """No message without content (an assistant message with calls has content null or text);
+    a user message's content may be an array of parts, none of them a blank text.
     https://platform.openai.com/docs/api-reference/chat/create"""
     for n, message in enumerate(body["messages"]):
         if message.get("role") == "tool" or message.get("tool_calls"):
             continue
-        if not isinstance(message.get("content"), str) or not message["content"].strip():
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, list) and content:
+            if any(p.get("type") == "text" and not str(p.get("text", "")).strip() for p in content):
+                yield f"messages[{n}] holds a blank text part"
+            continue
+        if not isinstance(content, str) or not content.strip():
             yield f"messages[{n}] is empty"
+
+
+def oa_content_parts(body: Body) -> Iterator[str]:
+    """Content parts are ``text`` ({"type": "text", "text": ...}) or ``image_url`` whose url is
+    a base64 data URL of a supported type (OpenAI takes http URLs too; Ollama's /v1 only base64),
+    and only in user messages here.
+    https://platform.openai.com/docs/guides/images-vision ("Base64 encoded image"),
+    https://github.com/ollama/ollama/blob/main/docs/openai.md (vision: base64 only)."""
+    for n, message in enumerate(body["messages"]):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        if message.get("role") != "user":
+            yield f"messages[{n}]: content parts in a {message.get('role')} message"
+        for p in content:
+            kind = p.get("type")
+            if kind == "text":
+                continue
+            if kind != "image_url":
+                yield f"messages[{n}]: unknown part type {kind!r}"
+                continue
+            url = str((p.get("image_url") or {}).get("url", ""))
+            head, _, data = url.partition(",")
+            if head not in tuple(f"data:{t};base64" for t in IMAGE_TYPES) or not _base64(data):
+                yield f"messages[{n}]: image_url is not a base64 data URL of a supported type"
 
 
 def oa_tools_defined(body: Body) -> Iterator[str]:
@@ -237,6 +302,7 @@ OPENAI_RULES: tuple[Rule, ...] = (
     oa_call_ids,
     oa_arguments_object,
     oa_no_blank_messages,
+    oa_content_parts,
     oa_tools_defined,
     an_json,
 )

@@ -130,10 +130,10 @@ def test_widgets_render_follow_the_kernel_and_act_on_it(lab: Any, page: Any, art
     # the workflow: laid out left to right, coloured by status, the current node marked
     workflow = page.locator(WORKFLOW)
     workflow.locator(".sm-node").nth(4).wait_for()
-    boxes = {
-        n: workflow.locator(f".sm-node[data-node-id='{n}']").bounding_box()
-        for n in ("research", "draft", "review", "send")
-    }
+    # measured in the page in one go: a node drawn again between calls has no bounding_box()
+    boxes = workflow.locator(".sm-node").evaluate_all(
+        "nodes => Object.fromEntries(nodes.map(n => [n.dataset.nodeId, n.getBoundingClientRect().toJSON()]))"
+    )
     assert boxes["research"]["x"] < boxes["draft"]["x"] < boxes["review"]["x"] < boxes["send"]["x"]
     assert "sm-current" in (workflow.locator(".sm-node[data-node-id='draft']").get_attribute("class") or "")
     assert workflow.locator(".sm-edge").count() == 6 and workflow.locator(".sm-edge.sm-back").count() == 1

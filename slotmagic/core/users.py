@@ -10,8 +10,8 @@ from __future__ import annotations
 import getpass
 import os
 
-from .core.checks import check_text
-from .errors import ConfigError
+from ..errors import ConfigError
+from .checks import check_text
 
 __all__ = ["check_user", "current_user"]
 

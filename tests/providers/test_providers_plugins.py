@@ -1,0 +1,172 @@
+"""A provider is one registration: its window, prices and exact-count rule are in its
+``ProviderSpec``, and a package adds one through the ``slotmagic.providers`` entry point group."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slotmagic.providers.registry import REGISTRY, ProviderSpec, Registry
+from slotmagic.providers.windows import FixedWindow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PLUGIN = '''
+from slotmagic.core.messages import Message
+from slotmagic.core.usage import Usage
+from slotmagic.providers.registry import KeyedEndpoint, ProviderSpec, SettingSpec
+from slotmagic.providers.windows import FixedWindow
+
+
+class Tiny:
+    """Answers with what it heard: a provider a package could ship."""
+
+    def __init__(self, settings, *, name, registry):
+        self.name = name
+
+    def stream(self, request):
+        from slotmagic.providers.base import Completion, TextDelta
+
+        text = "tiny heard " + request.messages[-1].content
+        yield TextDelta(text)
+        yield Completion(Message.assistant(text), Usage(7, 3))
+
+    async def astream(self, request):
+        for event in self.stream(request):
+            yield event
+
+    def close(self):
+        pass
+
+
+SPEC = ProviderSpec(
+    "tiny",
+    "tiny_provider:Tiny",
+    summary="a tiny provider from a package",
+    example="tiny:one",
+    settings=(
+        SettingSpec("tiny_key", "TINY_KEY", "required", secret=True),
+        SettingSpec("tiny_base_url", "TINY_BASE_URL", "`http://127.0.0.1:9`", url=True, help="Where tiny answers."),
+    ),
+    endpoint=KeyedEndpoint("tiny_base_url", "tiny_key", "http://127.0.0.1:9"),
+    window=FixedWindow(4096, "tiny's own"),
+    price=(1.0, 2.0, None),
+    exact_count=True,
+)
+
+
+def make_spec():
+    return SPEC
+'''
+
+RUN = """
+import json, logging
+logging.basicConfig(format="%(levelname)s %(message)s")
+from slotmagic import Session
+from slotmagic.providers import KNOWN_PROVIDERS, ProviderSettings, price_of
+from slotmagic.tokens import TokenCounter, window_for
+with Session.open("nb", db_path=":memory:", model="tiny:one") as s:
+    reply = s.submit_turn("hello")
+    cost = s.usage
+print(json.dumps({
+    "reply": reply.text,
+    "known": "tiny" in KNOWN_PROVIDERS,
+    "window": window_for("tiny:one"),
+    "price": price_of("tiny:one"),
+    "encoding": TokenCounter.for_model("tiny:gpt-4o").encoding,
+    "settings": repr(ProviderSettings(tiny_key="sekrit-key", tiny_base_url="http://u:pw@127.0.0.1:9")),
+}))
+"""
+
+
+def install_tiny(site: Path, entry_points: str) -> None:
+    """A distribution as pip leaves one: a module and its dist-info."""
+    (site / "tiny_provider.py").write_text(PLUGIN)
+    info = site / "tiny_provider-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-provider\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[slotmagic.providers]\n{entry_points}")
+
+
+def test_a_package_adds_a_provider_through_its_entry_point(tmp_path: Path) -> None:
+    install_tiny(tmp_path, "tiny = tiny_provider:SPEC\nbroken = tiny_provider:MISSING\n")
+    done = subprocess.run(
+        [sys.executable, "-c", RUN],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found == {
+        "reply": "tiny heard hello",
+        "known": True,
+        "window": [4096, True],
+        "price": [1.0, 2.0],
+        "encoding": "o200k_base",  # its spec says its model names are OpenAI's
+        "settings": found["settings"],
+    }
+    # its settings are ProviderSettings fields, masked as its registration says
+    assert "tiny_key='***'" in found["settings"] and "tiny_base_url='http://***@127.0.0.1:9'" in found["settings"]
+    assert "sekrit" not in found["settings"] and "pw" not in found["settings"]
+    # the broken entry is one line, and the rest of slotmagic loads
+    [warning] = [line for line in done.stderr.splitlines() if "broken" in line]
+    assert warning.startswith("WARNING provider 'broken' from tiny_provider:MISSING was not registered")
+
+
+def test_entry_points_register_specs_or_functions_and_skip_what_is_no_spec(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "tiny_provider.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    group = "slotmagic.providers"
+    entries = [
+        importlib.metadata.EntryPoint("tiny", "tiny_provider:make_spec", group),
+        importlib.metadata.EntryPoint("again", "tiny_provider:SPEC", group),  # the same name twice
+        importlib.metadata.EntryPoint("odd", "tiny_provider:PLUGIN_IS_NOT_HERE", group),
+        importlib.metadata.EntryPoint("text", "json:dumps", group),  # a function that needs arguments
+    ]
+
+    def entry_points(*, group: str) -> list[importlib.metadata.EntryPoint]:
+        assert group == "slotmagic.providers"
+        return entries
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    registry = Registry([spec for spec in REGISTRY if spec.name == "echo"])
+    with caplog.at_level(logging.WARNING, logger="slotmagic"):
+        assert registry.load_entry_points() == ["tiny"]
+    assert registry.parse_model("tiny:one") == ("tiny", "one")
+    assert [r.message.split(" was not")[0] for r in caplog.records] == [
+        "provider 'again' from tiny_provider:SPEC",
+        "provider 'odd' from tiny_provider:PLUGIN_IS_NOT_HERE",
+        "provider 'text' from json:dumps",
+    ]
+    assert "registered already" in caplog.records[0].message
+
+
+def test_no_table_outside_a_registration_names_a_provider() -> None:
+    """What the windows, prices and token counting know of each built-in provider is in its spec."""
+    by_name = {spec.name: spec for spec in REGISTRY}
+    assert by_name["openai"].exact_count and by_name["openai"].catalog == "openai"
+    assert not by_name["anthropic"].exact_count and by_name["anthropic"].catalog == "anthropic"
+    assert by_name["ollama"].price == (0.0, 0.0, 0.0) and by_name["ollama"].window is not None
+    assert by_name["echo"].window == FixedWindow(8_192, "the offline test model")
+    source = "\n".join(
+        (ROOT / "slotmagic" / path).read_text()
+        for path in ("tokens/counter.py", "providers/prices.py", "providers/catalog.py", "providers/windows.py")
+    )
+    for name in ("openai", "anthropic", "ollama", "echo"):
+        assert f'"{name}"' not in source and f"'{name}'" not in source, name
+
+
+def test_a_spec_made_here_is_registered_like_a_built_in_one() -> None:
+    registry = Registry()
+    spec = registry.register(ProviderSpec("mine", "tiny_provider:Tiny", summary="mine", example="mine:x"))
+    assert registry.get("mine") is spec and registry.get("nobody") is None
