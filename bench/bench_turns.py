@@ -295,7 +295,7 @@ def main() -> int:
     for label, value, limit in checks:
         ok = value <= limit
         failed += not ok
-        print(f"  {'ok  ' if ok else 'MISS'} {label:<42} {value:.2f}")
+        print(f"  {'ok  ' if ok else 'over'} {label:<42} {value:.2f}")
     return 1 if failed else 0
 
 

@@ -47,6 +47,7 @@ from .engine.reply import Reply
 from .engine.review import Draft, drop_draft, keep_draft, kept_draft
 from .engine.turn import AUTO_COMPACT, AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
 from .engine.view import View
+from .engine.warm import warm_up
 from .errors import ConfigError, DamagedRecord, SlotConflict, SlotNotEmpty, SlotReadonly, StoreError
 from .explore import Explorer, Merge
 from .export import export_slot
@@ -115,7 +116,10 @@ class Session:
         self._explorer = Explorer(store, session_id, self._engine)
         self.context_updates = False  # offer the model the tools that change a working context
         self._max_concurrency = MAX_CONCURRENCY  # a fan-out's requests in flight at once
+        # (store generation, model), the slot list and the tree made of it: see tree()
+        self._tree: tuple[tuple[int, str], list[Slot], SlotTree] | None = None
         store.ensure_session(session_id)
+        self._warming = warm_up(self.model, self._engine.window)  # off the first turn's path
 
     @classmethod
     def open(
@@ -196,6 +200,7 @@ class Session:
     @model.setter
     def model(self, value: str) -> None:
         self._engine.model = _check_model(value)
+        self._warming = warm_up(self._engine.model, self._engine.window)
 
     @property
     def system(self) -> str | None:
@@ -287,8 +292,16 @@ class Session:
     def tree(self, cache: LastUserCache | None = None) -> SlotTree:
         """The slots as a tree (parents before children), each with its counts, fork point and
         the first words of its last user message, the current slot marked. A ``cache`` kept
-        between calls rereads only the slots whose history changed."""
-        return build_tree(self, cache)
+        between calls rereads only the slots whose history changed; nothing is read again
+        while the store is unchanged (the same tree is returned: widgets on screen share it)."""
+        key = (self.store.generation(), self.model)
+        if self._tree is not None and self._tree[0] == key:
+            return self._tree[2]
+        previous = None if self._tree is None or self._tree[0][1] != key[1] else self._tree[1:]
+        slots = self.list_slots()
+        tree = build_tree(self, cache, previous, slots)
+        self._tree = (key, slots, tree)
+        return tree
 
     def has_slot(self, slot: str) -> bool:
         return self.store.has_slot(self.session_id, validate_slot_id(slot))
@@ -419,6 +432,13 @@ class Session:
             hi, chunk = lo, chunk * 4
         return None
 
+    def last_messages(self, slots: Iterable[str], role: str = "user") -> dict[str, Message | None]:
+        """The last stored message of ``role`` of each of ``slots``, by slot id: what
+        :meth:`last_message` gives one slot, read for many at once (a stretch of history they
+        share is read once)."""
+        ids = [validate_slot_id(slot) for slot in slots]
+        return self.store.last_messages(self.session_id, ids, role)
+
     def turns(self, slot: str | None = None) -> list[TurnRecord]:
         return self.store.history(self.session_id, _optional_slot(slot)).turns()
 
@@ -444,7 +464,7 @@ class Session:
         window, known = self._engine.window(model)
         assert view.report is not None and view.budget is not None
         compactions = tuple(history.compactions())
-        cached, saved = cache_totals(history.turns(), self.settings.prices)
+        cached, saved = cache_totals(history.cached_turns(), self.settings.prices)
         return SlotBudget(
             history.slot.id, model, window, known, view.budget, view.report, view.exact, compactions, cached, saved
         )

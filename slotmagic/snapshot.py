@@ -20,6 +20,7 @@ length, so they are read again only after the history changed (a turn, or a new 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import DamagedRecord, SlotMagicError
@@ -53,6 +54,8 @@ class SessionReader(Protocol):
     def list_slots(self) -> list[Slot]: ...
 
     def last_message(self, slot: str | None = None, role: str = "user") -> Message | None: ...
+
+    def last_messages(self, slots: Iterable[str], role: str = "user") -> dict[str, Message | None]: ...
 
     def budget(self, slot: str | None = None) -> SlotBudget: ...
 
@@ -88,6 +91,20 @@ class LastUserCache:
             self._entries[key] = _read_last_user(session, slot)
         return self._entries[key]
 
+    def fill(self, session: SessionReader, slots: list[Slot]) -> None:
+        """Read the entries ``slots`` lack in one call (branches sharing history share reads)."""
+        missing = {
+            (session.session_id, s.id, s.meta.created_at, s.meta.message_count): s.id
+            for s in slots
+            if (session.session_id, s.id, s.meta.created_at, s.meta.message_count) not in self._entries
+        }
+        if not missing:
+            return
+        found = session.last_messages(missing.values())
+        for key, slot_id in missing.items():
+            message = found.get(slot_id)
+            self._entries[key] = None if message is None else last_user_text(message.content)
+
     def keep_only(self, session: SessionReader, slots: list[Slot]) -> None:
         """Forget entries of slots that are gone or have grown, so the cache stays small."""
         live = {(session.session_id, s.id, s.meta.created_at, s.meta.message_count) for s in slots}
@@ -107,6 +124,7 @@ def session_snapshot(session: SessionReader, cache: LastUserCache | None = None)
     cache = cache if cache is not None else LastUserCache()
     slots = session.list_slots()
     cache.keep_only(session, slots)
+    cache.fill(session, slots)
     current = next((s.id for s in slots if s.current), None) or session.current_slot
     return {
         "type": "state",

@@ -279,3 +279,35 @@ def test_tool_definitions_count_in_the_tools_share_and_lower_the_threshold(sessi
     assert without.report is not None and with_tools.report is not None
     assert without.report.tools.used == 0 and with_tools.report.tools.used > 10
     assert with_tools.report.history_available == without.report.history_available - with_tools.report.tools.used
+
+
+def test_the_prompt_cache_line_reads_only_the_turns_a_cache_served(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from slotmagic.core.records import TurnInfo
+    from slotmagic.core.usage import Usage
+
+    store = session.store
+    for i in range(40):
+        usage = Usage(1_000, 10, 600 if i % 10 == 3 else 0)
+        turn = [Message.user(f"question {i}"), Message.assistant(f"answer {i}")]
+        store.append_turn(session.session_id, "default", turn, TurnInfo(model="openai:gpt-4o", usage=usage))
+    session.derive_slot("later")
+    store.append_turn(
+        session.session_id, "later", [Message.user("q"), Message.assistant("a")],
+        TurnInfo(model="openai:gpt-4o", usage=Usage(1_000, 10, 50)),
+    )  # fmt: skip
+    decoded: list[object] = []
+    real = TurnInfo.from_dict.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[TurnInfo], data: object) -> TurnInfo:
+        decoded.append(data)
+        return real(cls, data)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(TurnInfo, "from_dict", classmethod(counting))
+    with Session.open(session.session_id, store=store) as again:  # a new kernel's view of the same store
+        store._segments.clear()  # type: ignore[attr-defined]  # nothing decoded yet
+        budget = again.budget("later")
+        assert budget.cached_tokens == 4 * 600 + 50 and budget.cache_saved is not None
+        assert len(decoded) == 5  # the 4 turns a cache served and the branch's own, not all 41
+        assert again.budget("default").cached_tokens == 4 * 600

@@ -39,16 +39,19 @@ def exchange(i: int) -> list[Message]:
     return [Message.user(f"question {i}: {words}"), Message.assistant(f"answer {i}: {words} {words}")]
 
 
+EXCHANGES = 50_000  # 100,000 messages: an imported conversation far beyond any window
+
+
 @pytest.mark.slow
 def test_a_huge_slot_compacts_in_bounded_parts_and_loses_nothing(tmp_path: Path, summary_requests: list[Any]) -> None:
     with Session.open("huge", db_path=tmp_path / "h.sqlite3", model="echo") as session:
-        for start in range(0, 10_000, 1_000):
-            session.append([m for i in range(start, start + 1_000) for m in exchange(i)])
+        for start in range(0, EXCHANGES, 5_000):
+            session.append([m for i in range(start, start + 5_000) for m in exchange(i)])
         stored = session.messages()
         preview = session.preview()
         assert preview.report is not None and preview.report.needs_compaction
         [beyond] = [o for o in preview.omitted if o.reason == "beyond"]
-        assert beyond.lo == 0 and beyond.hi > 19_000  # the view read only the tail
+        assert beyond.lo == 0 and beyond.hi > 2 * EXCHANGES - 1_000  # the view read only the tail
         assert len(preview.entries) < 1_000 and "beyond what the budget can hold" in preview.to_text()
 
         reply = session.submit_turn("What follows from all of this?")
@@ -58,7 +61,7 @@ def test_a_huge_slot_compacts_in_bounded_parts_and_loses_nothing(tmp_path: Path,
         for request in summary_requests:
             assert sum(counter.count_message(m) for m in request.messages) <= WINDOW
         [compaction] = session.compactions()
-        assert compaction.upto > 19_000 and compaction.replaced == compaction.upto
+        assert compaction.upto > 2 * EXCHANGES - 1_000 and compaction.replaced == compaction.upto
         assert compaction.text.startswith("The ") and "folded without being summarized" in compaction.text
         assert session.messages()[: len(stored)] == stored  # nothing lost
         view = session.preview()

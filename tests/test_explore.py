@@ -543,6 +543,46 @@ def test_the_search_index_catches_up_at_search_and_stays_in_step_through_gc(tmp_
     in_step()
 
 
+def statements_of(store: Any) -> list[str]:
+    """Every SQL statement the store's connection runs from now on."""
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    return seen
+
+
+def test_a_frequent_word_makes_snippets_only_for_the_hits_kept(tmp_path: Path) -> None:
+    with Session.open("nb", db_path=tmp_path / "many.sqlite3") as s:
+        s.append([Message.user(f"deposit question {i}") for i in range(60)])
+        s.search("deposit")  # indexes them
+        seen = statements_of(s.store)
+        hits = s.search("deposit", limit=5)
+        assert len(hits) == 5 and all("[deposit]" in h.snippet for h in hits)
+        [made] = [sql for sql in seen if "snippet(" in sql]
+        assert made.count(",", made.index("IN (")) == 4  # snippets for the 5 hits kept, not 60
+        assert [h.position for h in hits] == [h.position for h in s.search("deposit", limit=60)][:5]
+
+
+def test_gc_with_nothing_to_free_leaves_the_search_index_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Session.open("nb", db_path=tmp_path / "gc.sqlite3") as s:
+        s.append([Message.user("the deposit was 900"), Message.assistant("noted")])
+        assert [h.position for h in s.search("deposit")] == [0]
+        seen = statements_of(s.store)
+        report = s.gc()
+        assert report.messages == 0 and any("VACUUM" in sql for sql in seen)
+        assert not any("'rebuild'" in sql for sql in seen)  # VACUUM kept every rowid: no rebuild
+        assert [h.position for h in s.search("deposit")] == [0]
+
+        # Were a VACUUM to renumber the messages, the index would be built again.
+        numbering = iter([[1, 2], [7, 8]])
+        monkeypatch.setattr(type(s.store), "_rowids", lambda self: next(numbering))
+        seen.clear()
+        s.gc()
+        assert any("'rebuild'" in sql for sql in seen)
+        assert [h.position for h in s.search("deposit")] == [0]
+
+
 def test_a_store_that_refuses_writes_finds_messages_no_search_has_indexed(tmp_path: Path) -> None:
     """A read-only store cannot index: what no search indexed is matched word by word (the
     read-only file test in test_files.py searches such a store from an unprivileged process)."""

@@ -5,6 +5,7 @@ IPython shell, the columns widget's state, and %slot compare."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -391,3 +392,34 @@ def test_the_columns_widget_holds_each_column(ip: Any, monkeypatch: pytest.Monke
     assert 'class="slotmagic-static' in data["text/html"]
     assert "&lt;img src=x" in data["text/html"] and "<img src=x" not in data["text/html"]
     assert "a.echo (from a)" in data["text/plain"]
+
+
+def test_the_calling_thread_wakes_when_the_worker_ends_not_at_its_next_look(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slotmagic.engine import background
+
+    monkeypatch.setattr(background, "_POLL", 3_600.0)  # a look an hour away: only a wake-up ends it soon
+    seen: list[str] = []
+    outcome: list[object] = []
+
+    async def work(emit: Any) -> str:
+        emit("first")
+        await asyncio.sleep(0)
+        emit("second")
+        return "done"
+
+    def call() -> None:
+        outcome.append(background.run_beside(work, seen.append))
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    caller.join(timeout=60)  # a guard against hanging for the hour, not a measure of speed
+    assert not caller.is_alive(), "run_beside waited for its next look instead of being woken"
+    assert outcome == ["done"] and seen == ["first", "second"]
+
+    async def fails(emit: Any) -> str:
+        emit("before")
+        raise ValueError("the worker's error")
+
+    with pytest.raises(ValueError, match="the worker's error"):
+        background.run_beside(fails, seen.append)
+    assert seen[-1] == "before"

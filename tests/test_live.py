@@ -61,9 +61,28 @@ def comm_data(client: BlockingKernelClient, comm_id: str, until: float) -> Itera
             yield msg["content"]["data"]
 
 
-def tree_updates(client: BlockingKernelClient, comm_id: str, until: float) -> Iterator[list[dict[str, Any]]]:
-    """The tree widget's ``nodes`` as the kernel sends them."""
-    return (data["state"]["nodes"] for data in comm_data(client, comm_id, until) if "nodes" in data.get("state", {}))
+class TreeState:
+    """The tree widget's state as its view holds it: the whole tree (``nodes``) as last sent,
+    and the slots that changed since (``changed``), which the view shows in their place."""
+
+    def __init__(self, comm_id: str, seen: list[dict[str, Any]]) -> None:
+        self.nodes: list[dict[str, Any]] = []
+        self.changed: dict[str, Any] = {}
+        for m in seen:  # the comm's opening state, then the updates sent in the same cell
+            if m["msg_type"] in ("comm_open", "comm_msg") and m["content"].get("comm_id") == comm_id:
+                self.apply(m["content"]["data"].get("state", {}))
+
+    def apply(self, state: dict[str, Any]) -> bool:
+        if "nodes" not in state and "changed" not in state:
+            return False
+        self.nodes, self.changed = state.get("nodes", self.nodes), state.get("changed", self.changed)
+        return True
+
+    def updates(self, client: BlockingKernelClient, comm_id: str, until: float) -> Iterator[list[dict[str, Any]]]:
+        """The nodes shown after each update the kernel sends."""
+        for data in comm_data(client, comm_id, until):
+            if self.apply(data.get("state", {})):
+                yield [self.changed.get(n["id"], n) for n in self.nodes]
 
 
 def sidebar_states(client: BlockingKernelClient, comm_id: str, until: float) -> Iterator[dict[str, Any]]:
@@ -82,11 +101,12 @@ def test_a_turn_in_one_kernel_reaches_the_others_tree_and_list_within_a_second(
         for m in seen
         if m["msg_type"] == "comm_open" and "nodes" in m["content"]["data"].get("state", {})
     ]
+    tree = TreeState(comm_id, seen)
 
     run(writer, "%%turn\nhello from the other kernel")
     deadline = time.monotonic() + 1.0  # the turn is committed before the writer's cell ends
     nodes = next(
-        (n for n in tree_updates(watcher, comm_id, deadline) if n and n[0]["messages"] == 2),
+        (n for n in tree.updates(watcher, comm_id, deadline) if n and n[0]["messages"] == 2),
         None,
     )
     assert nodes is not None, "the watcher's tree did not follow the other kernel's turn within a second"
@@ -95,7 +115,7 @@ def test_a_turn_in_one_kernel_reaches_the_others_tree_and_list_within_a_second(
     run(writer, "%slot derive elsewhere")
     deadline = time.monotonic() + 1.0
     names = next(
-        ({n["id"] for n in nodes} for nodes in tree_updates(watcher, comm_id, deadline) if len(nodes) == 2),
+        ({n["id"] for n in nodes} for nodes in tree.updates(watcher, comm_id, deadline) if len(nodes) == 2),
         None,
     )
     assert names == {"default", "elsewhere"}, "a derive in the other kernel did not reach the tree"
@@ -107,7 +127,7 @@ def test_a_turn_in_one_kernel_reaches_the_others_tree_and_list_within_a_second(
 
     run(writer, "%slot switch default\n%slot delete elsewhere")
     deadline = time.monotonic() + 1.0
-    left = next((n for n in tree_updates(watcher, comm_id, deadline) if len(n) == 1), None)
+    left = next((n for n in tree.updates(watcher, comm_id, deadline) if len(n) == 1), None)
     assert left is not None and left[0]["id"] == "default", "a switch and delete did not reach the tree"
 
 

@@ -591,3 +591,21 @@ def test_last_message_reads_the_end_of_a_long_history(session: Session) -> None:
     assert found is not None and found.content == "the first question"
     assert session.last_message(role="assistant").content == "note 499"  # type: ignore[union-attr]
     assert session.last_message(role="tool") is None
+
+
+def test_opening_a_session_of_many_slots_reads_none_of_them_until_asked(tmp_path: Path) -> None:
+    path = tmp_path / "many.sqlite3"
+    with Session.open("many", db_path=path) as session:
+        for i in range(30):
+            session.derive_slot(f"b{i}", "default")
+    from slotmagic import SQLiteStore
+
+    store = SQLiteStore(path)
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    with Session.open("many", store=store) as session:
+        assert not any("FROM slots" in sql for sql in seen)  # %load_ext stays flat in the slots
+        assert session.current_slot == "default" and len(session.list_slots()) == 31
+    with Session.open("new", store=store) as fresh:  # a session not there yet is made as before
+        assert [s.id for s in fresh.list_slots()] == ["default"]
+    store.close()

@@ -12,6 +12,7 @@ import pytest
 
 from slotmagic import FocusedConfig, Message, Session
 from slotmagic.core.messages import ToolCall
+from slotmagic.core.slots import SlotMode
 from slotmagic.engine.view import Omitted, View, ViewEntry, view_data
 from slotmagic.tree import SlotTree
 from slotmagic.widgets import (
@@ -40,7 +41,7 @@ def shown(ip: Any, line: str) -> Any:
 
 
 def nodes(widget: SlotTreeWidget) -> dict[str, dict[str, Any]]:
-    return {n["id"]: n for n in widget.nodes}
+    return {n["id"]: n for n in widget.shown()}
 
 
 @pytest.fixture
@@ -291,6 +292,39 @@ def test_a_big_tree_starts_with_subtrees_off_the_current_path_collapsed(session:
     session.delete_slot("b2.0.x")
     tree.refresh()
     assert tree.collapsed == ["b2"] and "b2.0.x" not in nodes(tree)
+
+
+def test_the_tree_sends_the_slots_that_changed_not_the_whole_tree(session: Session) -> None:
+    session.submit_turn("first")
+    for i in range(5):
+        session.derive_slot(f"b{i}", parent="default")
+    session.switch_slot("default")
+    tree = SlotTreeWidget(session, live=LiveWidgets())
+    sent: list[str] = []
+    tree.observe(lambda change: sent.append(change["name"]), names=["nodes", "changed"])
+    whole = tree.nodes
+    assert tree.changed == {}
+
+    tree.refresh()  # nothing written since: the session hands back the same tree, nothing is sent
+    assert sent == [] and session.tree() is session.tree()
+
+    session.submit_turn("a turn on b2", slot="b2")
+    tree.refresh()
+    assert sent == ["changed"] and tree.nodes is whole  # the whole tree did not travel again
+    assert list(tree.changed) == ["b2"] and tree.changed["b2"]["last_user"] == "a turn on b2"
+    assert nodes(tree)["b2"]["messages"] == 4 and nodes(tree)["b1"]["messages"] == 2
+
+    session.switch_slot("b4")  # the current mark moves: two slots change
+    tree.refresh()
+    assert set(tree.changed) == {"b2", "default", "b4"} and nodes(tree)["b4"]["current"]
+    assert not nodes(tree)["default"]["current"] and tree.nodes is whole
+
+    sent.clear()
+    session.derive_slot("b5", parent="b1")  # a new slot changes the tree's shape: all of it again
+    tree.refresh()
+    assert "nodes" in sent and tree.changed == {} and "b5" in nodes(tree)
+    assert nodes(tree)["b2"]["messages"] == 4  # what was sent as a change is in the whole tree now
+    assert "b5" in tree.to_text() and "b5" in tree.to_html()
 
 
 def test_a_cell_run_again_replaces_its_widget(ip: Any) -> None:
@@ -550,3 +584,29 @@ def test_a_slot_with_its_own_budget_is_measured_against_it_everywhere(session: S
     assert state["budget"]["total"] == 800 and state["budget"]["window"] == 8192
     # a slot without a budget of its own: the window, as before
     assert budget_data(session.budget("default"))["scale"] == 8192
+
+
+def test_a_tree_made_again_after_a_change_is_the_tree_built_whole(session: Session) -> None:
+    from slotmagic.tree import build_tree
+
+    session.submit_turn("first")
+    for i in range(6):
+        session.derive_slot(f"b{i}", parent="default" if i < 3 else f"b{i - 3}")
+    before = session.tree()
+    changes = [
+        lambda: session.submit_turn("on b4", slot="b4"),
+        lambda: session.switch_slot("b1"),
+        lambda: session.configure_slot("b2", mode=SlotMode.FOCUSED),
+        lambda: session.submit_turn("on b1"),
+        lambda: session.rename_slot("b5", "five"),
+        lambda: session.derive_slot("b6", parent="b0"),
+        lambda: session.delete_slot("b3", force=True),
+    ]
+    for change in changes:
+        change()
+        after = session.tree()
+        assert after == build_tree(session)  # made again from the last one: the same as built whole
+        if len(after) == len(before) and [n.id for n in after.nodes] == [n.id for n in before.nodes]:
+            kept = sum(a is b for a, b in zip(before.nodes, after.nodes, strict=True))
+            assert kept >= len(after) - 2  # a turn or a switch makes one or two nodes again, not all
+        before = after

@@ -21,12 +21,14 @@ __all__ = ["run_beside"]
 T = TypeVar("T")
 E = TypeVar("E")
 
-_POLL = 0.05  # seconds between looks at whether the coroutine is done, when no event comes
+_POLL = 0.05  # seconds without an event after which on_idle is called
+_DONE = object()  # put after the coroutine's last event: wakes the calling thread at once
 
 
 class _Worker(Generic[T]):
-    def __init__(self, make: Callable[[], Coroutine[Any, Any, T]]) -> None:
+    def __init__(self, make: Callable[[], Coroutine[Any, Any, T]], done: Callable[[], None]) -> None:
         self._make = make
+        self._done = done
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[T] | None = None
         self._started = threading.Event()
@@ -47,6 +49,7 @@ class _Worker(Generic[T]):
             self.error = exc
         finally:
             self._started.set()
+            self._done()
 
     def cancel(self) -> None:
         self._started.wait()
@@ -65,22 +68,25 @@ def run_beside(
     ``emit(event)`` reaches ``on_event`` in this thread, and ``on_idle`` is called whenever no
     event came for a moment (a display can show that it is waiting). An exception here
     (Ctrl-C) cancels the coroutine, waits for it to end, and is raised again."""
-    events: queue.SimpleQueue[E] = queue.SimpleQueue()
-    worker: _Worker[T] = _Worker(lambda: make(events.put))
+    events: queue.SimpleQueue[Any] = queue.SimpleQueue()  # the events, then _DONE
+    worker: _Worker[T] = _Worker(lambda: make(events.put), lambda: events.put(_DONE))
     worker.thread.start()
     try:
-        while worker.thread.is_alive() or not events.empty():
+        while True:
             try:
                 event = events.get(timeout=_POLL)
             except queue.Empty:
                 if on_idle is not None:
                     on_idle()
                 continue
+            if event is _DONE:
+                break
             on_event(event)
     except BaseException:
         worker.cancel()
         worker.thread.join()
         raise
+    worker.thread.join()  # ending now: its result and error are set
     if worker.error is not None:
         raise worker.error
     return worker.result  # type: ignore[return-value]

@@ -121,7 +121,8 @@ class Workspace:
         self._store.user = check_user(options.user) if options.user else current_user()
         if self._session is None or self._session.session_id != session_id:
             self._session = Session.open(session_id, store=self._store)
-            self._store.follow(session_id)  # other sessions' writes do not wake this kernel
+            if isinstance(self._store, SupportsChanges):
+                self._store.follow(session_id)  # other sessions' writes do not wake this kernel
         self._session.model = options.model  # a malformed model string is refused here
         self._session.system = options.system or None
         self._session.context_windows = options.context_windows

@@ -306,7 +306,7 @@ class SSETransport:
 
     def events(self, call: SSECall) -> Generator[ServerSentEvent, None, None]:
         if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout)
+            self._client = httpx.Client(timeout=self.timeout, verify=_tls_context())  # one TLS setup a process
         deadline = Deadline(self.settings.turn_timeout)
         attempt = 0
         while True:

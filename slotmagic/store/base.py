@@ -9,7 +9,7 @@ the stored ``seq`` numbers, so a piece needs no translation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
@@ -90,6 +90,9 @@ class SegmentReader(Protocol):
     def read_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
         """The turns of segment ``key`` that start at positions ``lo`` to ``hi - 1``."""
 
+    def read_cached_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
+        """``read_turns`` of the turns a provider's prompt cache served part of the input."""
+
     def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None: ...
 
     def read_compactions(self, key: int, hi: int, before: float | None) -> list[Compaction]:
@@ -120,6 +123,9 @@ class _ListReader:
         return self._messages[lo:hi]
 
     def read_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
+        return []
+
+    def read_cached_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
         return []
 
     def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None:
@@ -198,6 +204,15 @@ class History:
         for piece in self.pieces:
             if piece.hi > lo:
                 out.extend(self._reader.read_turns(piece.key, max(piece.lo, lo), piece.hi))
+        return out
+
+    def cached_turns(self) -> list[TurnRecord]:
+        """The turns of the history a provider's prompt cache served part of the input of:
+        what :func:`~slotmagic.engine.budgeting.cache_totals` counts, read without the rest."""
+        out: list[TurnRecord] = []
+        for piece in self.pieces:
+            if piece.hi > piece.lo:
+                out.extend(self._reader.read_cached_turns(piece.key, piece.lo, piece.hi))
         return out
 
     def origin(self, position: int) -> tuple[int, int]:
@@ -362,9 +377,6 @@ class Store(Protocol):
     user: str | None  # recorded with each turn this store writes that names nobody itself
     viewing: bool  # a read-only view (view_only): every write refused
 
-    def follow(self, session_id: str | None) -> None:
-        """Tell subscribers only of other connections' writes to ``session_id`` (None: any)."""
-
     def view_only(self, session_id: str) -> None:
         """Refuse every write from now on, in one line naming ``session_id``: a read-only view
         of a session (another person's). Token counts are then kept in memory only."""
@@ -384,6 +396,9 @@ class Store(Protocol):
         """The slot (the current one if None), or SlotNotFound."""
 
     def has_slot(self, session_id: str, slot_id: str) -> bool: ...
+
+    def last_messages(self, session_id: str, slot_ids: Iterable[str], role: str) -> dict[str, Message | None]:
+        """The last message of ``role`` in each slot's history (None: it has none)."""
 
     def create_slot(
         self,
@@ -563,3 +578,6 @@ class SupportsChanges(Protocol):
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` (on a background thread) after another connection's write;
         returns a function that stops it."""
+
+    def follow(self, session_id: str | None) -> None:
+        """Tell subscribers only of other connections' writes to ``session_id`` (None: any)."""

@@ -60,6 +60,7 @@ class PostgresStore(RowStore):
     _CELL_ID_SQL: ClassVar[str] = CELL_ID_SQL
     _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = (_UniqueViolation,)
     _CONTAINS_KEY_SQL: ClassVar[str] = "strpos(m.content, namespace.key) > 0"
+    _CACHED_SQL: ClassVar[str] = "COALESCE((info::jsonb #>> '{usage,cached_tokens}')::bigint, 0) > 0"
 
     def __init__(
         self, url: str, *, durability: Literal["normal", "full"] = "normal", timeout: float = 10.0, create: bool = True

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, ClassVar, Protocol, Self
 
 from ..core.compaction import Compaction
@@ -164,20 +165,45 @@ class _Row:
     length: int
     tokens: int
     turns: int
-    config: dict[str, Any]
+    stored_config: dict[str, Any] | str  # the JSON text as read, parsed when first asked
     created_at: float
     deleted_at: float | None
     undo: dict[str, Any] | None = None  # set on a row hidden by %slot undo (see migrations v7)
     parsed: tuple[str | None, SlotConfig] | None = None  # (parent name, config), parsed once
+    shown: tuple[tuple[Any, ...], Slot] | None = None  # the Slot last made of it, and from what
 
     @property
     def live(self) -> bool:
         return self.deleted_at is None
 
+    @property
+    def config(self) -> dict[str, Any]:
+        # parsed on demand: opening a session of 5,000 slots reads one or two of them
+        if isinstance(self.stored_config, str):
+            self.stored_config = json.loads(self.stored_config)
+        assert isinstance(self.stored_config, dict)
+        return self.stored_config
+
+    @config.setter
+    def config(self, value: dict[str, Any]) -> None:
+        self.stored_config = value
+
     def slot_config(self, parent_name: str | None) -> SlotConfig:
         if self.parsed is None or self.parsed[0] != parent_name:
-            self.parsed = (parent_name, SlotConfig.from_dict(self.config, parent_name))
+            stored = self.stored_config
+            # most rows hold the same few texts: parse each text once per parent (SlotConfig is frozen)
+            made = (
+                _config_of(stored, parent_name)
+                if isinstance(stored, str)
+                else SlotConfig.from_dict(stored, parent_name)
+            )
+            self.parsed = (parent_name, made)
         return self.parsed[1]
+
+
+@lru_cache(maxsize=4_096)
+def _config_of(text: str, parent_name: str | None) -> SlotConfig:
+    return SlotConfig.from_dict(json.loads(text), parent_name)
 
 
 @dataclass(slots=True)
@@ -188,6 +214,7 @@ class _SessionRows:
     rows: dict[int, _Row]
     current: int | None
     by_name: dict[str, int] = field(default_factory=dict)
+    order: tuple[list[tuple[Any, ...]], list[_Row]] | None = None  # _tree_order's, and what it was made of
 
     def __post_init__(self) -> None:
         self.by_name = {row.name: key for key, row in self.rows.items() if row.live}
@@ -202,6 +229,8 @@ class _Segment:
     messages: list[Message]
     turns_until: int = 0  # turns starting before this position are in ``turns``
     turns: list[TurnRecord] = field(default_factory=list)
+    cached_until: int = 0  # turns served partly from a prompt cache, before this position, are in ``cached``
+    cached: list[TurnRecord] = field(default_factory=list)
     system_until: int = 0  # the first system message was looked for before this position
     first_system: tuple[int, Message] | None = None
     compactions: list[Compaction] | None = None  # all of the segment's, once read
@@ -229,6 +258,8 @@ class RowStore:
     _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = ()
     # Whether a message's content holds a kept tool result's key (gc keeps those results).
     _CONTAINS_KEY_SQL: ClassVar[str] = "instr(m.content, namespace.key) > 0"
+    # a turn some of whose input the provider's prompt cache served (the budget's savings line)
+    _CACHED_SQL: ClassVar[str] = "COALESCE(json_extract(info, '$.usage.cached_tokens'), 0) > 0"
 
     _db: Connection
     refusal: str | None
@@ -434,7 +465,7 @@ class RowStore:
                 length,
                 tokens,
                 turns,
-                json.loads(config),
+                config,
                 created_at,
                 deleted_at,
                 None if undo is None else json.loads(undo),
@@ -463,8 +494,15 @@ class RowStore:
 
     def _to_slot(self, rows: _SessionRows, row: _Row) -> Slot:
         parent_name = self._live_parent(rows, row)
+        config = row.slot_config(parent_name)
+        # the same Slot while nothing it shows changed: listing 5,000 slots after a turn makes one
+        state = (row.name, parent_name, row.length, row.tokens, row.turns, row.fork_at, config, row.key == rows.current)
+        if row.shown is not None and row.shown[0] == state:
+            return row.shown[1]
         meta = SlotMeta(row.name, parent_name, row.length, row.tokens, row.created_at, row.turns, row.fork_at)
-        return Slot(row.name, row.slot_config(parent_name), meta, row.key == rows.current)
+        slot = Slot(row.name, config, meta, row.key == rows.current)
+        row.shown = (state, slot)
+        return slot
 
     def _pieces(self, rows: _SessionRows, row: _Row, end: int | None = None) -> list[Piece]:
         """The pieces of a slot's history (its first ``end`` messages), root first."""
@@ -552,6 +590,28 @@ class RowStore:
                 segment.turns_until = hi
             starts = [t.start for t in segment.turns]
             return segment.turns[bisect.bisect_left(starts, lo) : bisect.bisect_left(starts, hi)]
+
+    def read_cached_turns(self, key: int, lo: int, hi: int) -> list[TurnRecord]:
+        """``read_turns`` less the turns no prompt cache served: only those are decoded, so a
+        budget's savings line costs what caching did, not every turn ever stored."""
+        with self._lock:
+            segment = self._segment(key, lo)
+            if hi > segment.cached_until:
+                start = segment.cached_until
+                if segment.turns_until >= hi:  # decoded already: no query
+                    new = [t for t in segment.turns if start <= t.start < hi]
+                    segment.cached.extend(t for t in new if t.info.usage is not None and t.info.usage.cached_tokens)
+                else:
+                    segment.cached.extend(
+                        TurnRecord(number, at, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number))
+                        for number, at, count, info, created_at in self._db.execute(
+                            "SELECT number, start, count, info, created_at FROM turns"
+                            f" WHERE slot = ? AND start >= ? AND start < ? AND {self._CACHED_SQL} ORDER BY start",
+                            (key, start, hi),
+                        )
+                    )
+                segment.cached_until = hi
+            return [t for t in segment.cached if lo <= t.start < hi]
 
     def read_first_system(self, key: int, lo: int, hi: int) -> tuple[int, Message] | None:
         with self._lock:
@@ -666,7 +726,12 @@ class RowStore:
 
     def ensure_session(self, session_id: str) -> None:
         with self._read() as db:
-            if session_id in self._sessions or self._rows(db, session_id).current is not None:
+            if session_id in self._sessions:
+                return
+            # one row, not the session's slot rows: opening a session of 5,000 slots reads them
+            # when something first needs them, not here
+            found = db.execute("SELECT current_slot FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if found is not None and found[0] is not None:
                 return
         with self._write() as db:
             if self._rows(db, session_id).current is not None:
@@ -701,6 +766,39 @@ class RowStore:
         with self._read() as db:
             rows = self._rows(db, session_id)
             return [self._to_slot(rows, row) for row in _tree_order(rows)]
+
+    def last_messages(self, session_id: str, slot_ids: Iterable[str], role: str) -> dict[str, Message | None]:
+        """The last stored message of ``role`` in each slot's history, reading only the end of
+        each row's own messages: slots that share a stretch of history (a branch with no turn
+        of its own since its fork) are answered by one read of it."""
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            found: dict[tuple[int, int], Message | None] = {}
+
+            def last(row: _Row | None, hi: int) -> Message | None:
+                walked: list[tuple[int, int]] = []
+                message: Message | None = None
+                while row is not None and hi > 0:
+                    if (row.key, hi) in found:
+                        message = found[(row.key, hi)]
+                        break
+                    walked.append((row.key, hi))
+                    lo, end, chunk = row.fork_at, hi, 8
+                    while end > lo and message is None:  # backwards a chunk at a time
+                        start = max(lo, end - chunk)
+                        message = next(
+                            (m for m in reversed(self.read_messages(row.key, start, end)) if m.role == role), None
+                        )
+                        end, chunk = start, chunk * 4
+                    if message is not None:
+                        break
+                    hi = min(hi, row.fork_at)
+                    row = None if row.parent is None else rows.rows[row.parent]
+                for step in walked:
+                    found[step] = message
+                return message
+
+            return {slot_id: last((row := self._row(rows, slot_id)), row.length) for slot_id in slot_ids}
 
     def slot(self, session_id: str, slot_id: str | None) -> Slot:
         with self._read() as db:
@@ -1359,7 +1457,7 @@ class RowStore:
             only = None if slot_id is None else self._row(rows, slot_id)
             holders = [(r, self._pieces(rows, r)) for r in ([only] if only else _tree_order(rows))]
             hits: list[SearchHit] = []
-            for key, seq, turn, role, snippet in self._matches(db, session_id, words):
+            for key, seq, turn, role, snippet in self._matches_for(db, session_id, words, limit):
                 hit = self._hit_home(rows, holders, key, seq, only is None)
                 if hit is not None:
                     hits.append(SearchHit(hit[0], turn, seq, role, snippet, hit[1]))
@@ -1434,6 +1532,13 @@ class RowStore:
         compacted = self._compact_file()
         return GcReport(messages, turns, namespace, before, self._file_size(), compacted)
 
+    def _matches_for(
+        self, db: Connection, session_id: str, words: list[str], limit: int
+    ) -> Iterable[tuple[int, int, int, str, str]]:
+        """``_matches`` for a search that keeps about ``limit`` of them: a dialect that can make
+        snippets only for those does so (SQLite)."""
+        return self._matches(db, session_id, words)
+
     def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
         """Messages of the session matching every word, best first: (slot row, position, turn,
         role, snippet with the matches marked ``[…]``). The dialect's full-text search."""
@@ -1470,7 +1575,16 @@ def search_words(query: str) -> list[str]:
 def _tree_order(rows: _SessionRows) -> list[_Row]:
     """Live slots depth first, each after its nearest live ancestor, siblings by fork point
     then id: the same order whatever order they were made in, so a re-run notebook lists
-    its slots as the first run did."""
+    its slots as the first run did. Kept until a row's place changes (a turn changes none)."""
+    shape = [
+        (r.key, r.name, r.parent, r.fork_at, r.deleted_at, r.undo and r.undo.get("by")) for r in rows.rows.values()
+    ]
+    if rows.order is None or rows.order[0] != shape:
+        rows.order = (shape, _order(rows))
+    return rows.order[1]
+
+
+def _order(rows: _SessionRows) -> list[_Row]:
     children: dict[int | None, list[_Row]] = {}
     for row in rows.rows.values():
         if row.live:

@@ -196,6 +196,10 @@ class SQLiteStore(RowStore):
         a store that cannot be written searches them without it (``_matches``)."""
         if self.refusal is not None:
             return
+        with self._read() as db:  # nothing new (the usual case): no write transaction
+            upto = db.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_upto'").fetchone()[0]
+            if db.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0] <= upto:
+                return
         with self._write() as db:
             upto = db.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_upto'").fetchone()[0]
             top = db.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0]
@@ -207,26 +211,68 @@ class SQLiteStore(RowStore):
                 db.execute("UPDATE meta SET value = ? WHERE key = 'fts_upto'", (str(top),))
 
     def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
+        return self._matches_for(db, session_id, words, 20)
+
+    def _matches_for(
+        self, db: Connection, session_id: str, words: list[str], limit: int
+    ) -> Iterable[tuple[int, int, int, str, str]]:
         # Each word as a quoted FTS5 string: the user's text is never read as query syntax.
         match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
-        indexed = db.execute(
-            "SELECT m.slot, m.seq, m.turn, m.role, snippet(messages_fts, 0, '[', ']', '…', 12)"
-            " FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid"
-            " JOIN slots s ON s.id = m.slot"
-            " WHERE messages_fts MATCH ? AND s.session_id = ? ORDER BY rank",
-            (match, session_id),
-        ).fetchall()
+        # Read as the caller goes, best first: the index ranks a window of matches (FTS5 alone,
+        # where ORDER BY rank is cheapest), then the window's messages of this session are
+        # read, and snippets made only for the ``limit`` the caller keeps: a frequent word's
+        # thousands of matches cost their ranking, not thousands of rows and snippets.
+        offset, window = 0, max(2 * limit, 20)
+        while True:
+            rowids = [
+                r
+                for (r,) in db.execute(
+                    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?",
+                    (match, window, offset),
+                )
+            ]
+            if not rowids:
+                break
+            marks = ",".join("?" * len(rowids))
+            found = {
+                rowid: rest
+                for rowid, *rest in db.execute(
+                    f"SELECT m.rowid, m.slot, m.seq, m.turn, m.role FROM messages m JOIN slots s ON s.id = m.slot"
+                    f" WHERE m.rowid IN ({marks}) AND s.session_id = ?",
+                    (*rowids, session_id),
+                )
+            }
+            mine = [r for r in rowids if r in found]
+            for at in range(0, len(mine), limit):
+                part = mine[at : at + limit]
+                snippets = dict(
+                    db.execute(
+                        "SELECT rowid, snippet(messages_fts, 0, '[', ']', '…', 12) FROM messages_fts"
+                        f" WHERE messages_fts MATCH ? AND rowid IN ({','.join('?' * len(part))})",
+                        (match, *part),
+                    )
+                )
+                for rowid in part:
+                    key, seq, turn, role = found[rowid]
+                    yield key, seq, turn, role, snippets.get(rowid, "")
+            if len(rowids) < window:
+                break
+            offset, window = offset + window, min(window * 2, 4_096)  # SQLite binds at most 32,766
         # Messages not indexed yet (a store opened read-only): every word, anywhere in the text.
         likes = " AND ".join("m.content LIKE ? ESCAPE '\\'" for _ in words)
         patterns = ["%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for w in words]
-        unindexed = db.execute(
+        yield from db.execute(
             "SELECT m.slot, m.seq, m.turn, m.role, substr(m.content, 1, 120) FROM messages m"
             " JOIN slots s ON s.id = m.slot"
             " WHERE m.rowid > (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_upto')"
             f" AND s.session_id = ? AND {likes}",
             (session_id, *patterns),
-        ).fetchall()
-        return [*indexed, *unindexed]
+        )
+
+    def _rowids(self) -> list[int]:
+        """Every message's rowid in (slot, seq) order: the index follows rowids, so it needs a
+        rebuild only if VACUUM changed one (it rarely does: a scan of ints, not of the text)."""
+        return [r for (r,) in self._db.execute("SELECT rowid FROM messages ORDER BY slot, seq")]
 
     def _file_size(self) -> int:
         with self._lock:
@@ -241,16 +287,18 @@ class SQLiteStore(RowStore):
         rowids, so the search index is rebuilt after it. False when another connection was
         in the middle of reading: the file then keeps its size (the new pages wait in the WAL)."""
         with self._lock:
+            before = self._rowids()
             try:
                 self._db.execute("VACUUM")
             except sqlite3.OperationalError as exc:
                 logger.info("gc could not compact %s now: %s", self.path, exc)
                 return False
-            with self._write() as db:
-                db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")  # every message
-                db.execute(
-                    "UPDATE meta SET value = (SELECT COALESCE(MAX(rowid), 0) FROM messages) WHERE key = 'fts_upto'"
-                )
+            if self._rowids() != before:  # renumbered: the index points at other messages now
+                with self._write() as db:
+                    db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")  # every message
+                    db.execute(
+                        "UPDATE meta SET value = (SELECT COALESCE(MAX(rowid), 0) FROM messages) WHERE key = 'fts_upto'"
+                    )
             self._forget()
             if self.path == ":memory:":
                 return True

@@ -105,9 +105,9 @@ class SessionWidget(StaticForms):
         data, metadata = found if isinstance(found, tuple) else (found, {})
         if data is None:
             return None
-        data = {**data, "text/plain": self._text}
-        if self._html:
-            data["text/html"] = self._html
+        data = {**data, "text/plain": self.to_text()}
+        if html := self.to_html():
+            data["text/html"] = html
         return data, metadata
 
     # -- actions from the front end ---------------------------------------------------------

@@ -70,8 +70,17 @@ function render({ model, el }) {
     model.save_changes();
   }
 
-  function drawHead() {
+  // The kernel sends the whole tree in `nodes` when its shape changes and, after a turn, only
+  // the slots that changed in `changed` (id -> node): what shows is `nodes` with those in place.
+  function currentNodes() {
+    const changed = model.get("changed") || {};
     const nodes = model.get("nodes");
+    if (!Object.keys(changed).length) return nodes;
+    return nodes.map((n) => changed[n.id] || n);
+  }
+
+  function drawHead() {
+    const nodes = currentNodes();
     head.replaceChildren(
       h("span", "sm-title", "Slots"),
       h("span", "sm-sub", `session ${model.get("session_id")} · ${nodes.length} slot${nodes.length === 1 ? "" : "s"} · current ${model.get("current")}`),
@@ -88,27 +97,65 @@ function render({ model, el }) {
     }
   }
 
+  // A big tree draws only the rows in sight (plus a margin), between two spacers that keep
+  // the scroll bar true: rows are ROW pixels high (tree.css).
+  const ROW = 26;
+  const WINDOW_OVER = 200;
+  let shown = []; // [node, collapsed, hidden below] of every row not folded away
+  let painted = null; // [first, last] rows drawn, when windowed
+
   function drawRows() {
-    const nodes = model.get("nodes");
+    const nodes = currentNodes();
     const collapsed = new Set(model.get("collapsed"));
+    const parentOf = new Map(nodes.map((n) => [n.id, n.parent]));
     const hiddenBelow = new Map(); // a collapsed slot -> how many slots its subtree hides
     const folded = new Set();
     for (const node of nodes) {
       if (node.parent !== null && (folded.has(node.parent) || collapsed.has(node.parent))) {
         folded.add(node.id);
         let top = node.parent;
-        while (folded.has(top)) top = nodes.find((n) => n.id === top).parent;
+        while (folded.has(top)) top = parentOf.get(top);
         hiddenBelow.set(top, (hiddenBelow.get(top) || 0) + 1);
       }
     }
+    shown = nodes.filter((n) => !folded.has(n.id)).map((n) => [n, collapsed.has(n.id), hiddenBelow.get(n.id) || 0]);
+    painted = null;
+    paintRows();
+  }
+
+  function paintRows() {
     const keep = rows.scrollTop;
-    rows.replaceChildren();
-    for (const node of nodes) {
-      if (folded.has(node.id)) continue;
-      rows.append(drawRow(node, collapsed.has(node.id), hiddenBelow.get(node.id) || 0));
+    if (shown.length <= WINDOW_OVER) {
+      rows.replaceChildren(...shown.map((args) => drawRow(...args)));
+      rows.scrollTop = keep;
+      return;
     }
+    const first = Math.max(0, Math.floor(keep / ROW) - 20);
+    const last = Math.min(shown.length, first + Math.ceil((rows.clientHeight || 420) / ROW) + 40);
+    if (painted && painted[0] === first && painted[1] === last) return;
+    painted = [first, last];
+    const spacer = (count) => {
+      const gap = h("div", "sm-tree-gap");
+      gap.style.height = `${count * ROW}px`;
+      return gap;
+    };
+    rows.replaceChildren(
+      spacer(first),
+      ...shown.slice(first, last).map((args) => drawRow(...args)),
+      spacer(shown.length - last),
+    );
     rows.scrollTop = keep;
   }
+
+  let scrolling = false;
+  rows.addEventListener("scroll", () => {
+    if (scrolling || shown.length <= WINDOW_OVER) return;
+    scrolling = true;
+    requestAnimationFrame(() => {
+      scrolling = false;
+      paintRows();
+    });
+  });
 
   function drawRow(node, isCollapsed, hidden) {
     const row = h("div", "sm-tree-row" + (node.current ? " sm-current" : ""));
@@ -328,6 +375,7 @@ function render({ model, el }) {
   document.addEventListener("click", onDocument, true);
   document.addEventListener("keydown", onKey);
   model.on("change:nodes", all);
+  model.on("change:changed", all);
   model.on("change:current", all);
   model.on("change:session_id", drawHead);
   model.on("change:collapsed", drawRows);

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["COLLAPSE_OVER", "SlotTreeWidget"]
 
 COLLAPSE_OVER = 40  # a tree larger than this starts with the subtrees off the current path collapsed
+PATCH_MAX = 64  # more changed slots than this (or a changed shape) sends the whole tree again
 
 
 class SlotTreeWidget(SessionWidget):
@@ -31,7 +32,11 @@ class SlotTreeWidget(SessionWidget):
 
     session_id = Unicode().tag(sync=True)
     current = Unicode().tag(sync=True)
-    nodes = List(Dict(), help="TreeNode.to_dict() of each slot, parents first").tag(sync=True)
+    nodes = List(Dict(), help="TreeNode.to_dict() of each slot, parents first, as last sent whole").tag(sync=True)
+    changed = Dict(
+        help="slot id -> TreeNode.to_dict() of the slots changed since `nodes` was sent (a turn changes one "
+        "slot's counts: only that slot travels); the view shows `nodes` with these in their place"
+    ).tag(sync=True)
     collapsed = List(Unicode(), help="slots whose subtree is folded away (set by the front end)").tag(sync=True)
 
     def __init__(self, session: Session | SessionSource, *, live: LiveWidgets | None = None, **kwargs: Any) -> None:
@@ -50,15 +55,39 @@ class SlotTreeWidget(SessionWidget):
 
     def _update(self, session: Session) -> None:
         tree = session.tree(self._cache)
-        self._tree = tree
+        previous, self._tree = self._tree, tree
+        if tree is previous:  # nothing changed since the last refresh (the session keeps it)
+            return
         self.session_id = tree.session
         self.current = tree.current
-        self.nodes = [n.to_dict() for n in tree.nodes]
+        if previous is not None and _shape(previous) == _shape(tree):
+            # the same slots in the same places: send only the ones whose counts changed
+            changed = dict(self.changed)
+            for old, new in zip(previous.nodes, tree.nodes, strict=True):
+                if old != new:
+                    changed[new.id] = new.to_dict()
+            if len(changed) <= PATCH_MAX:
+                if changed != self.changed:
+                    self.changed = changed
+                return
+        with self.hold_sync():
+            self.nodes = [n.to_dict() for n in tree.nodes]
+            self.changed = {}
         ids = {n.id for n in tree.nodes}
         if any(c not in ids for c in self.collapsed):
             self.collapsed = [c for c in self.collapsed if c in ids]
-        self._text = tree.to_text()
-        self._html = tree._repr_html_()
+
+    def shown(self) -> list[dict[str, Any]]:
+        """The nodes as the view shows them: ``nodes`` with the ``changed`` ones in their place."""
+        changed = self.changed
+        return [changed.get(n["id"], n) for n in self.nodes]
+
+    def to_text(self) -> str:
+        # made when asked (the static form, at display), not at every refresh: 5,000 lines
+        return self.tree.to_text()
+
+    def to_html(self) -> str:
+        return self.tree._repr_html_()
 
     def _act(self, session: Session, content: Mapping[str, Any]) -> str:
         action = content.get("type")
@@ -86,6 +115,11 @@ class SlotTreeWidget(SessionWidget):
             after = f"; current slot is now {session.current_slot}" if was_current else ""
             return f"deleted slot {slot}{after}"
         raise ValueError(f"the tree widget sent an unknown action {action!r}")
+
+
+def _shape(tree: SlotTree) -> list[tuple[Any, ...]]:
+    """What places the slots: ids, parents and connector lines (not counts, questions or the current mark)."""
+    return [(n.id, n.parent, n.depth, n.children, n.last, n.guides) for n in tree.nodes]
 
 
 def _ancestors(tree: SlotTree, slot: str) -> set[str]:
