@@ -123,8 +123,10 @@ def count_rows(target: str | Path, table: str, where: str = "") -> int:
     if target.startswith("postgresql://"):
         import psycopg
 
-        base, _, schema = target.partition("?schema=")
-        with psycopg.connect(base) as db:
+        from slotmagic.store.urls import parse_postgres_url
+
+        schema = parse_postgres_url(target).schema
+        with psycopg.connect(POSTGRES) as db:
             return int(db.execute(f"SELECT COUNT(*) FROM {schema}.{table} {where}").fetchone()[0])  # type: ignore[index]
     import sqlite3
 
@@ -134,12 +136,14 @@ def count_rows(target: str | Path, table: str, where: str = "") -> int:
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    """A URL of a fresh schema of its own, dropped after the test."""
+    """A URL of a fresh schema of its own, dropped after the test. Its connections carry an
+    application name of their own too, so a test that has the server drop connections
+    (``pg_stat_activity``) drops only its own, never another test run's."""
     require_postgres()
     import psycopg
 
     schema = "t_" + secrets.token_hex(6)
-    yield f"{POSTGRES}?schema={schema}"
+    yield f"{POSTGRES}?schema={schema}&application_name=slotmagic_{schema}"
     with psycopg.connect(POSTGRES, autocommit=True) as db:
         db.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 

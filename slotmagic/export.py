@@ -91,8 +91,12 @@ def to_markdown(record: dict[str, Any], folder: str = "images", files: dict[str,
         + f", {len(record['messages'])} messages.",
         "",
     ]
-    for message in record["messages"]:
+    # Who made each turn (a team's store records it): named on the turn's first message.
+    made_by = {t["start"]: t["info"]["user"] for t in record["turns"] if t["info"].get("user")}
+    for position, message in enumerate(record["messages"]):
         title = message["role"] + (f" ({message['name']})" if message.get("name") else "")
+        if position in made_by:
+            title += f" · {made_by[position]}"
         lines += [f"## {title}", "", _content(message, files, folder), ""]
         for call in message.get("tool_calls") or ():
             lines += [f"Tool call `{call['name']}`: `{call['arguments']}`", ""]

@@ -38,6 +38,7 @@ from .core.messages import Message
 from .core.records import TurnInfo, TurnRecord
 from .core.slots import DeriveStrategy, FocusedConfig, Slot, SlotConfig, SlotMode, SlotSource, validate_slot_id
 from .core.usage import Usage
+from .core.users import check_user
 from .core.workflow import Workflow, check_workflow_name, no_workflow
 from .diff import BranchDiff, diff_slots
 from .engine.budgeting import SlotBudget, cache_totals
@@ -133,26 +134,43 @@ class Session:
         store: Store | None = None,
         durability: str = "normal",
         settings: ProviderSettings | None = None,
+        user: str | None = None,
+        readonly: bool = False,
     ) -> Session:
         """Open (or start) a session in the store at ``db_path``.
 
         ``db_path`` defaults to ``$SLOTMAGIC_DB`` or ``.slotmagic/state.sqlite3``; ``":memory:"``
         keeps nothing; a ``postgresql://`` URL opens the PostgreSQL store. A given ``store`` is
-        used as is and left open on ``close()``.
+        used as is and left open on ``close()``. ``user`` is recorded with each turn (default:
+        ``$SLOTMAGIC_USER``, JupyterHub's ``$JUPYTERHUB_USER``, else the OS user).
+        ``readonly=True`` opens an existing session as a view (another person's, say): it is
+        read and followed as usual, and every write is refused in one line.
         """
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
             raise ConfigError("a session id must be a non-empty string")
         _check_model(model)
         check_optional_text(system, "system")
+        checked_user = check_user(user) if user is not None else None
+        if not isinstance(readonly, bool):
+            raise ConfigError(f"readonly must be True or False, not {readonly!r:.40}")
         owns = store is None
         if store is not None and db_path is not None:
             raise ConfigError("give Session.open a db_path or a store, not both")
+        if readonly and (store is not None or session_id is None):
+            raise ConfigError("readonly=True opens its own view of a named session: give session_id and db_path")
         if store is None:
             path = check_db_path(db_path if db_path is not None else default_db_path())
             if durability not in ("normal", "full"):
                 raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
-            store = open_store(path, durability="full" if durability == "full" else "normal")
+            store = open_store(path, durability="full" if durability == "full" else "normal", create=not readonly)
         try:
+            if readonly:
+                assert session_id is not None
+                if session_id not in store.sessions():
+                    raise StoreError(f"there is no session {session_id!r} in this store to view")
+                store.view_only(session_id)
+            if checked_user is not None:
+                store.user = checked_user
             return cls(
                 store, session_id or new_session_id(), model=model, system=system, owns_store=owns, settings=settings
             )
@@ -162,6 +180,20 @@ class Session:
             raise
 
     # -- settings --------------------------------------------------------------------------
+
+    @property
+    def user(self) -> str | None:
+        """Who the turns this session's store writes are recorded as made by."""
+        return self.store.user
+
+    @user.setter
+    def user(self, value: str | None) -> None:
+        self.store.user = check_user(value) if value is not None else None
+
+    @property
+    def readonly(self) -> bool:
+        """Whether this is a read-only view (``Session.open(..., readonly=True)``)."""
+        return self.store.viewing
 
     @property
     def model(self) -> str:

@@ -65,6 +65,21 @@ def test_schemas_keep_sessions_apart_and_bad_ones_are_one_line(postgres_url: str
         assert "\n" not in str(caught.value)
 
 
+def test_the_application_name_is_the_urls_and_a_bad_one_is_one_line(postgres_url: str) -> None:
+    assert parse_postgres_url(POSTGRES).application_name == "slotmagic"
+    named = parse_postgres_url(postgres_url)
+    assert named.application_name.startswith("slotmagic_t_") and "application_name" not in named.conninfo
+    with open_store(postgres_url) as store:
+        assert isinstance(store, PostgresStore)
+        with store._read() as db:
+            shown = db.execute("SELECT current_setting('application_name')").fetchone()[0]
+        assert shown == named.application_name
+    for bad in ("", "two words", "x" * 64):
+        with pytest.raises(ConfigError, match="application_name=") as caught:
+            parse_postgres_url(f"{POSTGRES}?application_name={bad}")
+        assert "\n" not in str(caught.value)
+
+
 def test_a_schema_holding_other_tables_is_refused_untouched(postgres_url: str) -> None:
     schema = schema_of(postgres_url)
     with psycopg.connect(POSTGRES, autocommit=True) as db:
@@ -189,24 +204,30 @@ def test_any_text_is_stored_exactly(postgres_url: str) -> None:
     assert "\n" not in str(caught.value)
 
 
-def terminate(pid: int | None = None) -> None:
-    """The server drops one backend (``pid``), or every slotmagic connection: a restart, a failover."""
+def terminate(pid: int | None = None, *, url: str | None = None) -> int:
+    """The server drops one backend (``pid``), or every connection of the test's store
+    (``url``, by its own application name): a restart, a failover. How many it dropped."""
     with psycopg.connect(POSTGRES, autocommit=True) as admin:
         if pid is not None:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-            return
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE application_name = 'slotmagic' AND pid <> pg_backend_pid()"
-        )
+            return 1
+        assert url is not None
+        application = parse_postgres_url(url).application_name
+        assert application.startswith("slotmagic_t_"), "a test drops only its own connections"
+        dropped = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (application,),
+        ).fetchone()
+        return int(dropped[0]) if dropped else 0
 
 
 def test_a_connection_lost_while_idle_is_replaced_unnoticed(postgres_url: str) -> None:
     with Session.open("s", db_path=postgres_url) as session:
         session.submit_turn("before")
-        terminate()
+        assert terminate(url=postgres_url) == 1
         assert session.list_slots()[0].meta.message_count == 2  # a read on a new connection
-        terminate()
+        assert terminate(url=postgres_url) == 1
         session.submit_turn("after")  # a write: nothing had been sent, so it begins again
         assert [m.content for m in session.messages() if m.role == "user"] == ["before", "after"]
 
@@ -348,7 +369,10 @@ def test_config_shows_no_credentials_and_refuses_a_typed_password(
 
 
 def test_subscribers_hear_other_connections_and_a_listener_that_lost_its_connection(postgres_url: str) -> None:
+    """A listener that lost its connection catches up by version when it is back: a write
+    made while it was away (its notification went nowhere) is news; nothing written, no news."""
     import threading
+    import time
 
     heard = threading.Semaphore(0)
     with open_store(postgres_url) as mine, open_store(postgres_url) as theirs:
@@ -358,10 +382,25 @@ def test_subscribers_hear_other_connections_and_a_listener_that_lost_its_connect
         assert not heard.acquire(timeout=0.5)
         theirs.ensure_session("t")
         assert heard.acquire(timeout=5)
-        terminate()
-        assert heard.acquire(timeout=10), "a listener that reconnected did not say it may have missed changes"
-        while heard.acquire(timeout=0.5):
-            pass
+        listener = mine._listener
+        assert listener is not None and listener.pid is not None
+        for write_meanwhile in (True, False):
+            before = listener.pid
+            terminate(listener.pid)
+            deadline = time.monotonic() + 10
+            while listener.connected.is_set() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert not listener.connected.is_set()
+            if write_meanwhile:
+                theirs.ensure_session(f"while away {before}")  # notified to nobody
+            while listener.pid == before and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert listener.connected.wait(10) and listener.pid != before
+            if write_meanwhile:
+                assert heard.acquire(timeout=5), "a listener back from a lost connection missed a write"
+            else:
+                assert not heard.acquire(timeout=0.5), "nothing was written, yet subscribers were told"
+        assert terminate(url=postgres_url) == 3  # two stores' connections and the listener's
         theirs.ensure_session("u")  # on a new connection
         assert heard.acquire(timeout=5)
 
@@ -387,3 +426,85 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
         assert s.marks() == {0: "pin"} and s.gc().messages == 0
     with psycopg.connect(POSTGRES) as db:
         assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)]
+
+
+def connections(url: str) -> int:
+    """The server's count of the store's connections (``pg_stat_activity``, by its application name)."""
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        found = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+            (parse_postgres_url(url).application_name,),
+        ).fetchone()
+        return int(found[0]) if found else 0
+
+
+def test_an_idle_store_holds_no_connection_and_a_live_one_at_most_two(postgres_url: str) -> None:
+    import time
+
+    url = f"{postgres_url}&idle_timeout=1"
+    with Session.open("s", db_path=url) as session:
+        session.submit_turn("one")
+        assert connections(url) == 1
+        deadline = time.monotonic() + 15
+        while connections(url) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert connections(url) == 0, "an idle store still holds its connection"
+        session.submit_turn("two")  # a new connection, unnoticed
+        session.store.subscribe(lambda: None)
+        assert connections(url) == 2  # its own and the listener's
+        with open_store(url) as other:
+            other.ensure_session("t")
+        assert [m.content for m in session.messages() if m.role == "user"] == ["one", "two"]
+        assert connections(url) == 2
+    for bad in ("0", "x", "1e9"):
+        with pytest.raises(ConfigError, match="idle_timeout=") as caught:
+            parse_postgres_url(f"{POSTGRES}?idle_timeout={bad}")
+        assert "\n" not in str(caught.value)
+
+
+def test_a_read_lost_with_its_connection_tells_subscribers_again(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live refresh whose read lost the connection half way fails; the data it would have
+    shown is not left stale until the next notification: subscribers are told again."""
+    import threading
+
+    heard = threading.Semaphore(0)
+    with open_store(postgres_url) as store:
+        assert isinstance(store, PostgresStore)
+        store.ensure_session("s")
+        store.subscribe(heard.release)
+        real_sync = PostgresStore._sync
+
+        def lose_after_the_counter(self: PostgresStore, version: int) -> None:
+            real_sync(self, version)
+            terminate(self._db.conn.info.backend_pid)  # between the counter and the read itself
+
+        monkeypatch.setattr(PostgresStore, "_sync", lose_after_the_counter)
+        store._forget()  # nothing cached: the read goes to the server
+        with pytest.raises(StoreError):
+            store.slots("s")
+        monkeypatch.setattr(PostgresStore, "_sync", real_sync)
+        assert heard.acquire(timeout=5), "a refresh lost with its connection was not asked again"
+        assert [s.id for s in store.slots("s")] == ["default"]
+
+
+def test_a_kernel_following_its_session_is_not_woken_by_other_sessions(postgres_url: str) -> None:
+    """A team's kernels share a schema: notifications name the sessions a write changed, and a
+    store following one session tells its subscribers only of writes to it."""
+    import threading
+
+    heard = threading.Semaphore(0)
+    with open_store(postgres_url) as mine, open_store(postgres_url) as theirs:
+        assert isinstance(mine, PostgresStore)
+        mine.ensure_session("mine")
+        mine.follow("mine")
+        mine.subscribe(heard.release)
+        theirs.ensure_session("someone else's, with a space")
+        theirs.update_meta("k", lambda old: "v")  # no session: nothing a view shows
+        assert not heard.acquire(timeout=1.0), "woken by a write to another session"
+        theirs.derive_slot("mine", "side", "default", mine.slot("mine", "default").config, 0)
+        assert heard.acquire(timeout=5)
+        mine.follow(None)
+        theirs.ensure_session("another")
+        assert heard.acquire(timeout=5)

@@ -170,7 +170,7 @@ def test_unknown_model_is_one_clear_line(session: Session) -> None:
 def test_append_stores_messages_as_one_turn(session: Session) -> None:
     record = session.append([Message.user("note"), Message.assistant("noted")], info={"source": "import"})
     assert (record.number, record.count) == (1, 2)
-    assert session.turns()[0].info == TurnInfo(kind="append", extra={"source": "import"})
+    assert session.turns()[0].info == TurnInfo(kind="append", extra={"source": "import"}, user=session.user)
     with pytest.raises(ConfigError, match="nothing to append"):
         session.append([])
 

@@ -93,6 +93,7 @@ class TurnInfo:
     cost: float | None = None
     finish_reason: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    user: str | None = None  # who made the turn (a team's store: see core/users.py)
 
     def replace(self, **changes: Any) -> TurnInfo:
         return replace(self, **changes)
@@ -137,6 +138,8 @@ class TurnInfo:
             out["finish_reason"] = self.finish_reason
         if self.extra:
             out["extra"] = dict(self.extra)
+        if self.user is not None:
+            out["user"] = self.user
         return out
 
     @classmethod
@@ -156,6 +159,7 @@ class TurnInfo:
             cost=float(cost) if isinstance(cost, (int, float)) and math.isfinite(cost) else None,
             finish_reason=data.get("finish_reason"),
             extra=dict(data.get("extra") or {}),
+            user=data["user"] if isinstance(data.get("user"), str) else None,
         )
 
     @classmethod

@@ -669,7 +669,10 @@ class TurnEngine:
         except SlotNotFound:
             raise TurnNotStored(turn.slot, reply_message.content) from None
         self.usage = self.usage + usage
-        self.observe(turn.model, turn.request, last.usage)
+        try:
+            self.observe(turn.model, turn.request, last.usage)
+        except StoreError as exc:  # the turn is stored: a lost calibration must not say otherwise
+            logger.info("the token estimate's calibration was not updated: %s", exc)
         notes = (*turn.notes, rounds.note) if rounds.note else turn.notes
         return Reply(
             reply_message.content, reply_message, usage, turn.model, slot, record.number,

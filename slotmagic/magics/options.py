@@ -161,6 +161,17 @@ class SlotMagicOptions(Configurable):
         "when the kernel knows it, else the cells run before). Env: SLOTMAGIC_NOTEBOOK.",
     ).tag(config=True)
 
+    readonly = Bool(
+        False,
+        help="Open the session read-only: a view of another person's session, followed live, that "
+        "refuses every write in one line (%slot session NAME --readonly sets it, %slot session NAME clears it).",
+    ).tag(config=True)
+
+    user = Unicode(
+        help="The user name recorded with each turn; empty means $SLOTMAGIC_USER, else JupyterHub's "
+        "$JUPYTERHUB_USER, else the OS user.",
+    ).tag(config=True)
+
     system = Unicode(
         help="The default system prompt for slots that have none of their own. Env: SLOTMAGIC_SYSTEM.",
     ).tag(config=True)

@@ -439,6 +439,11 @@ def _session_parser() -> CommandParser:
     )
     parser.add_argument("name", nargs="?", help="the session to attach to")
     parser.add_argument(
+        "--readonly",
+        action="store_true",
+        help="open it read-only: a view of another person's session that refuses every write",
+    )
+    parser.add_argument(
         "--copy-to",
         metavar="DST",
         help="copy this session to another store (a state file or a postgresql:// URL; its password "
@@ -452,17 +457,25 @@ def _session(ctx: Context, args: argparse.Namespace) -> None:
         _copy_to(ctx, args.copy_to)
         return
     if args.name is None:
+        if args.readonly:
+            raise UsageError("%slot session --readonly: name the session to view (%slot session NAME --readonly)")
         slots = ctx.session.list_slots()
         print(
             f"session {ctx.session.session_id} in {shown_target(ctx.db_path)} · {plural(len(slots), 'slot')} · "
-            f"current slot {ctx.session.current_slot}"
+            f"current slot {ctx.session.current_slot}" + (" · read-only" if ctx.session.readonly else "")
         )
         return
     if not args.name.strip():
         raise UsageError("%slot session: a session name cannot be empty")
     check_text(args.name, "%slot session: the session name")  # before it becomes the setting
     known = args.name in ctx.session.store.sessions()
-    ctx.options.session_id = args.name  # the workspace reopens on this setting
+    if args.readonly and not known:
+        raise UsageError(f"%slot session --readonly: there is no session {args.name!r} to view")
+    ctx.options.session_id = args.name  # the workspace reopens on these settings
+    ctx.options.readonly = args.readonly
+    if args.readonly:
+        print(f"viewing session {args.name} read-only; %slot session NAME attaches to one to write")
+        return
     print(
         f"{'attached to' if known else 'started'} session {args.name}; "
         f"%config SlotMagic.session_id is now {args.name!r}"

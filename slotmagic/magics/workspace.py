@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.users import check_user, current_user
+from ..errors import StoreError
 from ..session import DEFAULT_DB_PATH, Session, new_session_id
 from ..store import Store, open_store
 from ..store.base import SupportsChanges
@@ -89,6 +91,7 @@ class Workspace:
             setattr(shell, _KERNEL_SESSION, self.auto_session_id)
         self._store: Store | None = None
         self._target: str | None = None  # where the open store lives, as the settings name it
+        self._view: str | None = None  # the session the store is a read-only view of, if it is one
         self._session: Session | None = None
         self.on_change: Callable[[], None] | None = None  # another kernel changed the store
 
@@ -100,14 +103,26 @@ class Workspace:
         model and system prompt applied."""
         db_path = self.db_path(options)
         session_id = options.session_id or self.auto_session_id
-        if self._store is None or self._target != db_path:
+        view = session_id if options.readonly else None
+        if self._store is None or self._target != db_path or self._view != view:
             self.close()
-            self._store = open_store(db_path)
-            self._target = db_path
+            # A view has a store of its own that refuses writes; it is opened before the
+            # old one is forgotten, so a view of a session that is not there changes nothing.
+            self._store = open_store(db_path, create=view is None)
+            self._target, self._view = db_path, view
+            if view is not None:
+                if view not in self._store.sessions():
+                    self.close()
+                    options.readonly = False
+                    raise StoreError(f"there is no session {view!r} in this store to view")
+                self._store.view_only(view)
             if isinstance(self._store, SupportsChanges):  # follow other kernels (NOTIFY, or data_version)
                 self._store.subscribe(self._changed)
+        self._store.user = check_user(options.user) if options.user else current_user()
         if self._session is None or self._session.session_id != session_id:
             self._session = Session.open(session_id, store=self._store)
+            if isinstance(self._store, SupportsChanges):
+                self._store.follow(session_id)  # other sessions' writes do not wake this kernel
         self._session.model = options.model  # a malformed model string is refused here
         self._session.system = options.system or None
         self._session.context_windows = options.context_windows
@@ -135,4 +150,4 @@ class Workspace:
         if self._store is not None:
             self._store.close()
             self._store = None
-            self._target = None
+            self._target = self._view = None

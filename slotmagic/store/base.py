@@ -392,6 +392,12 @@ class CellRecords(Protocol):
 
 class Store(CellRecords, Protocol):
     refusal: str | None  # why this store refuses writes (read-only, damaged), or None
+    user: str | None  # recorded with each turn this store writes that names nobody itself
+    viewing: bool  # a read-only view (view_only): every write refused
+
+    def view_only(self, session_id: str) -> None:
+        """Refuse every write from now on, in one line naming ``session_id``: a read-only view
+        of a session (another person's). Token counts are then kept in memory only."""
 
     def ensure_session(self, session_id: str) -> None:
         """Create the session, with its ``default`` slot, unless it exists."""
@@ -590,3 +596,6 @@ class SupportsChanges(Protocol):
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` (on a background thread) after another connection's write;
         returns a function that stops it."""
+
+    def follow(self, session_id: str | None) -> None:
+        """Tell subscribers only of other connections' writes to ``session_id`` (None: any)."""

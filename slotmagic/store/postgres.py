@@ -1,10 +1,10 @@
 """The PostgreSQL store: sessions shared by kernels on several hosts.
 
 ``SLOTMAGIC_DB=postgresql://user@host/db?schema=team_a`` selects it. The store logic is the
-SQLite store's (``rows.RowStore``); this module connects (psycopg 3, through a
-``psycopg_pool`` pool that replaces a lost connection), migrates (``postgres_schema.py``,
-under an advisory lock), runs write transactions and tells subscribers about other
-connections' writes.
+SQLite store's (``rows.RowStore``); this module connects (psycopg 3: one connection, made
+on demand, replaced when lost, closed after ``idle_timeout=`` seconds unused), migrates
+(``postgres_schema.py``, under an advisory lock), runs write transactions and tells
+subscribers about other connections' writes.
 
 - **Writes take turns.** A write transaction first increments the one row of ``changes``;
   its row lock makes concurrent writers wait, as SQLite's ``BEGIN IMMEDIATE`` does, so the
@@ -13,9 +13,11 @@ connections' writes.
 - **Reads are served from memory** as in the SQLite store; each call reads the counter (one
   round trip) to learn whether another connection wrote.
 - **Live across kernels.** Each write transaction also ``NOTIFY``s channel ``slotmagic``
-  with its schema; delivered on commit, never for a rollback. ``subscribe(callback)`` starts
-  one listener thread (its own connection, ``LISTEN``, no table polling) that calls back
-  within a fraction of a second of another connection's commit.
+  with its schema, the change counter and the sessions it changed; delivered on commit,
+  never for a rollback. ``subscribe(callback)`` starts one listener thread (its own
+  connection, ``LISTEN``, no table polling) that calls back within a fraction of a second of
+  another connection's commit to the session ``follow(session_id)`` named (any, without),
+  and, back from a lost connection, once if the counter moved meanwhile.
 - **Text.** PostgreSQL text cannot hold NUL characters; a message or tool result that holds
   one (or starts with U+E000) is stored as U+E000 followed by its JSON string, and read back
   exactly.
@@ -37,87 +39,19 @@ from contextlib import contextmanager, suppress
 from typing import Any, ClassVar, Literal
 
 import psycopg
-import psycopg_pool
-from psycopg import errors as pg_errors
-from psycopg import pq
 
 from ..core.messages import Message
-from ..core.secrets import redact
 from ..errors import StoreError
+from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line
 from .postgres_schema import CELL_ID_SQL, CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
-from .rows import Connection, Cursor, RowStore
-from .urls import PostgresTarget, parse_postgres_url
+from .rows import Connection, RowStore
+from .urls import parse_postgres_url
 
 logger = logging.getLogger("slotmagic")
 
 __all__ = ["PostgresStore"]
 
 _ESCAPE = "\ue000"  # marks text stored as a JSON string (it held a NUL)
-
-
-class _UniqueViolation(StoreError):
-    """A unique index refused a row (a slot name another connection took meanwhile)."""
-
-
-class _Connection:
-    """A psycopg connection that takes the shared code's ``?`` placeholders and raises
-    slotmagic's errors: one line, credentials redacted."""
-
-    def __init__(self, conn: psycopg.Connection[Any], target: PostgresTarget) -> None:
-        self.conn = conn
-        self._target = target
-        self._sql: dict[str, str] = {}
-        self.broken = False
-
-    def _translate(self, sql: str) -> str:
-        found = self._sql.get(sql)
-        if found is None:
-            assert "%" not in sql, "the shared SQL must not hold '%'"
-            found = self._sql[sql] = sql.replace("?", "%s")
-        return found
-
-    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
-        with self.errors():
-            return self.conn.execute(self._translate(sql), parameters)
-
-    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
-        with self.errors():
-            cursor = self.conn.cursor()
-            cursor.executemany(self._translate(sql), parameters)
-            return cursor
-
-    @contextmanager
-    def errors(self) -> Iterator[None]:
-        try:
-            yield
-        except pg_errors.UniqueViolation as exc:
-            raise _UniqueViolation(self.message(exc)) from None
-        except psycopg.OperationalError as exc:
-            self.broken = self.conn.closed or self.conn.broken
-            raise StoreError(self.message(exc)) from None
-        except psycopg.Error as exc:
-            raise StoreError(self.message(exc)) from None
-        except BaseException:
-            # Raised into a query from outside it (a signal handler's exception; psycopg
-            # cancels the query itself only for Ctrl-C): a command left running here would
-            # refuse every later one ("another command is already in progress"), so the
-            # connection is replaced before the next.
-            if self.conn.closed or self.conn.info.transaction_status == pq.TransactionStatus.ACTIVE:
-                self.broken = True
-            raise
-
-    def message(self, exc: BaseException) -> str:
-        return error_line(self._target, exc)
-
-
-def error_line(target: PostgresTarget, exc: BaseException) -> str:
-    """One line about a database error, naming the store without its credentials."""
-    detail = " ".join(str(exc).split()) or type(exc).__name__
-    if target.password:
-        detail = redact(detail, target.password)
-    if "NUL (0x00)" in detail:
-        detail = "PostgreSQL cannot store a NUL character in a name or id; remove it"
-    return f"PostgreSQL store {target.shown}: {detail}"
 
 
 class PostgresStore(RowStore):
@@ -127,7 +61,6 @@ class PostgresStore(RowStore):
     _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = (_UniqueViolation,)
     _CONTAINS_KEY_SQL: ClassVar[str] = "strpos(m.content, namespace.key) > 0"
     _CACHED_SQL: ClassVar[str] = "COALESCE((info::jsonb #>> '{usage,cached_tokens}')::bigint, 0) > 0"
-    _db: _Connection
 
     def __init__(
         self, url: str, *, durability: Literal["normal", "full"] = "normal", timeout: float = 10.0, create: bool = True
@@ -146,6 +79,8 @@ class PostgresStore(RowStore):
         self._in_transaction = False
         self._token = secrets.token_hex(8)  # this store's writes, in NOTIFY payloads
         self._listener: _Listener | None = None
+        self._heard = 0  # the newest change counter a notification (or the listener) has read
+        self._retell_at: float | None = None  # when to tell subscribers again (a read was lost)
         # "normal": a commit does not wait for the server's disk (a server crash may lose the
         # last turns, never tear one), as the SQLite store's synchronous=NORMAL.
         synchronous = "on" if durability == "full" else "off"
@@ -154,18 +89,18 @@ class PostgresStore(RowStore):
             "autocommit": True,
             "options": f"{self.target.options} {options}".strip(),
             "connect_timeout": max(1, int(timeout)),
-            "application_name": "slotmagic",
+            "application_name": self.target.application_name,
         }
         self._migrate(create)
-        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
-            self.target.conninfo, min_size=1, max_size=1, kwargs=self._kwargs, open=False, name="slotmagic"
-        )
-        try:
-            self._pool.open(wait=True, timeout=timeout)
-            self._db = _Connection(self._pool.getconn(timeout), self.target)
-        except BaseException as exc:
-            self._pool.close()
-            raise StoreError(error_line(self.target, exc)) from None
+        # Connection economy: a kernel idle most of the time holds no connection (the one it
+        # reads and writes through is closed after ``idle_timeout`` seconds unused, and made
+        # again on the next call) and at most one more, its listener's: the server counts at
+        # most two per kernel. One connection, made on demand: a pool would only keep more.
+        self.idle_timeout = self.target.idle_timeout
+        self._held: _Connection | None = None
+        self._last_use = 0.0
+        self._reaper: threading.Thread | None = None
+        self._closed = threading.Event()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.path!r})"
@@ -221,21 +156,48 @@ class PostgresStore(RowStore):
 
     # -- plumbing ------------------------------------------------------------------------------
 
+    @property
+    def _db(self) -> _Connection:  # type: ignore[override]
+        """The connection the shared store code reads through (lazy reads of a history too)."""
+        return self._connection()
+
     def _connection(self) -> _Connection:
-        """The connection, replaced from the pool if the last one was lost."""
-        if self._db.broken:
+        """The connection: made when none is held (first use, after an idle release) or the
+        last one was lost (a server restart, a failover), without the caller noticing."""
+        if self._closed.is_set():
+            raise StoreError(f"PostgreSQL store {self.path} is closed")
+        db = self._held
+        if db is not None and db.broken:
+            self._held = None
             with suppress(Exception):
-                self._pool.putconn(self._db.conn)  # the pool discards a broken connection
-            try:
-                self._db = _Connection(self._pool.getconn(self.timeout), self.target)
-            except psycopg_pool.PoolTimeout:
-                raise StoreError(
-                    f"PostgreSQL store {self.path}: the connection was lost and no new one could be made "
-                    f"within {self.timeout:g} s; check the server and run the cell again"
-                ) from None
+                db.conn.close()
+            db = None
             self._forget()
             self._version = None
-        return self._db
+        if db is None:
+            db = self._held = _Connection(self._connect(), self.target)
+            self._watch_idle()
+        self._last_use = time.monotonic()
+        return db
+
+    def _watch_idle(self) -> None:
+        if self._reaper is None or not self._reaper.is_alive():
+            self._reaper = threading.Thread(target=self._release_when_idle, name="slotmagic-idle", daemon=True)
+            self._reaper.start()
+
+    def _release_when_idle(self) -> None:
+        """Close the held connection once it has been unused for ``idle_timeout`` seconds, so an
+        idle kernel holds none; the next call makes a new one (a few milliseconds)."""
+        while not self._closed.wait(max(0.05, self._last_use + self.idle_timeout - time.monotonic())):
+            with self._lock:
+                if self._held is None:
+                    return
+                if self._in_transaction or time.monotonic() - self._last_use < self.idle_timeout:
+                    continue
+                db, self._held = self._held, None
+                with suppress(Exception):
+                    db.conn.close()
+                return
 
     @contextmanager
     def _read(self) -> Iterator[_Connection]:
@@ -245,14 +207,22 @@ class PostgresStore(RowStore):
                 return
             db = self._connection()
             try:
-                version = db.execute("SELECT version FROM changes").fetchone()[0]
+                try:
+                    version = db.execute("SELECT version FROM changes").fetchone()[0]
+                except StoreError:
+                    if not db.broken:
+                        raise
+                    db = self._connection()  # lost while idle (a server restart): once more, on a new one
+                    version = db.execute("SELECT version FROM changes").fetchone()[0]
+                self._sync(version)
+                yield db
             except StoreError:
-                if not db.broken:
-                    raise
-                db = self._connection()  # lost while idle (a server restart): once more, on a new one
-                version = db.execute("SELECT version FROM changes").fetchone()[0]
-            self._sync(version)
-            yield db
+                if db.broken or self._held is not db:
+                    # A read lost with its connection: a subscriber refreshing on a notification
+                    # would show stale data until the next one, so it is told again (see
+                    # _Listener.run) once the server may be back.
+                    self._retell_at = time.monotonic() + 1.0
+                raise
 
     def _sync(self, version: int) -> None:
         if version == self._version:
@@ -270,6 +240,7 @@ class PostgresStore(RowStore):
                 return
             db = self._connection()
             self._in_transaction = True
+            self._touched, self._quiet = set(), False
             try:
                 try:
                     version, xid = self._begin(db)
@@ -282,6 +253,7 @@ class PostgresStore(RowStore):
                     self._others_wrote()
                 self._version = version
                 yield db
+                db.execute("SELECT pg_notify(?, ?)", (CHANNEL, self._payload(version)))  # delivered on COMMIT
                 self._commit(db, xid)
             except BaseException:
                 if not db.broken:
@@ -292,40 +264,72 @@ class PostgresStore(RowStore):
                 raise
             finally:
                 self._in_transaction = False
+                self._touched = None
+
+    def _payload(self, version: int) -> str:
+        """``schema token version sessions``: the sessions the write changed (JSON), ``"-"`` for
+        none a view shows (token counts, calibration), ``"*"`` when it is not known."""
+        if self._quiet and not self._touched:
+            sessions = "-"
+        elif self._touched:
+            sessions = json.dumps(sorted(self._touched), ensure_ascii=False)
+            if len(sessions.encode()) > 6000:  # NOTIFY payloads stop at 8000 bytes
+                sessions = "*"
+        else:
+            sessions = "*"
+        return f"{self.schema} {self._token} {version} {sessions}"
 
     def _begin(self, db: _Connection) -> tuple[int, int]:
         """Open a write transaction; the change counter's new value and the transaction's id.
         The row lock on the counter makes writers take turns: what others committed before it
-        is what this transaction builds on. BEGIN, the lock and the NOTIFY (delivered at
-        COMMIT) go to the server in one round trip."""
-        with db.errors(), db.conn.pipeline():
-            db.conn.execute("BEGIN")
-            counter = db.conn.execute("UPDATE changes SET version = version + 1 RETURNING version, txid_current()")
-            db.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.schema} {self._token}"))
-        version, xid = counter.fetchone()  # type: ignore[misc]
+        is what this transaction builds on. BEGIN and the lock go to the server in one round
+        trip; the NOTIFY goes just before COMMIT, when the sessions the write changed are
+        known (``_payload``)."""
+        with db.errors():
+            # Two statements in one simple query: one round trip (a pipeline lost with its
+            # connection logs a warning into the notebook as well as raising).
+            counter = db.conn.execute(
+                "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current()"
+            )
+            counter.nextset()
+            version, xid = counter.fetchone()  # type: ignore[misc]
         return int(version), int(xid)
 
     def _commit(self, db: _Connection, xid: int) -> None:
         """COMMIT. When the connection is lost with it, whether the server committed is asked
         on a new connection: a turn whose COMMIT went through, its answer lost with the
-        connection, was reported failed although it was stored."""
+        connection, was reported failed although it was stored. A server that cannot be
+        asked (restarting) is asked again until ``timeout``; if it still cannot, the error
+        says the write may be stored, never that it is not."""
         try:
             db.execute("COMMIT")
-        except StoreError:
-            if not db.broken or not self._committed(xid):
+        except StoreError as exc:
+            if not db.broken:
                 raise
+            committed = self._committed(xid)
+            if committed is None:
+                raise StoreError(
+                    f"PostgreSQL store {self.path}: the connection was lost as this write committed and the "
+                    f"server could not be asked within {self.timeout:g} s whether it did; it may be stored: "
+                    "look (%slot list) before running it again"
+                ) from None
+            if not committed:
+                raise exc from None
             logger.info("PostgreSQL store %s: the connection was lost as a write committed; it did", self.path)
 
-    def _committed(self, xid: int) -> bool:
+    def _committed(self, xid: int) -> bool | None:
+        """Whether transaction ``xid`` committed; None when the server could not be asked."""
         deadline = time.monotonic() + self.timeout
-        try:
-            while True:
+        while True:
+            try:
                 status = self._connection().execute("SELECT txid_status(?)", (xid,)).fetchone()[0]
-                if status != "in progress" or time.monotonic() > deadline:  # the server may still be at it
-                    return bool(status == "committed")
-                time.sleep(0.05)
-        except StoreError:
-            return False
+            except StoreError:
+                status = None  # the server is away (a restart): ask again
+            if status is not None and status != "in progress":  # the server may still be at it
+                return bool(status == "committed")
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.1)
 
     def _text_in(self, text: str) -> str:
         if "\x00" in text or text.startswith(_ESCAPE):
@@ -391,11 +395,13 @@ class PostgresStore(RowStore):
         listener = self._listener
         if listener is not None:
             listener.stop()
+        self._closed.set()
         with self._lock:
             self._listener = None
-            with suppress(Exception):
-                self._pool.putconn(self._db.conn)
-            self._pool.close()
+            held, self._held = self._held, None
+            if held is not None:
+                with suppress(Exception):
+                    held.conn.close()
             self._forget()
 
     # -- live across kernels -------------------------------------------------------------------
@@ -412,41 +418,41 @@ class PostgresStore(RowStore):
         return unsubscribe
 
     def _notified(self, payloads: Sequence[str]) -> None:
-        mine = f"{self.schema} {self._token}"
-        if any(p.startswith(self.schema + " ") and p != mine for p in payloads):
+        news = False
+        for payload in payloads:
+            schema, token, version, sessions = [*payload.split(" ", 3), "", "", ""][:4]
+            if schema != self.schema:
+                continue
+            if version.isdigit():
+                self._heard = max(self._heard, int(version))
+            news = news or (token != self._token and self._concerns(sessions))
+        if news:
             self._tell_subscribers()
 
+    def _concerns(self, sessions: str) -> bool:
+        """Whether a write to ``sessions`` (a payload's last part) is news to the subscribers:
+        with ``follow(session_id)`` only writes to that session (or to ones not known) are; a
+        team's kernels on one schema are then not woken by each other's sessions."""
+        if sessions == "-":
+            return False
+        following = self.following
+        if following is None or not sessions.startswith("["):
+            return True
+        try:
+            return following in json.loads(sessions)
+        except ValueError:
+            return True
 
-class _Listener(threading.Thread):
-    """LISTENs on its own connection and hands each batch of notifications to the store."""
+    def _retell_if_due(self) -> None:
+        at = self._retell_at
+        if at is not None and time.monotonic() >= at:
+            self._retell_at = None
+            self._tell_subscribers()
 
-    def __init__(self, store: PostgresStore) -> None:
-        super().__init__(name="slotmagic-listen", daemon=True)
-        self._store = store
-        self._halt = threading.Event()
-        self.ready = threading.Event()
-
-    def stop(self) -> None:
-        self._halt.set()
-        if self is not threading.current_thread():
-            self.join(2)
-
-    def run(self) -> None:
-        missed = False  # a reconnection: what was committed meanwhile was not heard
-        while not self._halt.is_set():
-            try:
-                with psycopg.connect(self._store.target.conninfo, **self._store._kwargs) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
-                    self.ready.set()
-                    if missed:
-                        self._store._notified([f"{self._store.schema} *"])
-                        missed = False
-                    while not self._halt.is_set():
-                        payloads = [n.payload for n in conn.notifies(timeout=0.2)]
-                        if payloads:
-                            self._store._notified(payloads)
-            except psycopg.Error as exc:
-                logger.debug("%s", error_line(self._store.target, exc))
-                self.ready.set()
-                missed = True
-                self._halt.wait(1.0)  # the server went away: try again
+    def _caught_up(self, version: int) -> None:
+        """The listener (re)connected and the counter reads ``version``: writes made while it
+        was not listening are news unless the version is one this store already knew."""
+        known = max(self._heard, self._version or 0)
+        self._heard = max(self._heard, version)
+        if version != known:
+            self._tell_subscribers()

@@ -40,6 +40,7 @@ from ..core.context import ContextEvent, WorkingContext
 from ..core.messages import Message, fields_from_extra
 from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
+from ..core.users import current_user
 from ..core.workflow import Workflow, check_workflow_name, no_workflow
 from ..errors import (
     ConfigError,
@@ -266,6 +267,11 @@ class RowStore:
     refusal: str | None
 
     def _init_caches(self) -> None:
+        self.user = current_user()
+        self.viewing = False
+        self.following: str | None = None  # the session subscribers show (see follow)
+        self._touched: set[str] | None = None  # the sessions the write in progress read or changed
+        self._quiet = False  # the write in progress changes only what no view shows (counts, meta)
         self._lock = threading.RLock()
         self._sessions: dict[str, _SessionRows] = {}
         self._segments: dict[int, _Segment] = {}
@@ -443,6 +449,8 @@ class RowStore:
     # -- cached rows -----------------------------------------------------------------------
 
     def _rows(self, db: Connection, session_id: str) -> _SessionRows:
+        if self._touched is not None:
+            self._touched.add(session_id)
         cached = self._sessions.get(session_id)
         if cached is not None:
             return cached
@@ -646,8 +654,27 @@ class RowStore:
                 )
             return [known.get(p) for p in range(lo, hi)]
 
+    def follow(self, session_id: str | None) -> None:
+        """Tell subscribers only of other connections' writes to ``session_id`` (None: to any
+        session). The PostgreSQL store's notifications name the sessions a write changed; a
+        SQLite file's polling cannot tell, and tells of every write."""
+        self.following = session_id
+
+    def view_only(self, session_id: str) -> None:
+        with self._lock:
+            self.viewing = True
+            self.refusal = (
+                f"session {session_id!r} is open read-only (a view): nothing is stored; "
+                "open it without read-only to write"
+            )
+
     def write_counts(self, key: int, lo: int, counts: Sequence[int], encoding: str) -> None:
+        if self.viewing:  # a view writes nothing: the counts it made are kept for this process
+            with self._lock:
+                self._segment(key, lo).counts.setdefault(encoding, {}).update((lo + i, n) for i, n in enumerate(counts))
+            return
         with self._write() as db:
+            self._quiet = True
             db.executemany(
                 "INSERT INTO token_counts (slot, encoding, seq, tokens) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (slot, encoding, seq) DO UPDATE SET tokens = excluded.tokens",
@@ -688,6 +715,7 @@ class RowStore:
         """Replace a value by ``update(old value)``, in one transaction (two kernels updating
         it at once each see the other's update)."""
         with self._write() as db:
+            self._quiet = True
             row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
             value = update(None if row is None else str(row[0]))
             db.execute(
@@ -1156,6 +1184,8 @@ class RowStore:
         now: float,
     ) -> TurnRecord:
         start = row.length
+        if info.user is None and self.user is not None:
+            info = info.replace(user=self.user)
         db.executemany(
             "INSERT INTO messages (slot, seq, turn, role, content, tokens, extra, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

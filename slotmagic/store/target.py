@@ -45,7 +45,7 @@ def open_store(
         try:
             from .postgres import PostgresStore
         except ImportError as exc:
-            if exc.name not in ("psycopg", "psycopg_pool"):
+            if exc.name != "psycopg":
                 raise
             raise StoreError(
                 f"db_path {shown_target(target)} is a PostgreSQL URL, and the PostgreSQL driver is not "

@@ -19,6 +19,9 @@ __all__ = ["DEFAULT_SCHEMA", "PostgresTarget", "is_postgres_url", "parse_postgre
 _SCHEMES = ("postgresql", "postgres")
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 DEFAULT_SCHEMA = "slotmagic"
+DEFAULT_APPLICATION = "slotmagic"
+DEFAULT_IDLE_TIMEOUT = 60.0
+_APPLICATION = re.compile(r"[\x21-\x7e]{1,63}")  # printable ASCII: the server truncates at 63 bytes
 
 
 def is_postgres_url(value: object) -> bool:
@@ -35,10 +38,13 @@ class PostgresTarget:
     shown: str
     password: str | None = field(default=None, repr=False)
     options: str = ""  # the URL's own ``options=`` (e.g. ``-c role=team_a``), kept before slotmagic's
+    application_name: str = DEFAULT_APPLICATION  # how the server lists its connections (pg_stat_activity)
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT  # seconds unused before the store closes its connection
 
 
 def parse_postgres_url(url: str) -> PostgresTarget:
-    """Split off ``schema=`` (default ``slotmagic``); anything wrong is one ConfigError line
+    """Split off ``schema=`` (default ``slotmagic``) and ``application_name=`` (default
+    ``slotmagic``: how the server's ``pg_stat_activity`` names the connections); anything wrong is one ConfigError line
     that does not show the URL's credentials."""
     text = url.strip()
     shown = shown_target(text)
@@ -61,11 +67,28 @@ def parse_postgres_url(url: str) -> PostgresTarget:
             f"schema={schema!r:.70} in db_path {shown} is not a schema name slotmagic uses: "
             "1-63 lowercase letters, digits and _, not starting with a digit (e.g. schema=team_a)"
         )
+    applications = [v for k, v in query if k == "application_name"]
+    application = applications[-1] if applications else DEFAULT_APPLICATION
+    if not _APPLICATION.fullmatch(application):
+        raise ConfigError(
+            f"application_name={application!r:.70} in db_path {shown} is not one: "
+            "1-63 printable ASCII characters without spaces (e.g. application_name=slotmagic_alice)"
+        )
+    idle = [v for k, v in query if k == "idle_timeout"]
+    try:
+        idle_timeout = float(idle[-1]) if idle else DEFAULT_IDLE_TIMEOUT
+    except ValueError:
+        idle_timeout = -1.0
+    if not 1.0 <= idle_timeout <= 86400.0:
+        raise ConfigError(
+            f"idle_timeout={idle[-1]!r:.30} in db_path {shown} is not a number of seconds from 1 to 86400 "
+            f"(default {DEFAULT_IDLE_TIMEOUT:g})"
+        )
     options = " ".join(v for k, v in query if k == "options")
-    rest = [(k, v) for k, v in query if k not in ("schema", "options")]
+    rest = [(k, v) for k, v in query if k not in ("schema", "options", "application_name", "idle_timeout")]
     conninfo = parts._replace(query=urlencode(rest)).geturl()
     password = parts.password or next((v for k, v in rest if k == "password"), None)
-    return PostgresTarget(conninfo, schema, shown, password, options)
+    return PostgresTarget(conninfo, schema, shown, password, options, application, idle_timeout)
 
 
 def shown_target(target: str) -> str:

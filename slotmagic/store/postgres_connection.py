@@ -1,0 +1,133 @@
+"""The PostgreSQL store's connections: one that takes the shared SQL and raises slotmagic's
+one-line errors, and the listener thread that ``LISTEN``s for other kernels' writes."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg import pq
+
+from ..core.secrets import redact
+from ..errors import StoreError
+from .postgres_schema import CHANNEL
+from .rows import Cursor
+from .urls import PostgresTarget
+
+if TYPE_CHECKING:
+    from .postgres import PostgresStore
+
+logger = logging.getLogger("slotmagic")
+
+__all__ = ["error_line"]
+
+
+class _UniqueViolation(StoreError):
+    """A unique index refused a row (a slot name another connection took meanwhile)."""
+
+
+class _Connection:
+    """A psycopg connection that takes the shared code's ``?`` placeholders and raises
+    slotmagic's errors: one line, credentials redacted."""
+
+    def __init__(self, conn: psycopg.Connection[Any], target: PostgresTarget) -> None:
+        self.conn = conn
+        self._target = target
+        self._sql: dict[str, str] = {}
+        self.broken = False
+
+    def _translate(self, sql: str) -> str:
+        found = self._sql.get(sql)
+        if found is None:
+            assert "%" not in sql, "the shared SQL must not hold '%'"
+            found = self._sql[sql] = sql.replace("?", "%s")
+        return found
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+        with self.errors():
+            return self.conn.execute(self._translate(sql), parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
+        with self.errors():
+            cursor = self.conn.cursor()
+            cursor.executemany(self._translate(sql), parameters)
+            return cursor
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        try:
+            yield
+        except pg_errors.UniqueViolation as exc:
+            raise _UniqueViolation(self.message(exc)) from None
+        except psycopg.OperationalError as exc:
+            self.broken = self.conn.closed or self.conn.broken
+            raise StoreError(self.message(exc)) from None
+        except psycopg.Error as exc:
+            raise StoreError(self.message(exc)) from None
+        except BaseException:
+            # Raised into a query from outside it (a signal handler's exception; psycopg
+            # cancels the query itself only for Ctrl-C): a command left running here would
+            # refuse every later one ("another command is already in progress"), so the
+            # connection is replaced before the next.
+            if self.conn.closed or self.conn.info.transaction_status == pq.TransactionStatus.ACTIVE:
+                self.broken = True
+            raise
+
+    def message(self, exc: BaseException) -> str:
+        return error_line(self._target, exc)
+
+
+def error_line(target: PostgresTarget, exc: BaseException) -> str:
+    """One line about a database error, naming the store without its credentials."""
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    if target.password:
+        detail = redact(detail, target.password)
+    if "NUL (0x00)" in detail:
+        detail = "PostgreSQL cannot store a NUL character in a name or id; remove it"
+    return f"PostgreSQL store {target.shown}: {detail}"
+
+
+class _Listener(threading.Thread):
+    """LISTENs on its own connection and hands each batch of notifications to the store."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        super().__init__(name="slotmagic-listen", daemon=True)
+        self._store = store
+        self._halt = threading.Event()
+        self.ready = threading.Event()
+        self.connected = threading.Event()  # listening now
+        self.pid: int | None = None  # the server process of its connection (pg_stat_activity)
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self is not threading.current_thread():
+            self.join(2)
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            try:
+                with psycopg.connect(self._store.target.conninfo, **self._store._kwargs) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    # Version-aware catch-up: LISTEN first, then the counter, so every write is
+                    # either counted here or notified after; a first connection learns it too.
+                    found = conn.execute("SELECT version FROM changes").fetchone()
+                    self._store._caught_up(int(found[0]) if found else 0)
+                    self.pid = conn.info.backend_pid
+                    self.connected.set()
+                    self.ready.set()
+                    while not self._halt.is_set():
+                        # Each as it comes (a batch collected until the timeout would add up to
+                        # its 0.2 s to every notification's lag); the timeout only checks _halt.
+                        for notification in conn.notifies(timeout=0.2):
+                            self._store._notified([notification.payload])
+                        self._store._retell_if_due()
+            except psycopg.Error as exc:
+                self.connected.clear()
+                logger.debug("%s", error_line(self._store.target, exc))
+                self.ready.set()
+                self._halt.wait(1.0)  # the server went away: try again
