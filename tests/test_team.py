@@ -94,6 +94,9 @@ def test_the_magics_view_another_session_read_only(ip: Any, db_path: str, capsys
     ip.run_cell("%slot session bob --readonly")
     ip.run_cell("%slot session")
     assert "viewing session bob read-only" in capsys.readouterr().out
+    for cell_id, read in enumerate(("%slot", "%slot list", "%slot tree", "%ctx")):  # a view records no cell
+        ip.run_cell(read, cell_id=f"read-{cell_id}")
+    assert "“bob's”" in capsys.readouterr().out
     with pytest.raises(UsageError, match="read-only") as refused:
         ip.run_cell("%%turn\ninto bob's")
     assert "\n" not in str(refused.value)

@@ -56,7 +56,7 @@ class CellBook:
     def replay(self, key: str, kind: Kind) -> CellRecord | None:
         """The record to show instead of running the command (restoring the current slot it
         left, for a command that changes the session), or None to run it."""
-        if kind in ("runs", "turn"):
+        if kind in ("runs", "turn") or self._store.viewing:  # a view shows the session now
             return None
         record = self._store.cell_record(self._session_id, key)
         if record is None or record.kind != kind:
@@ -73,7 +73,7 @@ class CellBook:
     def record(self, key: str, command: str, kind: Kind, outputs: list[CellOutput]) -> CellRecord | None:
         """Keep what a command just did (a read that ran live replaces its record: its output
         as of this run)."""
-        if kind == "runs":
+        if kind == "runs" or self._store.viewing:  # a view writes nothing
             return None
         record = CellRecord(
             command,
@@ -92,6 +92,8 @@ class CellBook:
         """A ``%%turn`` cell ran (``key`` names the cell and its text; ``slot`` is where its
         reply is): replayed, the retrace goes on if it ran where it ran before; asking the
         model stops it."""
+        if self._store.viewing:
+            return
         record = self._store.cell_record(self._session_id, key)
         if replayed and record is not None:
             self._retracing, self._last = self._follows(record), key
