@@ -91,8 +91,11 @@ def to_markdown(record: dict[str, Any], folder: str = "images", files: dict[str,
         + f", {len(record['messages'])} messages.",
         "",
     ]
-    # Who made each turn (a team's store records it): named on the turn's first message.
+    # Who made each turn (a team's store records it): named on the turn's first message where
+    # more than one person made the slot's turns (one person's export reads as it always did).
     made_by = {t["start"]: t["info"]["user"] for t in record["turns"] if t["info"].get("user")}
+    if len(set(made_by.values())) < 2:
+        made_by = {}
     for position, message in enumerate(record["messages"]):
         title = message["role"] + (f" ({message['name']})" if message.get("name") else "")
         if position in made_by:

@@ -36,6 +36,9 @@ def test_each_turn_records_who_made_it(db_path: str, monkeypatch: pytest.MonkeyP
         session.export(tmp_path / "team.json")
     markdown = (tmp_path / "team.md").read_text()
     assert "## user · alice\n\nfrom the hub's alice" in markdown and "## user · carol\n\ncarol's" in markdown
+    with Session.open("solo", db_path=db_path, user="dan") as session:
+        session.submit_turn("dan's alone")
+        assert "## user\n\ndan's alone" in session.export(tmp_path / "solo.md").read_text()  # one person: not named
     exported = json.loads((tmp_path / "team.json").read_text())
     assert [t["info"]["user"] for t in exported["turns"]] == ["alice", "alice.w", "carol"]
     for bad in ("", "two\nlines", "x" * 101, 7):
