@@ -2,9 +2,8 @@
 run's, the model is not called once in the second run (counted by the kernel's echo model), and
 the store's rows are exactly as the first run left them (timestamps left out).
 
-Two tutorials (03: compaction; 05: working context and a workflow), which between them run
-every kind of magic the replay rule covers; all six take too long for one browser test, and
-``tests/test_run_all_headless.py`` executes all six three times each without a browser."""
+Every tutorial but 07 (see TUTORIALS); ``tests/test_run_all_headless.py`` also executes each
+three times without a browser."""
 
 from __future__ import annotations
 
@@ -98,7 +97,14 @@ def stored(db: Path, session_id: str) -> str:
     return repr((dump.current, [strip(r) for r in dump.slots], sorted(tables.items())))
 
 
-@pytest.mark.parametrize("name", ["03-budgets-and-compaction.ipynb", "05-working-context-and-workflow.ipynb"])
+# 07's `%%turn --code` adds a cell to the notebook on the first run (which Run All leaves unrun);
+# tests/test_run_all_headless.py runs it three times without a browser.
+TUTORIALS = sorted(p.name for p in (ROOT / "notebooks").glob("0*.ipynb") if not p.name.startswith("07-"))
+# Tutorials whose widgets show a session that changes after their cell (drawn again as of it).
+CHANGED_AFTER_WIDGETS = {"03-budgets-and-compaction.ipynb", "05-working-context-and-workflow.ipynb"}
+
+
+@pytest.mark.parametrize("name", TUTORIALS)
 def test_run_all_restart_run_all_reads_the_same_and_calls_no_model(calls: Path, lab: Any, page: Any, name: str) -> None:
     shutil.copy(ROOT / "notebooks" / name, lab.root / name)
     store = lab.root / ".slotmagic" / "state.sqlite3"
@@ -112,8 +118,9 @@ def test_run_all_restart_run_all_reads_the_same_and_calls_no_model(calls: Path, 
     restart_and_run_all(page)
     again = outputs_as_of_their_cells(page)
     shown = views(page)
-    assert shown and all(v.strip() for v in shown)  # every widget rebuilt and drawn
-    assert any("as of cell [" in v and "follow live" in v for v in shown), [v[:80] for v in shown]
+    assert all(v.strip() for v in shown)  # every widget rebuilt and drawn
+    if name in CHANGED_AFTER_WIDGETS:
+        assert any("as of cell [" in v and "follow live" in v for v in shown), [v[:80] for v in shown]
     assert counted(calls) == asked  # not one model call
     assert stored(store, name) == before
     assert same_view(again) == same_view(first)
