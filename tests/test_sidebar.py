@@ -162,6 +162,30 @@ def test_branches_that_share_history_read_it_once(session: Session, monkeypatch:
     assert len(read) <= 5  # default, mid (twice: its end and before leaf's fork), orphan's rows: not one per branch
 
 
+def test_the_last_questions_of_many_slots_take_a_few_statements(session: Session) -> None:
+    """A tree of many slots, each with turns of its own, is not one read per slot: where each
+    row's last question is comes from one statement, and the questions from another."""
+    session.submit_turn("the root question")
+    for i in range(40):
+        session.derive_slot(f"b{i}", "default")
+        session.submit_turn(f"question {i}", slot=f"b{i}")
+    session.derive_slot("quiet", "b3")  # no turn of its own: its parent's
+    session.switch_slot("default")
+    session.submit_turn("after the forks")
+    slots = [s.id for s in session.list_slots()]
+    statements: list[str] = []
+    db = session.store._db  # type: ignore[attr-defined]
+    db.set_trace_callback(statements.append)
+    try:
+        found = session.last_messages(slots)
+    finally:
+        db.set_trace_callback(None)
+    assert found == {slot: session.last_message(slot) for slot in slots}
+    assert found["b7"].content == "question 7" and found["quiet"].content == "question 3"  # type: ignore[union-attr]
+    assert found["default"].content == "after the forks"  # type: ignore[union-attr]
+    assert len([s for s in statements if not s.startswith("--")]) <= 4, statements
+
+
 def test_a_long_history_is_read_from_its_end(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
     session.append([Message.user("the first question")])
     for i in range(100):
