@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from slotmagic.providers.registry import REGISTRY, ProviderSpec, Registry
+from slotmagic.providers.registry import ENTRY_POINTS, REGISTRY, ProviderSpec, Registry, group_may_be_named
 from slotmagic.providers.windows import FixedWindow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,3 +170,23 @@ def test_a_spec_made_here_is_registered_like_a_built_in_one() -> None:
     registry = Registry()
     spec = registry.register(ProviderSpec("mine", "tiny_provider:Tiny", summary="mine", example="mine:x"))
     assert registry.get("mine") is spec and registry.get("nobody") is None
+
+
+def test_entry_points_are_parsed_only_when_an_installed_package_names_the_group(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``import slotmagic`` parses every distribution's entry points only when one of them
+    may name ``slotmagic.providers``: a search of the entry_points.txt files says so first."""
+    site = tmp_path / "site"
+    site.mkdir()
+    other = site / "other-1.0.dist-info"
+    other.mkdir()
+    (other / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "missing")])
+    assert not group_may_be_named(ENTRY_POINTS)
+    install_tiny(site, "tiny = tiny_provider:SPEC\n")
+    assert group_may_be_named(ENTRY_POINTS)
+    archive = tmp_path / "packages.zip"
+    archive.write_bytes(b"PK\x05\x06" + b"\x00" * 18)  # an empty zip: importlib reads what it holds
+    monkeypatch.setattr(sys, "path", [str(archive)])
+    assert group_may_be_named(ENTRY_POINTS)
