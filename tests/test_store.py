@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from slotmagic import Session, SQLiteStore, StoreError
+from slotmagic import Message, Session, SQLiteStore, StoreError, ToolCall
 from slotmagic.core.cells import CellRecord
 from slotmagic.core.slots import SlotConfig
 from slotmagic.store.migrations import MIGRATIONS, migrate
@@ -173,3 +173,29 @@ def test_a_version_8_file_gains_cell_records(db_path: Path) -> None:
     store.derive_slot("nb", "b", "default", SlotConfig())
     assert store.state_marker("nb") != marker
     store.close()
+
+
+def test_messages_read_back_are_whole_and_small(db_path: Path) -> None:
+    """A full slot's history stays in memory: a message read back holds slots, not a dict,
+    and every field (the defaults of a message with no extra included) reads as stored."""
+    import copy
+    import pickle
+
+    with Session.open("nb", db_path=db_path) as session:
+        call = ToolCall("c1", "lookup", '{"q": 1}')
+        session.append([Message.user("q"), Message.assistant("", tool_calls=[call]), Message.tool("c1", "42")])
+    with Session.open("nb", db_path=db_path) as session:
+        plain, asking, answer = session.messages()
+    assert not hasattr(plain, "__dict__")
+    assert (plain.tool_calls, plain.tool_call_id, plain.name, plain.thinking, plain.is_error, plain.images) == (
+        (),
+        None,
+        None,
+        (),
+        False,
+        (),
+    )
+    assert asking.tool_calls == (call,) and answer.tool_call_id == "c1"
+    for message in (plain, asking, answer):
+        assert pickle.loads(pickle.dumps(message)) == message == copy.deepcopy(message)
+        assert message.with_tokens(7).tokens == 7 and message.with_tokens(7) == message

@@ -109,7 +109,7 @@ class Thinking:
         return value if isinstance(value, dict) else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """A chat message.
 
@@ -193,8 +193,10 @@ class Message:
         """The same message with its token count: a copy of fields already checked (running
         ``__init__`` again would check them twice on every message a turn stores)."""
         copy = object.__new__(Message)
-        copy.__dict__.update(self.__dict__)
-        copy.__dict__["tokens"] = tokens
+        put = object.__setattr__
+        for name in _MESSAGE_FIELDS:
+            put(copy, name, getattr(self, name))
+        put(copy, "tokens", tokens)
         return copy
 
     # -- serialisation (the store's ``extra`` column and JSON exports) -------------------------
@@ -222,6 +224,18 @@ class Message:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], tokens: int = 0) -> Message:
         return cls(data["role"], data.get("content") or "", tokens=tokens, **fields_from_extra(data))
+
+
+_MESSAGE_FIELDS = Message.__slots__
+# What a message holds beyond role, content and tokens when its extra column is empty.
+NO_EXTRA: tuple[tuple[str, Any], ...] = (
+    ("tool_calls", ()),
+    ("tool_call_id", None),
+    ("name", None),
+    ("thinking", ()),
+    ("is_error", False),
+    ("images", ()),
+)
 
 
 def fields_from_extra(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -344,7 +344,7 @@ class PostgresStore(RowStore):
         for message in messages:
             content = message.content
             if content and content[0] == _ESCAPE:
-                message.__dict__["content"] = json.loads(content[1:])
+                object.__setattr__(message, "content", json.loads(content[1:]))
         return messages
 
     # -- exploring: the PostgreSQL side of search and gc (see rows.py) --------------------------

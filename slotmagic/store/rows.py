@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Protocol, Self
 from ..core.cells import CellRecord
 from ..core.compaction import Compaction
 from ..core.context import ContextEvent, WorkingContext
-from ..core.messages import ROLES, Message, fields_from_extra
+from ..core.messages import NO_EXTRA, ROLES, Message, fields_from_extra
 from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
 from ..core.users import current_user
@@ -134,10 +134,9 @@ _ROLE_STRINGS: dict[str, str] = {role: role for role in ROLES}
 
 def _messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
     """Rebuild messages from trusted rows without re-running validation: loading a long
-    history is otherwise dominated by object construction. Fields left unset read the
-    class defaults (no tool calls). Kept small, since a full slot's history stays in memory:
-    the fields are set one by one (reading ``__dict__`` would give each message a dict of its
-    own), every message of a role shares its role string, and equal token counts one int."""
+    history is otherwise dominated by object construction. Kept small, since a full slot's
+    history stays in memory: a message has slots, not a dict; every message of a role shares
+    its role string, and equal token counts one int."""
     out: list[Message] = []
     append = out.append
     new = object.__new__
@@ -149,9 +148,8 @@ def _messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> lis
         put(message, "role", roles.get(role, role))
         put(message, "content", content)
         put(message, "tokens", numbers.setdefault(tokens, tokens))
-        if extra is not None:
-            for name, value in fields_from_extra(json.loads(extra)).items():
-                put(message, name, value)
+        for name, value in NO_EXTRA if extra is None else fields_from_extra(json.loads(extra)).items():
+            put(message, name, value)
         append(message)
     return out
 
