@@ -227,15 +227,6 @@ class Message:
 
 
 _MESSAGE_FIELDS = Message.__slots__
-# What a message holds beyond role, content and tokens when its extra column is empty.
-NO_EXTRA: tuple[tuple[str, Any], ...] = (
-    ("tool_calls", ()),
-    ("tool_call_id", None),
-    ("name", None),
-    ("thinking", ()),
-    ("is_error", False),
-    ("images", ()),
-)
 
 
 def fields_from_extra(data: Mapping[str, Any]) -> dict[str, Any]:

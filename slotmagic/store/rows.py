@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Protocol, Self
 from ..core.cells import CellRecord
 from ..core.compaction import Compaction
 from ..core.context import ContextEvent, WorkingContext
-from ..core.messages import NO_EXTRA, ROLES, Message, fields_from_extra
+from ..core.messages import ROLES, Message, fields_from_extra
 from ..core.records import TurnInfo, TurnRecord
 from ..core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotMode
 from ..core.users import current_user
@@ -148,8 +148,16 @@ def _messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> lis
         put(message, "role", roles.get(role, role))
         put(message, "content", content)
         put(message, "tokens", numbers.setdefault(tokens, tokens))
-        for name, value in NO_EXTRA if extra is None else fields_from_extra(json.loads(extra)).items():
-            put(message, name, value)
+        if extra is None:  # the defaults (NO_EXTRA), set one by one: this runs for every message read
+            put(message, "tool_calls", ())
+            put(message, "tool_call_id", None)
+            put(message, "name", None)
+            put(message, "thinking", ())
+            put(message, "is_error", False)
+            put(message, "images", ())
+        else:
+            for name, value in fields_from_extra(json.loads(extra)).items():
+                put(message, name, value)
         append(message)
     return out
 
