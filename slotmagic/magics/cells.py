@@ -146,7 +146,9 @@ class KernelCells:
     errors: dict[int, CellError] = field(default_factory=dict)
     images: dict[int, list[bytes]] = field(default_factory=dict)
     last_error: CellError | None = None
-    _count: int | None = None  # the cell running now
+    # Images the cell running now showed, kept under its execution count when it ends (the
+    # count a cell runs under is known for sure only then: IPython 9 moves it on earlier than 8).
+    _shown: list[bytes] | None = None
     _publish: Callable[..., Any] | None = None
 
     def attach(self) -> None:
@@ -172,11 +174,14 @@ class KernelCells:
             del publisher.publish  # the class's method again
 
     def pre_run_cell(self, info: ExecutionInfo) -> None:
-        self._count = self.shell.execution_count if info.store_history else None
+        self._shown = [] if info.store_history else None
 
     def post_run_cell(self, result: ExecutionResult) -> None:
         exc = result.error_in_exec or result.error_before_exec
         count = result.execution_count  # None when run without history (nbval): no Err[n] then
+        if self._shown and count is not None:
+            self.images[count] = self._shown
+        self._shown = None
         if exc is None or isinstance(exc, UsageError):
             return  # a magic's one-line usage message (this extension's too) is no error to explain
         cell = (result.info.raw_cell if result.info is not None else "") or ""
@@ -189,16 +194,16 @@ class KernelCells:
             del self.errors[min(self.errors)]
 
     def record_display(self, data: Any) -> None:
-        if self._count is None or not isinstance(data, Mapping):
+        if self._shown is None or not isinstance(data, Mapping):
             return
         for kind in _IMAGE_TYPES:
             found = data.get(kind)
             if isinstance(found, str):
                 with suppress(ValueError):  # not base64: not an image to keep
-                    self.images.setdefault(self._count, []).append(base64.b64decode(found))
+                    self._shown.append(base64.b64decode(found))
                 break
             if isinstance(found, bytes):
-                self.images.setdefault(self._count, []).append(found)
+                self._shown.append(found)
                 break
 
     def error_mapping(self) -> ErrMapping:

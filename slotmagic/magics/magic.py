@@ -140,7 +140,7 @@ class SlotMagic(Magics, SlotMagicOptions):
             return None
         before = {id(w) for w in live.widgets()}
         publisher = self.shell.display_pub
-        publisher.publish = lambda *args, **kwargs: None
+        publisher.publish = lambda *args, **kwargs: None  # type: ignore[method-assign, unused-ignore]
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception):
                 parsed.handler(context, parsed.args)

@@ -10,6 +10,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from slotmagic.snapshot import last_user_text
 
@@ -56,6 +57,15 @@ def run_cell(page: Any, index: int) -> str:
     before = prompt.inner_text().strip()
     prompt.click()
     page.keyboard.press("Shift+Enter")
+    # A key pressed while a just-opened notebook still settles can be lost: the prompt then
+    # never shows [*]. Press again (the cell was not queued, so it runs once).
+    for _ in range(3):
+        try:
+            prompt.filter(has_not_text=before).wait_for(timeout=15_000)
+            break
+        except PlaywrightTimeoutError:
+            prompt.click()
+            page.keyboard.press("Shift+Enter")
     # Done when the prompt shows a new execution count: the kernel's status can read Idle
     # before a just-sent cell has started on a busy machine.
     done = re.compile(r"^\[\d+\]:$")
