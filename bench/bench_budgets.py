@@ -20,7 +20,6 @@ import sqlite3
 import statistics
 import sys
 import tempfile
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -28,15 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_turns import grow
+from timing import ms
 
 from slotmagic import ContextBudget, FocusedConfig, Session
 from slotmagic.snapshot import session_snapshot
-
-
-def ms(fn: object) -> float:
-    start = time.perf_counter()
-    fn()  # type: ignore[operator]
-    return (time.perf_counter() - start) * 1e3
 
 
 def focused(path: Path, samples: int) -> tuple[float, float]:

@@ -24,10 +24,11 @@ import statistics
 import string
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from timing import ms
 
 from slotmagic import Message, Session
 
@@ -64,12 +65,6 @@ def plain_vacuum(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def timed(fn: object) -> float:
-    start = time.perf_counter()
-    fn()  # type: ignore[operator]
-    return (time.perf_counter() - start) * 1e3
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="10,000 messages, fewer samples")
@@ -92,10 +87,10 @@ def main() -> int:
             pairs = [(gc_ms, session.gc), (vacuum_ms, lambda: plain_vacuum(plain))]
             for i in range(samples):  # alternating, each first in turn: the second of a pair runs faster
                 for times, run in pairs if i % 2 else pairs[::-1]:
-                    times.append(timed(run))
+                    times.append(ms(run))
             for _ in range(samples * 5):
-                search_ms.append(timed(lambda: session.search(WORD, limit=20)))
-                plain_ms.append(timed(lambda: plain.execute(query, (match,)).fetchall()))
+                search_ms.append(ms(lambda: session.search(WORD, limit=20)))
+                plain_ms.append(ms(lambda: plain.execute(query, (match,)).fetchall()))
             plain.close()
 
     gc, vacuum = statistics.median(gc_ms), statistics.median(vacuum_ms)

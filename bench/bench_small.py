@@ -18,22 +18,13 @@ import sqlite3
 import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from timing import median_ms
+
 from slotmagic import Message, Session
-
-
-def median_ms(fn: Callable[[], object], samples: int) -> float:
-    times = []
-    for _ in range(samples):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def fan_out(path: Path, samples: int) -> tuple[float, float]:

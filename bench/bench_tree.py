@@ -26,10 +26,11 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from timing import median_ms
 
 from slotmagic import Message, Session, TurnInfo
 
@@ -46,15 +47,6 @@ def build(path: Path, slots: int) -> None:
                 turn = [Message.user(f"a question of {name}"), Message.assistant("an answer")]
                 store.append_turn(session.session_id, name, turn, TurnInfo(model="echo"))
         session.switch_slot("default")
-
-
-def median_ms(fn: Callable[[], object], samples: int) -> float:
-    times = []
-    for _ in range(samples):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def tree_vs_query(path: Path, samples: int) -> tuple[float, float]:

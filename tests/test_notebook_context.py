@@ -220,3 +220,17 @@ def test_read_variable_per_slot_and_from_python(tmp_path: Any) -> None:
         plain.configure_slot(tools=["read_variable"])
         reply = plain.submit_turn('call read_variable {"name": "rent"}')
         assert "- read_variable: rent: int: 900" in reply.text
+
+
+def test_an_image_shown_after_magic_cells_is_still_attached_by_out(ip: Any) -> None:
+    """A magic's capture and a widget's silent re-run put back the image recorder's hook
+    instead of dropping it with their own (they used to: every image after them went unseen)."""
+    run(ip, "%slot list")
+    run(ip, "%slot tree")
+    buffer = io.BytesIO()
+    PILImage.new("RGB", (12, 7)).save(buffer, format="PNG")
+    ip.user_ns["png_bytes"] = buffer.getvalue()
+    shown = run(ip, "from IPython.display import Image, display\ndisplay(Image(png_bytes))").execution_count
+    run(ip, f"%%turn --attach Out[{shown}]\nAnd this one?")
+    user = [m for m in session(ip).messages() if m.role == "user"][-1]
+    assert [(i.width, i.height) for i in user.images] == [(12, 7)]

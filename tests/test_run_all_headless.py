@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from store_digest import stored
 from test_notebooks_kernel import _texts, turn_outputs
 
 from conftest import ROOT
@@ -46,18 +46,6 @@ def read(texts: list[str]) -> list[str]:
         else:
             out.append(text.replace(REPLAYED, ""))
     return out
-
-
-def stored(db: Path, session_id: str) -> str:
-    """Every row of the session, timestamps left out."""
-    with Session.open(session_id, db_path=db) as session:
-        dump = session.store.dump_session(session_id)  # type: ignore[attr-defined]
-
-    def strip(row: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(v for v in row if not (isinstance(v, float) and v > 1e9))
-
-    tables = {name: [strip(r) for r in rows] for name, rows in dump.tables.items()}
-    return repr((dump.current, [strip(r) for r in dump.slots], sorted(tables.items())))
 
 
 def headless_env(db: Path, **more: str) -> dict[str, str]:

@@ -34,6 +34,7 @@ from .errors import user_errors
 from .identity import CellIdentity, notebook_name, split_id, text_digest
 from .options import SlotMagicOptions
 from .parsing import HelpShown
+from .publishing import publishing_through
 from .recording import capture, emit
 from .references import attach_values, fill, split_names
 from .slot_commands import dispatch, overview
@@ -139,13 +140,12 @@ class SlotMagic(Magics, SlotMagicOptions):
         if live is None:
             return None
         before = {id(w) for w in live.widgets()}
-        publisher = self.shell.display_pub
-        publisher.publish = lambda *args, **kwargs: None  # type: ignore[method-assign, unused-ignore]
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(Exception):
-                parsed.handler(context, parsed.args)
-        finally:
-            del publisher.publish
+        with (
+            publishing_through(self.shell, lambda *args, **kwargs: None),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.suppress(Exception),
+        ):
+            parsed.handler(context, parsed.args)
         made = [w for w in live.widgets() if id(w) not in before]
         return made[-1] if made else None
 

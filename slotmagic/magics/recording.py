@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..core.cells import CellOutput
+from .publishing import publishing_through
 
 __all__ = ["capture", "emit"]
 
@@ -47,8 +48,6 @@ class _Tee:
 def capture(shell: Any) -> Iterator[list[CellOutput]]:
     """Keep the outputs of the block (printed text, displayed mimebundles) as they are shown."""
     kept: list[CellOutput] = []
-    publisher = shell.display_pub
-    publish = publisher.publish
     ids: dict[str, int] = {}  # display id -> where its output is kept (an update replaces it)
     widgets: set[str] = set()  # the static ids of the widgets kept
 
@@ -60,7 +59,7 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
     def keep(data: Mapping[str, Any], metadata: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
         teed, sys.stdout = sys.stdout, stdout  # a terminal's publisher prints: kept once, as a display
         try:
-            done = publish(data, metadata, *args, **kwargs)
+            done = forward(data, metadata, *args, **kwargs)
         finally:
             sys.stdout = teed
         if WIDGET_VIEW in data:  # a live widget: kept as its state; its static form follows
@@ -81,14 +80,12 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
         return done
 
     stdout = sys.stdout
-    publisher.publish = keep
-    sys.stdout = _Tee(stdout, kept)
-    try:
-        yield kept
-    finally:
-        sys.stdout = stdout
-        if publisher.__dict__.get("publish") is keep:
-            del publisher.publish
+    with publishing_through(shell, keep) as forward:
+        sys.stdout = _Tee(stdout, kept)
+        try:
+            yield kept
+        finally:
+            sys.stdout = stdout
 
 
 def _widget(model_id: Any, static_id: str | None) -> dict[str, Any] | None:

@@ -24,7 +24,16 @@ from slotmagic.core.slots import SlotConfig
 from slotmagic.errors import ProviderHTTPError
 from slotmagic.providers import ProviderSettings
 
-from .wire_server import HOLD, Pause, WireServer, an_text_stream, json_response, oa_text_stream, sse_response
+from .wire_server import (
+    HOLD,
+    Pause,
+    WireServer,
+    an_text_stream,
+    json_response,
+    oa_paced_text_stream,
+    oa_text_stream,
+    sse_response,
+)
 
 SLOTS = ("alpha", "beta", "gamma")
 
@@ -240,9 +249,9 @@ def test_the_columns_show_while_the_replies_are_awaited_and_stream(
     ip.run_cell("%slot create a --no-switch\n%slot create b --no-switch")
     pieces = ["one", " two", " three", " four"]
     for _ in range(2):
-        steps = sse_response(oa_text_stream(*pieces))
-        slow = steps[:2] + [x for p in steps[2:6] for x in (Pause(0.3), p)] + steps[6:]
-        wire.script([Pause(0.8), *slow])  # 0.8 s before the reply begins, then 0.3 s a piece
+        wire.script(
+            [Pause(0.8), *oa_paced_text_stream(*pieces, pause=0.3)]
+        )  # 0.8 s before the reply begins, then 0.3 s a piece
     original, ip.display_pub = ip.display_pub, Recording(shell=ip)
     started = time.monotonic()
     try:

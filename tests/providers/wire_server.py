@@ -350,6 +350,14 @@ def oa_text_stream(
     return events
 
 
+def oa_paced_text_stream(*pieces: str, pause: float) -> list[Step]:
+    """An OpenAI text stream whose pieces arrive ``pause`` s apart, as a slow model sends them
+    (steps: the head, the role chunk, each piece after its pause, the rest)."""
+    steps = sse_response(oa_text_stream(*pieces))
+    paced = [x for piece in steps[2 : 2 + len(pieces)] for x in (Pause(pause), piece)]
+    return steps[:2] + paced + steps[2 + len(pieces) :]
+
+
 def oa_tool_stream(calls: Sequence[tuple[str, str, Sequence[str]]], text: str = "") -> list[str]:
     """Tool calls streamed as OpenAI does: id, type and name first, then argument pieces."""
     events = [oa_chunk({"role": "assistant", "content": text or None, "refusal": None})]

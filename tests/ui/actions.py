@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import re
+import time
+from pathlib import Path
 from typing import Any
+
+import nbformat
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+VISIBLE_NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+CELL_TIMEOUT = 300  # s: a busy shared machine runs a heavy cell slowly
 
 
 def wait_idle(page: Any) -> None:
@@ -83,3 +92,46 @@ def wait_widgets(page: Any) -> None:
         f"""() => [...document.querySelectorAll('{WIDGET_OUTPUTS}')]
                  .every(o => o.querySelector('.sm-widget') && o.textContent.trim())"""
     )
+
+
+def write_notebook(path: Path, *cells: str) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def open_new_notebook(page: Any, lab: Any, name: str, *cells: str) -> None:
+    """Write a notebook of these code cells into the lab's root, open it and wait for its kernel."""
+    write_notebook(lab.root / name, *cells)
+    page.goto(f"{lab.url}/lab/tree/{name}?reset")
+    wait_idle(page)
+
+
+def run_cell(page: Any, index: int) -> str:
+    """Run one cell of the notebook in view; returns its output text."""
+    cell = page.locator(f"{VISIBLE_NOTEBOOK} .jp-Cell").nth(index)
+    prompt = cell.locator(".jp-InputPrompt")
+    before = prompt.inner_text().strip()
+    prompt.click()
+    page.keyboard.press("Shift+Enter")
+    # A key pressed while a just-opened notebook still settles can be lost: the prompt then
+    # never shows [*]. Press again (the cell was not queued, so it runs once).
+    for _ in range(3):
+        try:
+            prompt.filter(has_not_text=before).wait_for(timeout=15_000)
+            break
+        except PlaywrightTimeoutError:
+            prompt.click()
+            page.keyboard.press("Shift+Enter")
+    # Done when the prompt shows a new execution count: the kernel's status can read Idle
+    # before a just-sent cell has started on a busy machine.
+    done = re.compile(r"^\[\d+\]:$")
+    deadline = time.monotonic() + CELL_TIMEOUT
+    started = False  # seen as queued or running ([*]), for a count that may repeat after a restart
+    while not (done.match(now := prompt.inner_text().strip()) and (started or now != before)):
+        assert time.monotonic() < deadline, f"cell {index} still shows {now!r} after {CELL_TIMEOUT} s"
+        started = started or "*" in now
+        page.wait_for_timeout(100)
+    wait_idle(page)
+    return str(cell.locator(".jp-OutputArea").inner_text())

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from .actions import wait_idle, wait_widgets
-from .test_lab_sidebar import run_cell, write_notebook
+from .actions import run_cell, wait_idle, wait_widgets, write_notebook
 from .test_lab_widgets import ROW, TREE, rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

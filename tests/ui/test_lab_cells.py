@@ -6,31 +6,24 @@ from __future__ import annotations
 
 from typing import Any
 
-import nbformat
 import pytest
 
 from slotmagic import Session
 
-from .actions import cell_text, restart_and_run_all, run_all, wait_idle
+from .actions import cell_text, open_new_notebook, restart_and_run_all, run_all, wait_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
 def test_rerun_replays_edit_forks_and_restart_run_all_replays(lab: Any, page: Any) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell(source)
-        for source in (
-            "%load_ext slotmagic",
-            "%%turn\nWhat is a deposit?",
-            "%slot list",
-        )
-    ]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, lab.root / "deposit.ipynb")
-
-    page.goto(f"{lab.url}/lab/tree/deposit.ipynb?reset")
-    wait_idle(page)
+    open_new_notebook(
+        page,
+        lab,
+        "deposit.ipynb",
+        "%load_ext slotmagic",
+        "%%turn\nWhat is a deposit?",
+        "%slot list",
+    )
     run_all(page)
     first = cell_text(page, 1)
     assert "slot default · turn 1" in first and "replayed" not in first
@@ -69,16 +62,9 @@ def test_a_hostile_reply_is_shown_as_text_and_its_tex_typeset(lab: Any, page: An
         "``<img src=x onerror=\"document.title='pwned'\">` [click](javascript:alert(1)) "
         "`\na` <img src=x onerror=\"document.title='pwned'\"> `b"
     )
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell(source)
-        for source in ("%load_ext slotmagic", f"%%turn\nLet $x_1 + y_{{2}} * z_3$ be **bold**. {attacks}")
-    ]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, lab.root / "hostile.ipynb")
-
-    page.goto(f"{lab.url}/lab/tree/hostile.ipynb?reset")
-    wait_idle(page)
+    open_new_notebook(
+        page, lab, "hostile.ipynb", "%load_ext slotmagic", f"%%turn\nLet $x_1 + y_{{2}} * z_3$ be **bold**. {attacks}"
+    )
     run_all(page)
     output = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output")
     output.locator("mjx-container").first.wait_for(timeout=30_000)  # MathJax typeset the TeX

@@ -6,29 +6,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import nbformat
 import pytest
 
-from .actions import run_all, wait_all_run, wait_idle
+from .actions import open_new_notebook, run_all, wait_all_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
 def test_thumbnail_and_code_into_a_new_cell(lab: Any, page: Any, built_extension: Any) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell(source)
-        for source in (
-            "%load_ext slotmagic",
-            "from PIL import Image\npic = Image.new('RGB', (60, 40), (200, 30, 30))",
-            "%%turn --attach pic\nWhat colour is it? Then run:\n```python\nprint('from the reply')\n```",
-        )
-    ]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, lab.root / "context.ipynb")
-
-    page.goto(f"{lab.url}/lab/tree/context.ipynb?reset")
-    wait_idle(page)
+    open_new_notebook(
+        page,
+        lab,
+        "context.ipynb",
+        "%load_ext slotmagic",
+        "from PIL import Image\npic = Image.new('RGB', (60, 40), (200, 30, 30))",
+        "%%turn --attach pic\nWhat colour is it? Then run:\n```python\nprint('from the reply')\n```",
+    )
     run_all(page)
     wait_all_run(page)
     turn = page.locator(".jp-Notebook .jp-Cell").nth(2)

@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 
-from tests.providers.wire_server import Pause, WireServer, oa_text_stream, sse_response
+from tests.providers.wire_server import WireServer, oa_paced_text_stream
+
+from .actions import write_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -23,34 +24,25 @@ def slow_story(slot: str) -> list[object]:
     pieces = [f"{slot} begins.", " One", " two", " three", " four", " five", " six", f" **{slot} ends.**"]
     if slot == "gamma":  # markup a model might send: shown as text, never run
         pieces[-1] += " <img src=x onerror=\"document.title='pwned'\"> [click](javascript:alert(1))"
-    steps = sse_response(oa_text_stream(*pieces))
-    # head, role chunk, the pieces (0.4 s apart), the rest
-    return (
-        steps[:2] + [x for piece in steps[2 : 2 + len(pieces)] for x in (Pause(0.4), piece)] + steps[2 + len(pieces) :]
-    )
+    return oa_paced_text_stream(*pieces, pause=0.4)
 
 
 def test_three_columns_stream_side_by_side(lab: Any, page: Any, artifacts: Path) -> None:
     wire = WireServer()
     for slot in SLOTS:
         wire.route(f"You are {slot}.", slow_story(slot))
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell(source)
-        for source in (
-            "%load_ext slotmagic",
-            f'import os\nos.environ["OPENAI_API_KEY"] = "{FAKE_KEY}"',
-            f'%config SlotMagic.openai_base_url = "{wire.url}/v1"\n'
-            '%config SlotMagic.model = "openai:gpt-4o-mini"\n'
-            "%config SlotMagic.stream_throttle = 0.1",
-            "from slotmagic import SlotConfig, current_session\n"
-            "for slot in ('alpha', 'beta', 'gamma'):\n"
-            "    current_session().create_slot(slot, SlotConfig(system=f'You are {slot}.'), exist_ok=True)",
-            "%%turn --slots alpha,beta,gamma\nTell me a short story.",
-        )
-    ]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, lab.root / "fanout.ipynb")
+    write_notebook(
+        lab.root / "fanout.ipynb",
+        "%load_ext slotmagic",
+        f'import os\nos.environ["OPENAI_API_KEY"] = "{FAKE_KEY}"',
+        f'%config SlotMagic.openai_base_url = "{wire.url}/v1"\n'
+        '%config SlotMagic.model = "openai:gpt-4o-mini"\n'
+        "%config SlotMagic.stream_throttle = 0.1",
+        "from slotmagic import SlotConfig, current_session\n"
+        "for slot in ('alpha', 'beta', 'gamma'):\n"
+        "    current_session().create_slot(slot, SlotConfig(system=f'You are {slot}.'), exist_ok=True)",
+        "%%turn --slots alpha,beta,gamma\nTell me a short story.",
+    )
     try:
         page.goto(f"{lab.url}/lab/tree/fanout.ipynb?reset")
         page.locator(".jp-StatusBar-TextItem:has-text('Idle')").first.wait_for()

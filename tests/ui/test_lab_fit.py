@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from .actions import WIDGET_OUTPUTS, wait_idle, wait_widgets
-from .test_lab_sidebar import run_cell, write_notebook
+from .actions import WIDGET_OUTPUTS, open_new_notebook, run_cell, wait_widgets
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -163,9 +162,7 @@ def check_budget(page: Any, name: str, artifacts: Path) -> None:
 
 
 def test_widgets_fit_their_outputs_and_the_window(lab: Any, page: Any, artifacts: Path) -> None:
-    write_notebook(lab.root / "fit.ipynb", *CELLS)
-    page.goto(f"{lab.url}/lab/tree/fit.ipynb?reset")
-    wait_idle(page)
+    open_new_notebook(page, lab, "fit.ipynb", *CELLS)
     for i in range(len(CELLS)):
         run_cell(page, i)
     wait_widgets(page)

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_digest import stored
 
 from conftest import ROOT
-from slotmagic import Session
 
 from .actions import WIDGET_OUTPUTS, outputs_as_of_their_cells, restart_and_run_all, run_all, wait_idle
 
@@ -84,17 +84,6 @@ def same_view(outputs: list[str]) -> list[str]:
         o = re.sub(r"as of cell \[\d+\] · the session has changed since\s*follow live\s*", "", o)
         out.append(re.sub(r"\b1[6-9]\d{8}(\.\d+)?\b", "<TIME>", o))
     return out
-
-
-def stored(db: Path, session_id: str) -> str:
-    with Session.open(session_id, db_path=db) as session:
-        dump = session.store.dump_session(session_id)  # type: ignore[attr-defined]
-
-    def strip(row: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(v for v in row if not (isinstance(v, float) and v > 1e9))
-
-    tables = {name: [strip(r) for r in rows] for name, rows in dump.tables.items()}
-    return repr((dump.current, [strip(r) for r in dump.slots], sorted(tables.items())))
 
 
 # 07's `%%turn --code` adds a cell to the notebook on the first run (which Run All leaves unrun);

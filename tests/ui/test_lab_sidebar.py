@@ -3,24 +3,20 @@ live from the kernel, switches slots on a click, and acts from its context menu.
 
 from __future__ import annotations
 
-import re
-import time
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from slotmagic.snapshot import last_user_text
+
+from .actions import open_new_notebook, run_cell, wait_idle, write_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 PANEL = "#slotmagic-slots"
 ROWS = f"{PANEL} .jp-SlotsPanel-row"
 HINT = f"{PANEL} .jp-SlotsPanel-hint"
-VISIBLE_NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"
-CELL_TIMEOUT = 300  # s: a busy shared machine runs a heavy cell slowly
 # A user message with markup in it: the panel must show it as text.
 MARKUP = 'Is <b>bold</b> & <img src=x onerror="this.remove()"> shown as text?'
 
@@ -36,47 +32,6 @@ def _with_budget(session, cache=None):
     state["workflow"] = {"name": "letter", "current": "draft", "completed": 1, "total": 3, "next": ["review", "send"]}
     return state
 sidebar.session_snapshot = _with_budget"""
-
-
-def write_notebook(path: Path, *cells: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
-
-
-def wait_idle(page: Any) -> None:
-    page.wait_for_timeout(300)  # let a just-sent execution mark the kernel busy first
-    page.locator(".jp-StatusBar-TextItem:has-text('Idle')").first.wait_for()
-
-
-def run_cell(page: Any, index: int) -> str:
-    """Run one cell of the notebook in view; returns its output text."""
-    cell = page.locator(f"{VISIBLE_NOTEBOOK} .jp-Cell").nth(index)
-    prompt = cell.locator(".jp-InputPrompt")
-    before = prompt.inner_text().strip()
-    prompt.click()
-    page.keyboard.press("Shift+Enter")
-    # A key pressed while a just-opened notebook still settles can be lost: the prompt then
-    # never shows [*]. Press again (the cell was not queued, so it runs once).
-    for _ in range(3):
-        try:
-            prompt.filter(has_not_text=before).wait_for(timeout=15_000)
-            break
-        except PlaywrightTimeoutError:
-            prompt.click()
-            page.keyboard.press("Shift+Enter")
-    # Done when the prompt shows a new execution count: the kernel's status can read Idle
-    # before a just-sent cell has started on a busy machine.
-    done = re.compile(r"^\[\d+\]:$")
-    deadline = time.monotonic() + CELL_TIMEOUT
-    started = False  # seen as queued or running ([*]), for a count that may repeat after a restart
-    while not (done.match(now := prompt.inner_text().strip()) and (started or now != before)):
-        assert time.monotonic() < deadline, f"cell {index} still shows {now!r} after {CELL_TIMEOUT} s"
-        started = started or "*" in now
-        page.wait_for_timeout(100)
-    wait_idle(page)
-    return str(cell.locator(".jp-OutputArea").inner_text())
 
 
 def open_notebook(page: Any, lab: Any, name: str) -> None:
@@ -128,16 +83,16 @@ def test_panel_follows_the_notebook_and_updates_live(
     lab: Any, page: Any, built_extension: Path, artifacts: Path
 ) -> None:
     write_notebook(lab.root / "plain.ipynb", "1 + 1")
-    write_notebook(
-        lab.root / "story.ipynb",
+    open_new_notebook(
+        page,
+        lab,
+        "story.ipynb",
         "%load_ext slotmagic",
         "%slot derive court\n%slot derive short --from default --focused --recent 2\n%slot switch court",
         f"%%turn\n{MARKUP}",
         "%slot",
         BUDGET_CELL,
     )
-    page.goto(f"{lab.url}/lab/tree/story.ipynb?reset")
-    wait_idle(page)
     show_panel(page)
     page.locator(HINT).get_by_text("slotmagic is not loaded").wait_for()
     assert page.locator(HINT).get_by_text("%load_ext slotmagic").is_visible()
@@ -194,8 +149,10 @@ def test_panel_follows_the_notebook_and_updates_live(
 
 
 def test_context_menu_dark_theme_restart_no_kernel(lab: Any, page: Any, built_extension: Path, artifacts: Path) -> None:
-    write_notebook(
-        lab.root / "menu.ipynb",
+    open_new_notebook(
+        page,
+        lab,
+        "menu.ipynb",
         "%load_ext slotmagic",
         "%%turn\nA first question about a deposit.",
         "%slot list",
@@ -205,8 +162,6 @@ def test_context_menu_dark_theme_restart_no_kernel(lab: Any, page: Any, built_ex
     settings = lab.root.parent / "lab-home" / "settings" / "slotmagic"
     settings.mkdir(parents=True)
     (settings / "plugin.jupyterlab-settings").write_text('{"showTokenCounts": false}')
-    page.goto(f"{lab.url}/lab/tree/menu.ipynb?reset")
-    wait_idle(page)
     show_panel(page)
     run_cell(page, 0)
     run_cell(page, 1)

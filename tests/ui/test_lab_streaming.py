@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import nbformat
 import pytest
 
-from tests.providers.wire_server import Pause, WireServer, oa_text_stream, sse_response
+from tests.providers.wire_server import WireServer, oa_paced_text_stream
+
+from .actions import write_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -18,24 +19,14 @@ FAKE_KEY = "sk-test-not-a-real-key"
 def test_a_slow_reply_is_shown_while_it_streams(lab: Any, page: Any) -> None:
     wire = WireServer()
     pieces = ["**Once** upon a time", ", a tenant", " asked", " for", " the", " deposit", " back.", " The end."]
-    steps = sse_response(oa_text_stream(*pieces))
-    # Each event its own HTTP chunk; slow down the text pieces (steps: head, role chunk, pieces ...).
-    slow = (
-        steps[:2] + [x for piece in steps[2 : 2 + len(pieces)] for x in (Pause(0.4), piece)] + steps[2 + len(pieces) :]
+    wire.script(oa_paced_text_stream(*pieces, pause=0.4))  # each event its own HTTP chunk
+    write_notebook(
+        lab.root / "story.ipynb",
+        "%load_ext slotmagic",
+        f'import os\nos.environ["OPENAI_API_KEY"] = "{FAKE_KEY}"',
+        f'%config SlotMagic.openai_base_url = "{wire.url}/v1"',
+        "%%turn --model openai:gpt-4o-mini\nTell me a short story.",
     )
-    wire.script(slow)
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell(source)
-        for source in (
-            "%load_ext slotmagic",
-            f'import os\nos.environ["OPENAI_API_KEY"] = "{FAKE_KEY}"',
-            f'%config SlotMagic.openai_base_url = "{wire.url}/v1"',
-            "%%turn --model openai:gpt-4o-mini\nTell me a short story.",
-        )
-    ]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, lab.root / "story.ipynb")
     try:
         page.goto(f"{lab.url}/lab/tree/story.ipynb?reset")
         page.locator(".jp-StatusBar-TextItem:has-text('Idle')").first.wait_for()

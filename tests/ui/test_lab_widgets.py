@@ -10,8 +10,13 @@ from typing import Any
 
 import pytest
 
-from .actions import WIDGET_OUTPUTS, wait_idle, wait_widgets
-from .test_lab_sidebar import VISIBLE_NOTEBOOK, run_cell, write_notebook
+from .actions import (
+    VISIBLE_NOTEBOOK,
+    WIDGET_OUTPUTS,
+    open_new_notebook,
+    run_cell,
+    wait_widgets,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -86,9 +91,7 @@ def output_of(page: Any, index: int) -> Any:
 
 
 def test_widgets_render_follow_the_kernel_and_act_on_it(lab: Any, page: Any, artifacts: Path) -> None:
-    write_notebook(lab.root / "widgets.ipynb", *CELLS)
-    page.goto(f"{lab.url}/lab/tree/widgets.ipynb?reset")
-    wait_idle(page)
+    open_new_notebook(page, lab, "widgets.ipynb", *CELLS)
     for i in range(7):
         run_cell(page, i)
 
