@@ -234,3 +234,13 @@ def test_an_image_shown_after_magic_cells_is_still_attached_by_out(ip: Any) -> N
     run(ip, f"%%turn --attach Out[{shown}]\nAnd this one?")
     user = [m for m in session(ip).messages() if m.role == "user"][-1]
     assert [(i.width, i.height) for i in user.images] == [(12, 7)]
+
+
+def test_unloading_gives_the_shell_its_own_publish_back(ip: Any) -> None:
+    import slotmagic
+
+    run(ip, "%slot list")
+    slotmagic.unload_ipython_extension(ip)
+    assert "publish" not in ip.display_pub.__dict__
+    slotmagic.load_ipython_extension(ip)
+    assert ip.display_pub.__dict__["publish"].__self__.__class__.__name__ == "KernelCells"

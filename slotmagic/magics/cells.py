@@ -18,7 +18,7 @@ import sys
 import tokenize
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import suppress
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult, InteractiveShell
 
 from ..attach import summarize
+from .publishing import publishing_through
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _IPYTHON = str(Path(sys.modules["IPython"].__file__ or "").parent)
@@ -149,29 +150,25 @@ class KernelCells:
     # Images the cell running now showed, kept under its execution count when it ends (the
     # count a cell runs under is known for sure only then: IPython 9 moves it on earlier than 8).
     _shown: list[bytes] | None = None
-    _publish: Callable[..., Any] | None = None
+    _hook: ExitStack = field(default_factory=ExitStack)  # our display hook while attached
+    _forward: Callable[..., Any] | None = None  # the publish our hook stands in front of
 
     def attach(self) -> None:
         self.shell.events.register("pre_run_cell", self.pre_run_cell)
         self.shell.events.register("post_run_cell", self.post_run_cell)
-        publisher = self.shell.display_pub
-        original = publisher.publish
-
-        def publish(data: Any, *args: Any, **kwargs: Any) -> Any:
-            self.record_display(data)
-            return original(data, *args, **kwargs)
-
-        publish.slotmagic = True  # type: ignore[attr-defined]
-        self._publish = original
-        publisher.publish = publish  # type: ignore[method-assign]
+        self._forward = self._hook.enter_context(publishing_through(self.shell, self.publish))
 
     def detach(self) -> None:
         for event, hook in (("pre_run_cell", self.pre_run_cell), ("post_run_cell", self.post_run_cell)):
             with suppress(ValueError):  # already gone
                 self.shell.events.unregister(event, hook)
-        publisher = self.shell.display_pub
-        if getattr(publisher.publish, "slotmagic", False):
-            del publisher.publish  # the class's method again
+        self._hook.close()  # what was installed before ours, again
+
+    def publish(self, data: Any, *args: Any, **kwargs: Any) -> Any:
+        """Every display of the shell passes here: its images are kept for ``Out[n]``."""
+        self.record_display(data)
+        assert self._forward is not None
+        return self._forward(data, *args, **kwargs)
 
     def pre_run_cell(self, info: ExecutionInfo) -> None:
         self._shown = [] if info.store_history else None
