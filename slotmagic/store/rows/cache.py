@@ -24,7 +24,7 @@ from ..history import Mark
 _ROLE_STRINGS: dict[str, str] = {role: role for role in ROLES}
 
 
-def _messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
+def messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
     """Rebuild messages from trusted rows without re-running validation: loading a long
     history is otherwise dominated by object construction. Kept small, since a full slot's
     history stays in memory: a message has slots, not a dict; every message of a role shares
@@ -55,7 +55,7 @@ def _messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> lis
 
 
 @dataclass(slots=True)
-class _Row:
+class SlotRow:
     """One row of the slots table, as cached."""
 
     key: int
@@ -107,21 +107,21 @@ def _config_of(text: str, parent_name: str | None) -> SlotConfig:
 
 
 @dataclass(slots=True)
-class _SessionRows:
+class SessionRows:
     """Every slot row of one session (tombstones included), the live ones by name, and the
     current slot."""
 
-    rows: dict[int, _Row]
+    rows: dict[int, SlotRow]
     current: int | None
     by_name: dict[str, int] = field(default_factory=dict)
-    order: tuple[list[tuple[Any, ...]], list[_Row]] | None = None  # _tree_order's, and what it was made of
+    order: tuple[list[tuple[Any, ...]], list[SlotRow]] | None = None  # tree_order's, and what it was made of
 
     def __post_init__(self) -> None:
         self.by_name = {row.name: key for key, row in self.rows.items() if row.live}
 
 
 @dataclass(slots=True)
-class _Segment:
+class Segment:
     """The part of one slot's own rows read so far: positions ``start`` to ``start + len``."""
 
     created_at: float
@@ -143,7 +143,7 @@ class _Segment:
         return self.start + len(self.messages)
 
 
-def _tree_order(rows: _SessionRows) -> list[_Row]:
+def tree_order(rows: SessionRows) -> list[SlotRow]:
     """Live slots depth first, each after its nearest live ancestor, siblings by fork point
     then id: the same order whatever order they were made in, so a re-run notebook lists
     its slots as the first run did. Kept until a row's place changes (a turn changes none)."""
@@ -155,13 +155,13 @@ def _tree_order(rows: _SessionRows) -> list[_Row]:
     return rows.order[1]
 
 
-def _order(rows: _SessionRows) -> list[_Row]:
-    children: dict[int | None, list[_Row]] = {}
+def _order(rows: SessionRows) -> list[SlotRow]:
+    children: dict[int | None, list[SlotRow]] = {}
     for row in rows.rows.values():
         if row.live:
-            parent = _live_ancestor(rows, row)
+            parent = live_ancestor(rows, row)
             children.setdefault(None if parent is None else parent.key, []).append(row)
-    out: list[_Row] = []
+    out: list[SlotRow] = []
     stack = sorted(children.get(None, []), key=lambda r: (r.name != DEFAULT_SLOT, r.fork_at, r.name), reverse=True)
     while stack:
         row = stack.pop()
@@ -170,18 +170,18 @@ def _order(rows: _SessionRows) -> list[_Row]:
     return out
 
 
-def _replacement(rows: _SessionRows, row: _Row) -> _Row | None:
+def replacement(rows: SessionRows, row: SlotRow) -> SlotRow | None:
     """The live row that now holds the slot a row hidden by undo was (None: not hidden by
     undo, or that slot is gone)."""
     seen: set[int] = set()
-    current: _Row | None = row
+    current: SlotRow | None = row
     while current is not None and not current.live and current.undo is not None and current.key not in seen:
         seen.add(current.key)
         current = rows.rows.get(current.undo.get("by", -1))
     return current if current is not None and current.live else None
 
 
-def _live_ancestor(rows: _SessionRows, row: _Row) -> _Row | None:
+def live_ancestor(rows: SessionRows, row: SlotRow) -> SlotRow | None:
     """The nearest live ancestor: a deleted parent hands its children to its own parent; one
     hidden by undo, to the slot that replaced it (unless that is ``row`` itself)."""
     parent = row.parent
@@ -189,7 +189,7 @@ def _live_ancestor(rows: _SessionRows, row: _Row) -> _Row | None:
         ancestor = rows.rows[parent]
         if ancestor.live:
             return ancestor
-        replaced = _replacement(rows, ancestor)
+        replaced = replacement(rows, ancestor)
         if replaced is not None and replaced.key != row.key:
             return replaced
         parent = ancestor.parent

@@ -26,7 +26,7 @@ from ...core.users import current_user
 from ...core.workflow import Workflow
 from ...errors import DamagedRecord, SlotNotFound, StoreError
 from ..history import Piece
-from .cache import _live_ancestor, _messages_from_rows, _Row, _Segment, _SessionRows
+from .cache import Segment, SessionRows, SlotRow, live_ancestor, messages_from_rows
 
 logger = logging.getLogger("slotmagic")
 
@@ -80,8 +80,8 @@ class RowsBase:
         self._touched: set[str] | None = None  # the sessions the write in progress read or changed
         self._quiet = False  # the write in progress changes only what no view shows (counts, meta)
         self._lock = threading.RLock()
-        self._sessions: dict[str, _SessionRows] = {}
-        self._segments: dict[int, _Segment] = {}
+        self._sessions: dict[str, SessionRows] = {}
+        self._segments: dict[int, Segment] = {}
         self._created: dict[int, float] = {}  # slot row -> created_at, for segments of rows read
         self._generation = 0  # see generation(): bumped by every write and every change noticed
         self._others_seen = 0  # writes of other connections noticed so far (see SQLiteStore.subscribe)
@@ -128,7 +128,7 @@ class RowsBase:
         return text
 
     def _messages(self, rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
-        return _messages_from_rows(rows)
+        return messages_from_rows(rows)
 
     def _others_wrote(self) -> None:
         """Another connection committed: slot rows are read again when next needed; segments
@@ -186,7 +186,7 @@ class RowsBase:
 
     # -- cached rows -----------------------------------------------------------------------
 
-    def _rows(self, db: Connection, session_id: str) -> _SessionRows:
+    def _rows(self, db: Connection, session_id: str) -> SessionRows:
         if self._touched is not None:
             self._touched.add(session_id)
         cached = self._sessions.get(session_id)
@@ -197,7 +197,7 @@ class RowsBase:
         for key, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo in db.execute(
             f"SELECT {ROW_COLUMNS} FROM slots WHERE session_id = ?", (session_id,)
         ):
-            rows[key] = _Row(
+            rows[key] = SlotRow(
                 key,
                 name,
                 parent,
@@ -211,12 +211,12 @@ class RowsBase:
                 None if undo is None else json.loads(undo),
             )
             self._created[key] = created_at
-        loaded = _SessionRows(rows, None if found is None else found[0])
+        loaded = SessionRows(rows, None if found is None else found[0])
         if found is not None:  # an unknown session is not cached: it may be created any time
             self._sessions[session_id] = loaded
         return loaded
 
-    def _row(self, rows: _SessionRows, slot_id: str | None) -> _Row:
+    def _row(self, rows: SessionRows, slot_id: str | None) -> SlotRow:
         """The live row of the slot (of the current slot if None)."""
         if slot_id is None:
             if rows.current is None:
@@ -227,12 +227,12 @@ class RowsBase:
             raise SlotNotFound(slot_id, rows.by_name)
         return rows.rows[key]
 
-    def _live_parent(self, rows: _SessionRows, row: _Row) -> str | None:
+    def _live_parent(self, rows: SessionRows, row: SlotRow) -> str | None:
         """The nearest live ancestor: a deleted parent hands its children to its own parent."""
-        found = _live_ancestor(rows, row)
+        found = live_ancestor(rows, row)
         return None if found is None else found.name
 
-    def _to_slot(self, rows: _SessionRows, row: _Row) -> Slot:
+    def _to_slot(self, rows: SessionRows, row: SlotRow) -> Slot:
         parent_name = self._live_parent(rows, row)
         config = row.slot_config(parent_name)
         # the same Slot while nothing it shows changed: listing 5,000 slots after a turn makes one
@@ -244,11 +244,11 @@ class RowsBase:
         row.shown = (state, slot)
         return slot
 
-    def _pieces(self, rows: _SessionRows, row: _Row, end: int | None = None) -> list[Piece]:
+    def _pieces(self, rows: SessionRows, row: SlotRow, end: int | None = None) -> list[Piece]:
         """The pieces of a slot's history (its first ``end`` messages), root first."""
         pieces = []
         hi = row.length if end is None else min(row.length, end)
-        current: _Row | None = row
+        current: SlotRow | None = row
         branched: float | None = None  # when the history left `current` for its child
         while current is not None:
             if current.fork_at < hi:
@@ -259,12 +259,12 @@ class RowsBase:
         pieces.reverse()
         return pieces
 
-    def _chain(self, rows: _SessionRows, row: _Row) -> list[Piece]:
+    def _chain(self, rows: SessionRows, row: SlotRow) -> list[Piece]:
         """Every row of a slot's history, root first, as ``_pieces`` walks them but keeping
         the rows that hold no message of it (``lo == hi``): their working context counts."""
         chain = []
         hi = row.length
-        current: _Row | None = row
+        current: SlotRow | None = row
         branched: float | None = None
         while current is not None:
             lo = min(current.fork_at, hi)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from ...errors import ConfigError, StoreError
 from ..base import GcReport, SearchHit
 from ..history import Piece
-from .cache import _replacement, _Row, _SessionRows, _tree_order
+from .cache import SessionRows, SlotRow, replacement, tree_order
 from .common import Connection, Dialect, RowsBase
 
 # Whether a message's content holds a kept tool result's key (gc keeps those results).
@@ -36,7 +36,7 @@ class SearchRows(RowsBase):
         with self._read() as db:
             rows = self._rows(db, session_id)
             only = None if slot_id is None else self._row(rows, slot_id)
-            holders = [(r, self._pieces(rows, r)) for r in ([only] if only else _tree_order(rows))]
+            holders = [(r, self._pieces(rows, r)) for r in ([only] if only else tree_order(rows))]
             hits: list[SearchHit] = []
             for key, seq, turn, role, snippet in self._matches_for(db, session_id, words, limit):
                 hit = self._hit_home(rows, holders, key, seq, only is None)
@@ -47,7 +47,7 @@ class SearchRows(RowsBase):
             return hits
 
     def _hit_home(
-        self, rows: _SessionRows, holders: list[tuple[_Row, list[Piece]]], key: int, seq: int, anywhere: bool
+        self, rows: SessionRows, holders: list[tuple[SlotRow, list[Piece]]], key: int, seq: int, anywhere: bool
     ) -> tuple[str, bool] | None:
         """The slot to name for a message: its owner if live, a live slot holding it, else
         (``anywhere``) the slot whose undo history holds it."""
@@ -59,7 +59,7 @@ class SearchRows(RowsBase):
                 return row.name, False
         if anywhere:
             for hidden in rows.rows.values():
-                replaced = _replacement(rows, hidden) if hidden.undo is not None else None
+                replaced = replacement(rows, hidden) if hidden.undo is not None else None
                 if replaced is not None and any(
                     p.key == key and p.lo <= seq < p.hi for p in self._pieces(rows, hidden)
                 ):
@@ -75,7 +75,7 @@ class SearchRows(RowsBase):
         with self._write() as db:
             rows = self._rows(db, session_id)
             for row in rows.rows.values():
-                if row.undo is not None and (drop_undo or _replacement(rows, row) is None):
+                if row.undo is not None and (drop_undo or replacement(rows, row) is None):
                     # Forgotten on request, or its slot was deleted: a plain tombstone now.
                     db.execute("UPDATE slots SET undo = NULL WHERE id = ?", (row.key,))
                     row.undo = None

@@ -17,7 +17,7 @@ from ...core.messages import Message
 from ...core.records import TurnInfo, TurnRecord
 from ...errors import DamagedRecord
 from ..history import MARKS, History, Mark, Tip
-from .cache import _Row, _Segment, _SessionRows
+from .cache import Segment, SessionRows, SlotRow
 from .common import MESSAGE_COLUMNS, Dialect, RowsBase
 
 # A turn some of whose input the provider's prompt cache served (the budget's savings line).
@@ -32,14 +32,14 @@ class SegmentRows(RowsBase):
 
     # -- segments (History reads through these) --------------------------------------------
 
-    def _segment(self, key: int, lo: int) -> _Segment:
+    def _segment(self, key: int, lo: int) -> Segment:
         segment = self._segments.get(key)
         if segment is None:
             created = self._created.get(key)
             if created is None:
                 found = self._db.execute("SELECT created_at FROM slots WHERE id = ?", (key,)).fetchone()
                 created = found[0] if found else 0.0
-            segment = _Segment(created, lo, [])
+            segment = Segment(created, lo, [])
             self._segments[key] = segment
         return segment
 
@@ -190,11 +190,7 @@ class SegmentRows(RowsBase):
             )
             self._segment(key, lo).counts.setdefault(encoding, {}).update((lo + i, n) for i, n in enumerate(counts))
 
-    def _history(self, rows: _SessionRows, row: _Row) -> History:
+    def _history(self, rows: SessionRows, row: SlotRow) -> History:
         tip, slot = Tip(row.key, row.length, row.turns), self._to_slot(rows, row)
         pieces, chain = self._pieces(rows, row), self._chain(rows, row)
         return History(pieces, self, tip, slot, chain=chain, generation=self._generation)
-
-    def generation(self) -> int:
-        with self._read():
-            return self._generation

@@ -16,7 +16,7 @@ from ...core.records import TurnInfo
 from ...core.slots import DEFAULT_SLOT, Slot, SlotConfig
 from ...errors import ConfigError, ProtectedSlot, SlotExists
 from ..history import Piece
-from .cache import _Row, _SessionRows, _tree_order
+from .cache import SessionRows, SlotRow, tree_order
 from .common import MESSAGE_COLUMNS, Connection
 from .turns import TurnRows
 
@@ -73,7 +73,7 @@ class SlotRows(TurnRows):
     def slots(self, session_id: str) -> list[Slot]:
         with self._read() as db:
             rows = self._rows(db, session_id)
-            return [self._to_slot(rows, row) for row in _tree_order(rows)]
+            return [self._to_slot(rows, row) for row in tree_order(rows)]
 
     def last_messages(self, session_id: str, slot_ids: Iterable[str], role: str) -> dict[str, Message | None]:
         """The last stored message of ``role`` in each slot's history, reading only the end of
@@ -95,7 +95,7 @@ class SlotRows(TurnRows):
             places: dict[tuple[int, int], tuple[int, int] | None] = {}
             walked_out: dict[tuple[int, int], Message | None] = {}  # answered by the chunked walk
 
-            def place(row: _Row | None, hi: int) -> tuple[int, int] | Message | None:
+            def place(row: SlotRow | None, hi: int) -> tuple[int, int] | Message | None:
                 walked: list[tuple[int, int]] = []
                 answer: tuple[int, int] | Message | None = None
                 while row is not None and hi > 0:
@@ -142,7 +142,7 @@ class SlotRows(TurnRows):
                 slot_id: a if isinstance(a, Message) or a is None else read.get(a) for slot_id, a in answers.items()
             }
 
-    def _last_below(self, row: _Row, hi: int, role: str) -> Message | None:
+    def _last_below(self, row: SlotRow, hi: int, role: str) -> Message | None:
         """The last message of ``role`` among the row's own messages below ``hi``, read back
         from ``hi`` a chunk at a time (a branch forked before its parent's last question)."""
         lo, end, chunk = row.fork_at, hi, 8
@@ -188,7 +188,7 @@ class SlotRows(TurnRows):
             raise SlotExists(slot_id) from None
         rows = self._sessions.get(session_id)
         if rows is not None:
-            rows.rows[key] = _Row(key, slot_id, parent, fork_at, fork_at, tokens, turns, config_dict, now, None)
+            rows.rows[key] = SlotRow(key, slot_id, parent, fork_at, fork_at, tokens, turns, config_dict, now, None)
             rows.by_name[slot_id] = key
         self._created[key] = now
         self._segments.pop(key, None)  # an id SQLite handed out again
@@ -241,7 +241,7 @@ class SlotRows(TurnRows):
             key = self._insert_slot(db, session_id, slot_id, config, time.time(), parent.key, length, tokens, turns)
             return self._to_slot(rows, rows.rows[key]), True
 
-    def _check_fork_point(self, rows: _SessionRows, parent: _Row, at: int) -> None:
+    def _check_fork_point(self, rows: SessionRows, parent: SlotRow, at: int) -> None:
         """A fork point is a whole turn boundary of the parent's history."""
         if not 0 <= at <= parent.length:
             raise ConfigError(
@@ -319,7 +319,7 @@ class SlotRows(TurnRows):
             del rows.by_name[slot_id]
             # Drop rows no live slot can reach: this slot's, and tombstone ancestors' that
             # were kept only for it. A slot with derived slots stays as a tombstone.
-            current: _Row | None = row
+            current: SlotRow | None = row
             while current is not None and not current.live:
                 if any(r.parent == current.key for r in rows.rows.values()):
                     break

@@ -18,7 +18,7 @@ from ...errors import SlotMoved, SlotReadonly, StoreError
 from ..base import CellTurn
 from ..history import History, Tip
 from ..postgres_schema import CELL_ID_SQL as POSTGRES_CELL_ID_SQL
-from .cache import _Row, _SessionRows, _tree_order
+from .cache import SessionRows, SlotRow, tree_order
 from .common import Connection, Dialect
 from .segments import SegmentRows
 
@@ -33,6 +33,10 @@ class TurnRows(SegmentRows):
     """Turns and the histories they make."""
 
     # -- histories and turns ---------------------------------------------------------------
+
+    def generation(self) -> int:
+        with self._read():
+            return self._generation
 
     def history(self, session_id: str, slot_id: str | None) -> History:
         with self._read() as db:
@@ -75,10 +79,10 @@ class TurnRows(SegmentRows):
                     out.append(CellTurn(record, owner.name if owner.live else None, home, held))
             return out
 
-    def _any_holder(self, rows: _SessionRows, key: int, start: int) -> str | None:
+    def _any_holder(self, rows: SessionRows, key: int, start: int) -> str | None:
         """A live slot whose history holds position ``start`` of segment ``key``: a turn whose
         slot was deleted lives on in the slots derived after it."""
-        for row in _tree_order(rows):
+        for row in tree_order(rows):
             if any(p.key == key and p.lo <= start < p.hi for p in self._pieces(rows, row)):
                 return row.name
         return None
@@ -121,7 +125,7 @@ class TurnRows(SegmentRows):
     def _append(
         self,
         db: Connection,
-        row: _Row,
+        row: SlotRow,
         number: int,
         messages: Sequence[Message],
         info: TurnInfo,

@@ -11,7 +11,7 @@ import time
 from ...core.slots import SlotConfig
 from ...errors import ConfigError
 from ..base import UndoStep
-from .cache import _replacement, _Row, _SessionRows
+from .cache import SessionRows, SlotRow, replacement
 from .common import Connection
 from .slots import SlotRows
 
@@ -19,7 +19,7 @@ from .slots import SlotRows
 class UndoRows(SlotRows):
     """``%slot undo`` and ``%slot redo``, and the steps kept for them."""
 
-    def _undo_step(self, rows: _SessionRows, hidden: _Row, slot: str, repeated: bool = False) -> UndoStep:
+    def _undo_step(self, rows: SessionRows, hidden: SlotRow, slot: str, repeated: bool = False) -> UndoStep:
         assert hidden.undo is not None and hidden.deleted_at is not None
         undo = hidden.undo
         return UndoStep(
@@ -39,11 +39,7 @@ class UndoRows(SlotRows):
             row = self._row(rows, slot_id)
             if cell is not None:
                 for hidden in rows.rows.values():
-                    if (
-                        hidden.undo is not None
-                        and hidden.undo.get("cell") == cell
-                        and _replacement(rows, hidden) is row
-                    ):
+                    if hidden.undo is not None and hidden.undo.get("cell") == cell and replacement(rows, hidden) is row:
                         return self._undo_step(rows, hidden, row.name, repeated=True)
             records = [t for t in self._history(rows, row).turns() if t.info.kind != "preset"]
             if not 1 <= turns <= len(records):
@@ -107,8 +103,8 @@ class UndoRows(SlotRows):
                 segment.compactions = segment.marks = segment.context = None  # some were just moved here
             return step
 
-    def _branch_undone(self, db: Connection, session_id: str, rows: _SessionRows, row: _Row, branch: str) -> UndoStep:
-        steps = [h for h in rows.rows.values() if h.undo is not None and _replacement(rows, h) is row]
+    def _branch_undone(self, db: Connection, session_id: str, rows: SessionRows, row: SlotRow, branch: str) -> UndoStep:
+        steps = [h for h in rows.rows.values() if h.undo is not None and replacement(rows, h) is row]
         if not steps:
             raise ConfigError(f"slot {row.name!r} has no undone turns to make a branch of")
         hidden = max(steps, key=lambda h: h.deleted_at or 0.0)
@@ -134,6 +130,6 @@ class UndoRows(SlotRows):
             steps = [
                 self._undo_step(rows, hidden, row.name)
                 for hidden in rows.rows.values()
-                if hidden.undo is not None and _replacement(rows, hidden) is row
+                if hidden.undo is not None and replacement(rows, hidden) is row
             ]
             return sorted(steps, key=lambda s: s.created_at, reverse=True)
