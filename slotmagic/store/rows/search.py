@@ -28,7 +28,7 @@ class SearchRows(RowsBase):
     # -- exploring: search -----------------------------------------------------------------------
 
     def search(self, session_id: str, query: str, slot_id: str | None = None, *, limit: int = 20) -> list[SearchHit]:
-        if self._DIALECT == "sqlite":
+        if self._DIALECT == "sqlite":  # its index is brought up to date here; PostgreSQL's needs none
             self._index_new_messages()
         words = search_words(query)
         if not words:
@@ -232,7 +232,7 @@ def _postgres_matches(
     # plainto_tsquery reads the words literally (no query syntax) and ANDs them; 'simple'
     # case-folds without stemming, as FTS5's default tokenizer. Shorter messages first on a
     # tie, as bm25 ranks them. Each run of letters and digits is looked for first as a
-    # substring: cheap, and a message lacking one is never parsed.
+    # substring: cheap, and a message lacking one is never parsed. (``limit`` is SQLite's.)
     text = " ".join(words)
     parts = re.findall(r"\w+", text) or [""]
     words_sql = " AND ".join("strpos(lower(m.content), lower(?)) > 0" for _ in parts)
