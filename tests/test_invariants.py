@@ -2,11 +2,11 @@
 is changed (the mutations issue 27 lists).
 
 - a model's summary longer than its limit is refused (engine/compactor.py, ``tokens_after <= limit``)
-- redo carries the pins, context events and compactions gathered since the undo (store/rows.py)
-- gc keeps a deleted ancestor's rows that an undo step still reaches (store/rows.py)
+- redo carries the pins, context events and compactions gathered since the undo (store/rows/undo.py)
+- gc keeps a deleted ancestor's rows that an undo step still reaches (store/rows/search.py)
 - a focused slot never reaches back past a compaction (engine/pipeline.py, mode_filter)
 - a namespace page is capped (namespace.py, ``min(length, 50_000)``)
-- ``%`` and ``_`` are literal in the search of messages not indexed yet (store/sqlite.py)
+- ``%`` and ``_`` are literal in the search of messages not indexed yet (store/rows/search.py)
 - a tool result of exactly the threshold stays in the history (namespace.py, ``<=``)
 - the T1 trigger: a conversation of exactly the room left does not need compaction (``>``)
 - the reply's priming counts as history in the budget (engine/pipeline.py, budgeted)

@@ -1,4 +1,5 @@
-"""Store details below the Session: schema versions and migrations, durability settings."""
+"""Store details below the Session: schema versions and migrations, durability settings, and
+the store's parts by concern."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 from slotmagic import Message, Session, SQLiteStore, StoreError, ToolCall
 from slotmagic.core.cells import CellRecord
 from slotmagic.core.slots import SlotConfig
+from slotmagic.store import base, rows
+from slotmagic.store.history import SegmentReader
 from slotmagic.store.migrations import MIGRATIONS, migrate
 
 
@@ -199,3 +202,32 @@ def test_messages_read_back_are_whole_and_small(db_path: Path) -> None:
     for message in (plain, asking, answer):
         assert pickle.loads(pickle.dumps(message)) == message == copy.deepcopy(message)
         assert message.with_tokens(7).tokens == 7 and message.with_tokens(7) == message
+
+
+# Each role part of the Store protocol, and the part of RowStore that implements it.
+PARTS: list[tuple[type, type]] = [
+    (base.SlotStore, rows.SlotRows),
+    (base.TurnStore, rows.TurnRows),
+    (base.AnnotationStore, rows.AnnotationRows),
+    (base.UndoStore, rows.UndoRows),
+    (base.SearchStore, rows.SearchRows),
+    (base.ValueStore, rows.KeptRows),
+    (base.CellRecords, rows.KeptRows),
+    (SegmentReader, rows.SegmentRows),
+]
+
+
+def methods(cls: type) -> set[str]:
+    return {name for name, value in vars(cls).items() if callable(value) and not name.startswith("_")}
+
+
+def test_each_store_method_is_in_one_role_part_and_its_row_part() -> None:
+    """A concern is one place: a Store method is declared in one role protocol, and written
+    in the RowStore part of the same concern (not in another part, nor in the whole)."""
+    declared = [name for protocol, _ in PARTS[:-1] for name in methods(protocol)]
+    assert len(declared) == len(set(declared))
+    assert methods(base.Store) == {"view_only", "atomic", "close"}  # the store as a whole
+    assert methods(base.Store) <= methods(rows.RowsBase)
+    for protocol, part in PARTS:
+        assert methods(protocol) <= methods(part), (protocol.__name__, methods(protocol) - methods(part))
+    assert methods(rows.RowStore) == set()  # RowStore only composes the parts

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import secrets
 import threading
 import time
@@ -43,8 +42,8 @@ import psycopg
 from ..core.messages import Message
 from ..errors import StoreError
 from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line
-from .postgres_schema import CELL_ID_SQL, CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
-from .rows import Connection, RowStore
+from .postgres_schema import CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
+from .rows import Dialect, RowStore
 from .urls import parse_postgres_url
 
 logger = logging.getLogger("slotmagic")
@@ -57,10 +56,8 @@ _ESCAPE = "\ue000"  # marks text stored as a JSON string (it held a NUL)
 class PostgresStore(RowStore):
     """A store in a PostgreSQL schema. Safe to share between threads."""
 
-    _CELL_ID_SQL: ClassVar[str] = CELL_ID_SQL
+    _DIALECT: ClassVar[Dialect] = "postgresql"
     _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = (_UniqueViolation,)
-    _CONTAINS_KEY_SQL: ClassVar[str] = "strpos(m.content, namespace.key) > 0"
-    _CACHED_SQL: ClassVar[str] = "COALESCE((info::jsonb #>> '{usage,cached_tokens}')::bigint, 0) > 0"
 
     def __init__(
         self, url: str, *, durability: Literal["normal", "full"] = "normal", timeout: float = 10.0, create: bool = True
@@ -347,26 +344,7 @@ class PostgresStore(RowStore):
                 object.__setattr__(message, "content", json.loads(content[1:]))
         return messages
 
-    # -- exploring: the PostgreSQL side of search and gc (see rows.py) --------------------------
-
-    def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
-        # plainto_tsquery reads the words literally (no query syntax) and ANDs them; 'simple'
-        # case-folds without stemming, as FTS5's default tokenizer. Shorter messages first on a
-        # tie, as bm25 ranks them. Each run of letters and digits is looked for first as a
-        # substring: cheap, and a message lacking one is never parsed.
-        text = " ".join(words)
-        parts = re.findall(r"\w+", text) or [""]
-        words_sql = " AND ".join("strpos(lower(m.content), lower(?)) > 0" for _ in parts)
-        document = "to_tsvector('simple', left(m.content, 262144))"
-        return db.execute(
-            "SELECT m.slot, m.seq, m.turn, m.role,"
-            " ts_headline('simple', left(m.content, 262144), q,"
-            " 'StartSel=[, StopSel=], MaxWords=12, MinWords=6, ShortWord=0')"
-            " FROM messages m JOIN slots s ON s.id = m.slot, plainto_tsquery('simple', ?) q"
-            f" WHERE s.session_id = ? AND {words_sql} AND numnode(q) > 0 AND {document} @@ q"
-            f" ORDER BY ts_rank({document}, q, 1) DESC, length(m.content), m.slot, m.seq",
-            (text, session_id, *parts),
-        )
+    # -- gc: the schema's size, and giving freed space back (see rows/search.py) ---------------
 
     def _file_size(self) -> int:
         """The bytes the schema's tables take, indexes and TOAST included."""

@@ -18,13 +18,12 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from ..errors import StoreError
-from .base import SearchHit
 from .files import (
     FileInfo,
     GuardedConnection,
@@ -42,7 +41,7 @@ from .files import (
     use_wal,
 )
 from .migrations import MIGRATIONS, migrate, newer_schema_message
-from .rows import Connection, RowStore
+from .rows import Dialect, RowStore
 
 logger = logging.getLogger("slotmagic")
 
@@ -52,6 +51,7 @@ Durability = Literal["normal", "full"]
 class SQLiteStore(RowStore):
     """A store in one SQLite file (or ``":memory:"``). Safe to share between threads."""
 
+    _DIALECT: ClassVar[Dialect] = "sqlite"
     _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = (sqlite3.IntegrityError,)
     _db: GuardedConnection
 
@@ -185,89 +185,7 @@ class SQLiteStore(RowStore):
         if not first:
             self._others_wrote()
 
-    # -- exploring: the SQLite side of search and gc (see rows.py) ------------------------------
-
-    def search(self, session_id: str, query: str, slot_id: str | None = None, *, limit: int = 20) -> list[SearchHit]:
-        self._index_new_messages()
-        return super().search(session_id, query, slot_id, limit=limit)
-
-    def _index_new_messages(self) -> None:
-        """Put the messages stored since the last search into the index (see migration v8);
-        a store that cannot be written searches them without it (``_matches``)."""
-        if self.refusal is not None:
-            return
-        with self._read() as db:  # nothing new (the usual case): no write transaction
-            upto = db.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_upto'").fetchone()[0]
-            if db.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0] <= upto:
-                return
-        with self._write() as db:
-            upto = db.execute("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_upto'").fetchone()[0]
-            top = db.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0]
-            if top > upto:
-                db.execute(
-                    "INSERT INTO messages_fts (rowid, content) SELECT rowid, content FROM messages WHERE rowid > ?",
-                    (upto,),
-                )
-                db.execute("UPDATE meta SET value = ? WHERE key = 'fts_upto'", (str(top),))
-
-    def _matches(self, db: Connection, session_id: str, words: list[str]) -> Iterable[tuple[int, int, int, str, str]]:
-        return self._matches_for(db, session_id, words, 20)
-
-    def _matches_for(
-        self, db: Connection, session_id: str, words: list[str], limit: int
-    ) -> Iterable[tuple[int, int, int, str, str]]:
-        # Each word as a quoted FTS5 string: the user's text is never read as query syntax.
-        match = " ".join('"' + w.replace('"', '""') + '"' for w in words)
-        # Read as the caller goes, best first: the index ranks a window of matches (FTS5 alone,
-        # where ORDER BY rank is cheapest), then the window's messages of this session are
-        # read, and snippets made only for the ``limit`` the caller keeps: a frequent word's
-        # thousands of matches cost their ranking, not thousands of rows and snippets.
-        offset, window = 0, max(2 * limit, 20)
-        while True:
-            rowids = [
-                r
-                for (r,) in db.execute(
-                    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?",
-                    (match, window, offset),
-                )
-            ]
-            if not rowids:
-                break
-            marks = ",".join("?" * len(rowids))
-            found = {
-                rowid: rest
-                for rowid, *rest in db.execute(
-                    f"SELECT m.rowid, m.slot, m.seq, m.turn, m.role FROM messages m JOIN slots s ON s.id = m.slot"
-                    f" WHERE m.rowid IN ({marks}) AND s.session_id = ?",
-                    (*rowids, session_id),
-                )
-            }
-            mine = [r for r in rowids if r in found]
-            for at in range(0, len(mine), limit):
-                part = mine[at : at + limit]
-                snippets = dict(
-                    db.execute(
-                        "SELECT rowid, snippet(messages_fts, 0, '[', ']', '…', 12) FROM messages_fts"
-                        f" WHERE messages_fts MATCH ? AND rowid IN ({','.join('?' * len(part))})",
-                        (match, *part),
-                    )
-                )
-                for rowid in part:
-                    key, seq, turn, role = found[rowid]
-                    yield key, seq, turn, role, snippets.get(rowid, "")
-            if len(rowids) < window:
-                break
-            offset, window = offset + window, min(window * 2, 4_096)  # SQLite binds at most 32,766
-        # Messages not indexed yet (a store opened read-only): every word, anywhere in the text.
-        likes = " AND ".join("m.content LIKE ? ESCAPE '\\'" for _ in words)
-        patterns = ["%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for w in words]
-        yield from db.execute(
-            "SELECT m.slot, m.seq, m.turn, m.role, substr(m.content, 1, 120) FROM messages m"
-            " JOIN slots s ON s.id = m.slot"
-            " WHERE m.rowid > (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'fts_upto')"
-            f" AND s.session_id = ? AND {likes}",
-            (session_id, *patterns),
-        )
+    # -- gc: the file's size, and giving freed pages back (see rows/search.py) -----------------
 
     def _rowids(self) -> list[int]:
         """Every message's rowid in (slot, seq) order: the index follows rowids, so it needs a
