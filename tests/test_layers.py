@@ -179,7 +179,6 @@ CLASS_METHODS = 40
 LARGE_MODULES = {
     "store/rows.py": "RowStore: to be split by concern (slots, turns, annotations, undo, search and gc, dump)",
     "session.py": "Session: to be grouped by concern (context, workflows, history)",
-    "engine/turn.py": "the sync and async turn loops, the provider pool, calibration and the view cache",
     "providers/anthropic.py": "one wire format, request and stream parsing together",
     "providers/transport.py": "HTTP, retries, pacing and streaming of both wire formats",
     "magics/slot_commands.py": "the %slot families not yet in modules of their own",

@@ -22,16 +22,13 @@ from ..store.base import History, Tip
 from ..tools import Tool, ToolRegistry
 from .compactor import Fold
 from .fit import RequestFit
-from .reading import PageRoom
-from .view import View
-
-
-def count_tokens(message: Message) -> int:
-    return estimate_message_tokens(message)
+from .reading import RECALL, PageRoom, recall_spec
+from .view import Counting, View
 
 
 def counted(message: Message) -> Message:
-    return message if message.tokens else message.with_tokens(count_tokens(message))
+    """``message`` with its estimated token count, unless it has one."""
+    return message if message.tokens else message.with_tokens(estimate_message_tokens(message))
 
 
 @dataclass(frozen=True)
@@ -110,6 +107,18 @@ class PendingTurn:
     room: PageRoom = field(default_factory=PageRoom)  # what a page read in a round may take
     reader: Tool[..., str] | None = None  # this turn's read_namespace, offered once a reference is in view
     fit: RequestFit | None = None  # keeps every request of the tool loop within the window
+
+    def recall_cost(self, counting: Counting) -> int:
+        """The tokens ``recall``'s definition adds to the request once the turn is compacted
+        (0 when the turn offers no tools, or offers it already), counted by ``counting``."""
+        assert self.options is not None and self.history is not None and self.history.slot is not None
+        chosen = self.options.tools if self.options.tools is not None else self.history.slot.config.tools
+        if chosen == () or (self.tools is not None and RECALL in self.tools):
+            return 0
+        specs = self.tools.specs() if self.tools is not None else []
+        has_system = any(m.role == "system" for m in self.request.messages)
+        added = counting.counter.count_tools([*specs, recall_spec()], has_system=True)
+        return counting.scale(added - counting.counter.count_tools(specs, has_system=has_system))
 
     def completion_or_raise(self, completion: Completion | None) -> Completion:
         if completion is None:

@@ -52,7 +52,7 @@ from .pending import PendingTurn, TurnOptions, counted, request_for
 from .pipeline import assemble
 from .plan import CellPlan, plan_cell_turn, refuse_far_fork
 from .pool import ProviderPool
-from .reading import RECALL, PageRoom, read_namespace_tool, recall_spec, recall_tool
+from .reading import PageRoom, read_namespace_tool, recall_tool
 from .reply import Reply
 from .storing import TurnWriter
 from .streams import AsyncTurnStream, TurnStream
@@ -258,19 +258,6 @@ class TurnEngine:
             room=request_room, request_counting=self.counting(chosen), progress=progress,
         )  # fmt: skip
 
-    def recall_cost(self, turn: PendingTurn) -> int:
-        """The tokens ``recall``'s definition adds to ``turn``'s request once it is compacted
-        (0 when the turn offers no tools, or offers it already)."""
-        assert turn.options is not None and turn.history is not None and turn.history.slot is not None
-        chosen = turn.options.tools if turn.options.tools is not None else turn.history.slot.config.tools
-        if chosen == () or (turn.tools is not None and RECALL in turn.tools):
-            return 0
-        counter = self.counting(turn.model)
-        specs = turn.tools.specs() if turn.tools is not None else []
-        has_system = any(m.role == "system" for m in turn.request.messages)
-        added = counter.counter.count_tools([*specs, recall_spec()], has_system=True)
-        return counter.scale(added - counter.counter.count_tools(specs, has_system=has_system))
-
     # -- a turn's life ---------------------------------------------------------------------
 
     def start(self, text: object, options: TurnOptions) -> tuple[PendingTurn | None, CellPlan | None, Reply | None]:
@@ -440,7 +427,7 @@ class TurnEngine:
                 f"{numbers}, and compaction is off {where}, %slot compact, raise its budget, "
                 "or derive a focused slot; nothing was sent"
             )
-        fold = self.plan_compaction(view, turn.history, turn.model, recall=self.recall_cost(turn))
+        fold = self.plan_compaction(view, turn.history, turn.model, recall=turn.recall_cost(self.counting(turn.model)))
         if fold is None:
             raise OverBudget(f"{numbers}, and its newest messages alone do not fit; nothing was sent")
         if self.auto_compact == "ask":
@@ -465,9 +452,9 @@ class TurnEngine:
     ) -> Steps[PendingTurn]:
         """The turn over the compaction its fold asks for (made by the turn's loop, see
         :mod:`.streams`: a model call, part of the turn)."""
-        assert turn.fold is not None
-        assert turn.view is not None
-        summarizer = self.summarizer(turn.model, turn.view, recall=self.recall_cost(turn), progress=progress)
+        assert turn.fold is not None and turn.view is not None
+        recall = turn.recall_cost(self.counting(turn.model))
+        summarizer = self.summarizer(turn.model, turn.view, recall=recall, progress=progress)
         return self.compacted(turn, (yield from summarizer.steps(turn.fold)))
 
     def commit(self, turn: PendingTurn, rounds: ToolRounds) -> Reply:
