@@ -1,7 +1,8 @@
 """The sync and the async form of a turn are one loop: the same scripted model, run through
 ``stream_turn`` and through ``astream_turn``, gives the same text, tool steps, progress, errors,
 requests on the wire and stored rows — a tool round, a replayed cell, a failure after a tool
-round, a reply cut short, and a compaction made before the reply."""
+round, a reply cut short, and a compaction made before the reply (by the model, and by keywords when
+the model fails)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,10 @@ def script(wire: WireServer) -> None:
         *(oa_text(ANSWER.format(i=i)) for i in range(5)),
         oa_text(f"<card>{json.dumps(CARD)}</card><summary>Five lease clauses were read.</summary>"),
         oa_text("Noted."),
+        # the same on another slot, the summary failing: keywords, thrown back into the summary's steps
+        *(oa_text(ANSWER.format(i=i)) for i in range(5)),
+        json_response(500, {"error": {"message": "the summarizer is down", "type": "server_error"}}),
+        oa_text("Noted anyway."),
     )
 
 
@@ -118,11 +123,11 @@ def run(form: str, wire: WireServer, settings: ProviderSettings) -> tuple[list[A
         seen.append(drive(form, s, "Weather in Oslo?", cell_id="cell-1"))  # unchanged: replayed
         seen.append(drive(form, s, "Lima, and the sensor?"))
         seen.append(drive(form, s, "Say something long."))
-        s.create_slot("tight")
-        s.configure_slot("tight", budget=BUDGET, tools=())
-        for i in range(5):
-            seen.append(drive(form, s, QUESTION.format(i=i), slot="tight"))
-        seen.append(drive(form, s, QUESTION.format(i=5), slot="tight"))
+        for slot in ("tight", "failing"):
+            s.create_slot(slot)
+            s.configure_slot(slot, budget=BUDGET, tools=())
+            for i in range(6):
+                seen.append(drive(form, s, QUESTION.format(i=i), slot=slot))
         rows = stored(s)
     assert wire.pending() == 0, "each form asks the model the same number of times"
     return seen, rows, [r.json() for r in wire.requests[sent_before:]]
@@ -137,7 +142,8 @@ def forms(wire: WireServer, settings: ProviderSettings) -> Iterator[dict[str, An
 def test_the_sync_and_async_forms_see_store_and_send_the_same(forms: dict[str, Any]) -> None:
     seen, rows, sent = forms["sync"]
     assert forms["async"] == (seen, rows, sent)
-    tool_round, replay, failed, cut, *_, compacted = seen
+    tool_round, replay, failed, cut, *_, compacted = seen[:10]
+    fallback = seen[-1]
     # the scenario did what it says, so the comparison covers each path
     assert ("text", "\n\n") in tool_round and tool_round[-2][1] == "It is cold in Oslo."
     assert replay[0][3] is True and replay[-2][5] is True  # replayed, no model call
@@ -145,3 +151,4 @@ def test_the_sync_and_async_forms_see_store_and_send_the_same(forms: dict[str, A
     assert ("text", "Half a rep") in cut and cut[-1][:2] == ("failed", "StreamInterrupted")
     assert compacted[0][4] is not None and compacted[-2][1] == "Noted." and compacted[-2][6][0].startswith("compacted ")
     assert [t[0] for t in rows["default"][1]] == [1] and rows["tight"][2][-1].method == "model"
+    assert fallback[-2][1] == "Noted anyway." and rows["failing"][2][-1].method == "keyword"
