@@ -18,7 +18,8 @@ from .core.records import MergeExtra, TurnInfo, TurnRecord
 from .core.slots import validate_slot_id
 from .diff import diff_slots
 from .engine.compactor import Fold
-from .engine.turn import TurnEngine, counted
+from .engine.pending import counted
+from .engine.turn import TurnEngine
 from .errors import ConfigError
 from .store.base import GcReport, Mark, SearchHit, Store, UndoStep
 

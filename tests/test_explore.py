@@ -213,13 +213,13 @@ def test_replay_after_undo_reproduces_the_first_run_without_a_model_call(s: Sess
     s.undo(cell="u1")
     s.submit_turn("three, asked better", cell_id="c4")
     first_run = state(s)
-    s._engine._providers.clear()  # a model call now would need a new provider object
+    s._engine.pool.close()  # a model call now would need a new provider object
     assert all(s.submit_turn(t, cell_id=c).replayed for c, t in (("c1", "one"), ("c2", "two")))
     again = s.submit_turn("three", cell_id="c3")
     assert again.replayed and again.text == third.text and "undone" in again.notes[0]
     assert s.undo(cell="u1").repeated  # the same cell: nothing moves
     assert s.submit_turn("three, asked better", cell_id="c4").replayed
-    assert state(s) == first_run and s._engine._providers == {}
+    assert state(s) == first_run and s._engine.pool.kept() == {}
     # An undone cell edited is a new turn on the slot, not a replay.
     assert not s.submit_turn("three, edited", cell_id="c3").replayed
 

@@ -90,10 +90,10 @@ def test_an_unchanged_cell_replays_every_column_without_calling_a_model(session:
     first = session.fan_out("Q", slots="draft-a,draft-b", cell_id="cell-1")
     models = session.fan_out("M", models="echo", cell_id="cell-2")
     before = state(session)
-    session._engine._providers.clear()
+    session._engine.pool.close()
     again = session.fan_out("Q", slots="draft-a,draft-b", cell_id="cell-1")
     models_again = session.fan_out("M", models="echo", cell_id="cell-2")
-    assert session._engine._providers == {}  # no model was asked
+    assert session._engine.pool.kept() == {}  # no model was asked
     for result, earlier in ((again, first), (models_again, models)):
         for key, column in result.items():
             assert column.reply is not None and column.reply.replayed

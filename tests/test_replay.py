@@ -29,12 +29,12 @@ def test_turns_without_cell_id_append(session: Session) -> None:
 def test_unchanged_cell_replays_without_calling_the_model(session: Session) -> None:
     first = session.submit_turn("hello", cell_id="c1")
     session.submit_turn("next", cell_id="c2")
-    session._engine._providers.clear()  # a model call now would need a new provider object
+    session._engine.pool.close()  # a model call now would need a new provider object
     again = session.submit_turn("hello", cell_id="c1")
     assert again.replayed and not first.replayed
     assert (again.text, again.turn, again.slot) == (first.text, first.turn, "default")
     assert again.usage == first.usage
-    assert session._engine._providers == {}  # no provider was asked
+    assert session._engine.pool.kept() == {}  # no provider was asked
     assert contents(session, "default") == ["hello", "next"]
 
 

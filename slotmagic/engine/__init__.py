@@ -1,9 +1,11 @@
 """The turn engine: plan a cell's turn, assemble the request, stream, commit."""
 
+from .pending import PendingTurn, TurnOptions
 from .pipeline import STEPS, assemble
 from .plan import CellPlan, fork_name, plan_cell_turn
 from .reply import Reply
-from .turn import AsyncTurnStream, PendingTurn, TurnEngine, TurnOptions, TurnStream
+from .streams import AsyncTurnStream, TurnStream
+from .turn import TurnEngine
 from .view import View, ViewEntry
 
 __all__ = [

@@ -8,7 +8,7 @@ keyword summary is used and the compaction says why.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..core.compaction import (
@@ -25,9 +25,10 @@ from ..core.compaction import (
 from ..core.messages import Message
 from ..errors import ConfigError
 from ..providers import parse_model
-from ..providers.base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
+from ..providers.base import ChatRequest, Provider
 from ..store.base import History
-from .view import Counting
+from .effects import Ask, Steps, run_async, run_sync
+from .view import Counting, View
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,14 @@ class Fold:
         """``42 messages (38.1k tokens)``."""
         count = self.upto - self.start
         return f"{count:,} message{'s' if count != 1 else ''} ({format_tokens(self.tokens_before)} tokens)"
+
+
+def summary_limit(view: View, recall: int) -> int:
+    """The most a summary may cost: a third of ``view``'s room for history, and never so much
+    that with ``recall``'s definition (``recall`` tokens) the kept half would not fit."""
+    assert view.report is not None
+    room = view.report.history_available
+    return max(64, min((room + view.report.system.used) // 3, (room - recall) // 2))
 
 
 _BLOCK = 512  # positions read at a time, newest first
@@ -114,26 +123,6 @@ def _counts(history: History, counting: Counting, lo: int, hi: int) -> list[int]
     if counting.counter.exact:
         return history.token_counts(lo, hi, counting.counts_key, counting.count)
     return [counting.count(m) for m in history.messages(lo, hi)]
-
-
-def _collect(events: Iterator[StreamEvent]) -> str:
-    chunks, completion = [], None
-    for event in events:
-        if isinstance(event, TextDelta):
-            chunks.append(event.text)
-        elif isinstance(event, Completion):
-            completion = event
-    return completion.message.content if completion is not None else "".join(chunks)
-
-
-async def _acollect(events: AsyncIterator[StreamEvent]) -> str:
-    chunks, completion = [], None
-    async for event in events:
-        if isinstance(event, TextDelta):
-            chunks.append(event.text)
-        elif isinstance(event, Completion):
-            completion = event
-    return completion.message.content if completion is not None else "".join(chunks)
 
 
 def _trimmed(card: SummaryCard) -> SummaryCard:
@@ -223,25 +212,14 @@ class Summarizer:
         return [replace(fold, messages=tuple(group)) for group in groups]
 
     def summarize(self, fold: Fold, instructions: str | None = None) -> Compaction:
-        parts = self.parts(fold, instructions)
-        made: Compaction | None = fold.previous
-        failed: str | None = None
-        for number, part in enumerate(parts, 1):
-            self._tell(number, len(parts))
-            part = replace(part, previous=made)
-            if failed is not None:
-                made = self._build(part, None, failed, instructions)
-                continue
-            try:
-                text = _collect(self.provider.stream(self.request(part, instructions)))
-            except Exception as exc:  # failing in any way (a reply of any shape too): keywords, the turn goes on
-                failed = f"the model failed: {exc or type(exc).__name__}"
-                made = self._build(part, None, failed, instructions)
-                continue
-            made = self._build(part, text, None, instructions)
-        return self._whole(fold, made, parts)
+        return run_sync(self.steps(fold, instructions))
 
     async def asummarize(self, fold: Fold, instructions: str | None = None) -> Compaction:
+        return await run_async(self.steps(fold, instructions))
+
+    def steps(self, fold: Fold, instructions: str | None = None) -> Steps[Compaction]:
+        """The compaction of ``fold``, asking the model for each part's summary (see
+        :mod:`.effects`: driven by :meth:`summarize`, :meth:`asummarize` or a turn's loop)."""
         parts = self.parts(fold, instructions)
         made: Compaction | None = fold.previous
         failed: str | None = None
@@ -252,7 +230,7 @@ class Summarizer:
                 made = self._build(part, None, failed, instructions)
                 continue
             try:
-                text = await _acollect(self.provider.astream(self.request(part, instructions)))
+                text: str = yield Ask(self.provider, self.request(part, instructions))
             except Exception as exc:  # failing in any way (a reply of any shape too): keywords, the turn goes on
                 failed = f"the model failed: {exc or type(exc).__name__}"
                 made = self._build(part, None, failed, instructions)

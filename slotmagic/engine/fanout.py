@@ -24,10 +24,12 @@ from ..core.checks import check_text, check_whole
 from ..core.records import CellRef, FanOutExtra
 from ..errors import ConfigError, SlotMagicError
 from ..store.base import CellTurn, Store
+from .pending import TurnOptions
 from .plan import plan_cell_turn
 from .reply import Reply
+from .streams import AsyncTurnStream
 from .targets import Target, resolve_models, resolve_slots, targets
-from .turn import AsyncTurnStream, TurnEngine, TurnOptions
+from .turn import TurnEngine
 
 if TYPE_CHECKING:
     from ..providers.pacing import Pacer

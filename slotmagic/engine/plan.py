@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..core.records import CellRef, TurnRecord
-from ..errors import SlotNotFound
+from ..errors import ConfigError, SlotNotFound
 from ..store.base import CellTurn, History, Store
 
 _FORK_SUFFIX = re.compile(r"\.\d+$")
 _MAX_ID = 64
+_FAR_FORK = 8  # a position-only cell's edit that would leave out at least this many messages is refused
 
 
 @dataclass(frozen=True)
@@ -167,3 +168,17 @@ def fork_name(slot: str, taken: set[str] | frozenset[str]) -> str:
         if name not in taken:
             return name
         number += 1
+
+
+def refuse_far_fork(length: int, slot: str, earlier: TurnRecord) -> None:
+    """A cell known only by its position (no cell id) whose text differs from the turn at
+    that position may be another notebook's cell, not an edit: forking there would drop
+    most of the ``length`` messages the notebook ran on, so it is refused with what to do."""
+    if earlier.start * 2 < length and length - earlier.start >= _FAR_FORK:
+        raise ConfigError(
+            f"this %%turn differs from the turn its place in the notebook had (turn {earlier.number}, "
+            f"after {earlier.start} messages), and treating it as an edit would fork from there, leaving "
+            f"out {length - earlier.start} of the {length} messages of slot {slot!r}; nothing was sent. "
+            'If this is another notebook, name it (%config SlotMagic.notebook = "NAME" or SLOTMAGIC_NOTEBOOK); '
+            "to send it as a new turn give the cell an id (%%turn --id NAME); --rerun forks anyway"
+        )

@@ -104,7 +104,7 @@ def test_planted_keys_and_url_passwords_appear_nowhere(
                 seen += [str(error), repr(error), "".join(traceback.format_exception(error))]
                 errors.add(type(error).__name__)
                 assert "\n" not in str(error), name
-        provider = session._engine._providers[protocol]  # the live provider object, as a user could repr it
+        provider = session._engine.pool.kept()[protocol]  # the live provider object, as a user could repr it
         seen += [repr(provider), repr(provider.settings)]  # type: ignore[attr-defined]
 
     seen += [
