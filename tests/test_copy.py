@@ -74,7 +74,7 @@ def test_a_copy_keeps_tombstones_odd_text_and_kept_results(tmp_path: Path, postg
         session.delete_slot("middle")  # a tombstone that 'leaf' still reads through
         session.create_slot("lease", SlotConfig.readonly(), messages=[Message.user("\ue000" + odd)])
         session.store.namespace_put("odd", "k1", "tool", odd * 3)
-        session.workflow("claim", "intake -> evidence")
+        session.workflows.define("claim", "intake -> evidence")
     report = copy_sessions(str(source), postgres_url)
     assert report.sessions == ["odd"] and report.messages == 5
     back = tmp_path / "back.sqlite3"

@@ -87,7 +87,7 @@ def test_submit_turn_stores_the_turn_and_returns_the_reply(session: Session) -> 
     assert all(m.tokens > 0 for m in stored)
     meta = session.slot().meta
     assert meta.message_count == 2 and meta.total_tokens == sum(m.tokens for m in stored) and meta.turns == 1
-    [turn] = session.turns()
+    [turn] = session.history.turns()
     assert (turn.number, turn.start, turn.count) == (1, 0, 2)
     assert turn.info.model == "echo" and turn.info.usage == reply.usage
 
@@ -156,7 +156,7 @@ def test_system_prompt_per_slot_and_per_turn(session: Session) -> None:
     assert session.view("clerk")[0].content == "Slot prompt"
     reply = session.submit_turn("hi", slot="clerk", system="Turn prompt")
     assert "system prompt: Turn prompt" in reply.text
-    assert session.turns("clerk")[0].info.system == "Turn prompt"
+    assert session.history.turns("clerk")[0].info.system == "Turn prompt"
 
 
 def test_unknown_model_is_one_clear_line(session: Session) -> None:
@@ -170,7 +170,7 @@ def test_unknown_model_is_one_clear_line(session: Session) -> None:
 def test_append_stores_messages_as_one_turn(session: Session) -> None:
     record = session.append([Message.user("note"), Message.assistant("noted")], info={"source": "import"})
     assert (record.number, record.count) == (1, 2)
-    assert session.turns()[0].info == TurnInfo(kind="append", extra={"source": "import"}, user=session.user)
+    assert session.history.turns()[0].info == TurnInfo(kind="append", extra={"source": "import"}, user=session.user)
     with pytest.raises(ConfigError, match="nothing to append"):
         session.append([])
 
@@ -248,13 +248,13 @@ def test_derive_isolation_between_parent_and_siblings(session: Session) -> None:
     session.submit_turn("only in a2", slot="a2")
     assert contents(session.messages("a2"))[::2] == ["entry", "only in a", "only in a2"]
     assert contents(session.messages("a"))[::2] == ["entry", "only in a"]
-    assert [t.number for t in session.turns("a2")] == [1, 2, 3]
+    assert [t.number for t in session.history.turns("a2")] == [1, 2, 3]
 
 
 def test_derive_at_an_earlier_point(session: Session) -> None:
     for text in ["one", "two", "three"]:
         session.submit_turn(text)
-    turns = session.turns()
+    turns = session.history.turns()
     fork = session.derive_slot("retry", at=turns[1].start)  # just before turn 2
     assert fork.meta.message_count == 2 and fork.meta.turns == 1
     assert fork.meta.total_tokens == sum(m.tokens for m in session.messages()[:2])
@@ -438,7 +438,7 @@ def test_static_slot_holds_its_preset_messages(session: Session) -> None:
     slot = session.create_slot("lease", messages=doc)
     assert slot.source.kind == "static" and slot.meta.message_count == 2 and slot.meta.turns == 0
     assert session.messages("lease") == doc
-    assert session.turns("lease")[0].number == 0
+    assert session.history.turns("lease")[0].number == 0
     reply = session.submit_turn("What is the deposit?", slot="lease")
     assert reply.turn == 1 and "received 3 messages" in reply.text
 
@@ -587,10 +587,10 @@ def test_an_unwritable_store_path_is_one_clear_error(tmp_path: Path) -> None:
 def test_last_message_reads_the_end_of_a_long_history(session: Session) -> None:
     session.append([Message.user("the first question")])
     session.append([Message.assistant(f"note {i}") for i in range(500)])
-    found = session.last_message()
+    found = session.history.last_message()
     assert found is not None and found.content == "the first question"
-    assert session.last_message(role="assistant").content == "note 499"  # type: ignore[union-attr]
-    assert session.last_message(role="tool") is None
+    assert session.history.last_message(role="assistant").content == "note 499"  # type: ignore[union-attr]
+    assert session.history.last_message(role="tool") is None
 
 
 def test_opening_a_session_of_many_slots_reads_none_of_them_until_asked(tmp_path: Path) -> None:
