@@ -338,7 +338,7 @@ def check_history(report: WorkerReport, db: str, session_id: str, index: int, re
         mine = [s.id for s in fresh.list_slots() if s.id.startswith(f"w{index}-")]
         for slot in mine:
             messages = fresh.messages(slot)
-            for turn in fresh.turns(slot):
+            for turn in fresh.history.turns(slot):
                 if turn.origin in seen_origins or turn.count != 2:
                     continue
                 seen_origins.add(turn.origin)

@@ -57,8 +57,8 @@ def test_the_tutorials_sessions_round_trip_sqlite_postgres_sqlite_unchanged(tmp_
             assert new.current_slot == old.current_slot
             for slot in old.list_slots():
                 assert new.messages(slot.id) == old.messages(slot.id)
-                turns = [(t.number, t.start, t.count, t.info, t.created_at) for t in new.turns(slot.id)]
-                assert turns == [(t.number, t.start, t.count, t.info, t.created_at) for t in old.turns(slot.id)]
+                turns = [(t.number, t.start, t.count, t.info, t.created_at) for t in new.history.turns(slot.id)]
+                assert turns == [(t.number, t.start, t.count, t.info, t.created_at) for t in old.history.turns(slot.id)]
                 assert new.context(slot.id) == old.context(slot.id)
             assert new.workflows() == old.workflows()
 

@@ -511,11 +511,11 @@ def test_a_pin_made_by_another_kernel_is_seen_at_the_next_view(db_path: Path) ->
     with Session.open("two", db_path=db_path) as a, Session.open("two", db_path=db_path) as b:
         a.submit_turn("the key fact")
         a.submit_turn("more")
-        assert b.marks() == {} and len(b.preview().entries) == 4  # b has read (and cached) it
-        a.exclude(0)
-        assert b.marks() == {0: "exclude"} and len(b.preview().entries) == 3
-        b.unmark(0)
-        assert a.marks() == {}
+        assert b.history.marks() == {} and len(b.preview().entries) == 4  # b has read (and cached) it
+        a.history.exclude(0)
+        assert b.history.marks() == {0: "exclude"} and len(b.preview().entries) == 3
+        b.history.unmark(0)
+        assert a.history.marks() == {}
 
 
 def test_the_search_index_catches_up_at_search_and_stays_in_step_through_gc(tmp_path: Path) -> None:
@@ -601,7 +601,7 @@ def test_a_compaction_made_by_another_kernel_is_seen_at_the_next_view(db_path: P
         for n in range(4):
             a.append([Message.user(f"question {n} about the deposit"), Message.assistant("An answer.")])
         assert b.compactions() == [] and len(b.preview().entries) == 8  # b has read (and cached) it
-        a.compact(keep=2)
+        a.compactions.compact(keep=2)
         assert len(b.compactions()) == 1
         assert b.preview().entries[0].kind == "compaction" and len(b.preview().entries) == 3
 

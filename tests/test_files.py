@@ -310,10 +310,10 @@ def test_recover_carries_what_a_session_holds_beside_its_histories(tmp_path: Pat
     with Session.open("nb", db_path=report.target, model="echo") as recovered:
         assert {slot: recovered.view(slot) for slot in ("default", "branch")} == before["views"]
         assert recovered.messages(expand=True) == before["expanded"]  # the large result, whole
-        assert recovered.marks() == before["marks"]
+        assert recovered.history.marks() == before["marks"]
         assert recovered.compactions() == before["compactions"]
         assert {slot: str(recovered.context(slot)) for slot in ("default", "branch")} == before["context"]
-        assert recovered.workflow() == before["workflow"]
+        assert recovered.workflows.get() == before["workflow"]
         assert recovered.store.meta("calibration") == before["calibration"]
         recovered.submit_turn("and it goes on")
 
@@ -323,7 +323,7 @@ def test_recover_drops_state_that_no_longer_fits_a_cut_history_and_says_so(tmp_p
     stateful_session(path)
     with Session.open("other", db_path=path, model="echo") as other:
         other.submit_turn("elsewhere")
-        other.pin(1)
+        other.history.pin(1)
     leaves = pages_of(path, "messages")
     overwrite_page(path, leaves[len(leaves) // 2])  # the middle of the nb session's turns
     report = slotmagic.recover(path)
@@ -332,12 +332,12 @@ def test_recover_drops_state_that_no_longer_fits_a_cut_history_and_says_so(tmp_p
     assert "not kept: 1 compaction, " in str(report) and "pins or exclusions" in str(report)
     check_whole(Path(report.target))
     with Session.open("nb", db_path=report.target, model="echo") as recovered:
-        assert recovered.marks() == {} and recovered.compactions() == []  # would point elsewhere now
-        assert recovered.workflow().name == "claim"  # per session: kept
+        assert recovered.history.marks() == {} and recovered.compactions() == []  # would point elsewhere now
+        assert recovered.workflows.get().name == "claim"  # per session: kept
         # A plain full view again: the workflow block, then every message kept.
         assert [m for m in recovered.view() if m.role != "system"] == recovered.messages()
     with Session.open("other", db_path=report.target, model="echo") as other:
-        assert other.marks() == {1: "pin"}  # an intact history keeps its pins
+        assert other.history.marks() == {1: "pin"}  # an intact history keeps its pins
 
 
 def lease_in(messages: list[Message]) -> bool:

@@ -152,9 +152,9 @@ def test_gc_in_another_process_throughout_tool_turns_never_takes_their_results(
             session.submit_turn(f"Fetch {n}.")
             assert int(status.read_text() or 0) - before >= 3, "gc did not run during the turn"
             with Session.open("race", db_path=db_path) as other:  # another kernel: nothing cached
-                at = other.turns()[-1].start + 2
+                at = other.history.turns()[-1].start + 2
                 assert other.messages(expand=True)[at].content == results[n]
-                assert other.read_namespace(other.messages()[at].content, 0, 50_000).endswith(results[n])
+                assert other.history.read_namespace(other.messages()[at].content, 0, 50_000).endswith(results[n])
     finally:
         stop.touch()
         assert gc.wait(60) == 0

@@ -216,7 +216,7 @@ def test_read_variable_per_slot_and_from_python(tmp_path: Any) -> None:
         with pytest.raises(ConfigError, match="allow_variables"):
             plain.submit_turn('call read_variable {"name": "rent"}', read_variables=True)
         assert plain.messages() == []
-        plain.allow_variables({"rent": 900})
+        plain.options.allow_variables({"rent": 900})
         plain.configure_slot(tools=["read_variable"])
         reply = plain.submit_turn('call read_variable {"name": "rent"}')
         assert "- read_variable: rent: int: 900" in reply.text

@@ -355,18 +355,18 @@ def test_a_kept_preview_follows_every_change_from_here_and_from_another_kernel(d
         other.submit_turn("a turn from another kernel")
         assert contents(here.view())[-2:] == ["a turn from another kernel", other.messages()[-1].content]
 
-        other.exclude(0)
+        other.history.exclude(0)
         assert "first question" not in contents(here.view())
-        other.unmark(0)
+        other.history.unmark(0)
         assert "first question" in contents(here.view())
 
-        here.exclude(1)
+        here.history.exclude(1)
         stored = contents(here.messages())
         assert contents(here.view()) == stored[:1] + stored[2:]
-        here.unmark(1)
-        other.add_goal("settle the deposit")
+        here.history.unmark(1)
+        other.context.add_goal("settle the deposit")
         assert any("settle the deposit" in m.content for m in here.view() if m.role == "system")
-        other.workflow("claim", "draft -> file")
+        other.workflows.define("claim", "draft -> file")
         assert any("draft" in e.message.content for e in here.preview().entries if e.kind == "workflow")
 
         before = here.preview()
@@ -380,7 +380,7 @@ def test_a_kept_preview_follows_every_change_from_here_and_from_another_kernel(d
         here.system = "a new system prompt"
         assert here.view()[0].content == "a new system prompt"
         allowed = here.preview().report
-        here.context_windows = {"echo": 4_000}
+        here.options.context_windows = {"echo": 4_000}
         assert here.preview().report != allowed
         assert here.preview("default", model="openai:gpt-4o").encoding == "o200k_base"
         assert here.preview().encoding != "o200k_base"

@@ -68,14 +68,14 @@ def test_a_read_only_view_reads_everything_and_refuses_every_write_in_one_line(d
     with Session.open("bob", db_path=db_path, readonly=True) as view:
         assert view.readonly
         assert [m.content for m in view.messages("side") if m.role == "user"] == ["bob's question", "on the side"]
-        assert {h.slot for h in view.search("question")} == {"default"}
+        assert {h.slot for h in view.history.search("question")} == {"default"}
         view.preview("side")  # counts tokens: kept in memory, nothing stored
         writes: list[Any] = [
             lambda: view.submit_turn("alice writes into bob's session"),
             lambda: view.derive_slot("mine"),
             lambda: view.switch_slot("side"),
             lambda: view.delete_slot("side", force=True),
-            lambda: view.pin(0),
+            lambda: view.history.pin(0),
         ]
         for write in writes:
             with pytest.raises(StoreError, match="read-only") as refused:
@@ -110,4 +110,4 @@ def test_the_magics_view_another_session_read_only(ip: Any, db_path: str, capsys
     with Session.open("bob", db_path=db_path) as bob:
         assert [(t.info.user, bob.messages()[t.start].content) for t in bob.history.turns()] == [("bob", "bob's")]
     with Session.open("mine", db_path=db_path) as mine:
-        assert [t.info.user for t in mine.turns()] == ["alice", "alice"]
+        assert [t.info.user for t in mine.history.turns()] == ["alice", "alice"]

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from .compactions import Compactions
 from .context import SessionContext
-from .facade import DEFAULT_DB_PATH, Session, check_db_path, default_db_path, new_session_id
+from .facade import Session
 from .history import SessionHistory
 from .moved import MOVED
+from .names import DEFAULT_DB_PATH, check_db_path, default_db_path, new_session_id
 from .options import Options
 from .workflows import Workflows
 

@@ -19,10 +19,7 @@ session holds no turn logic of its own. Old spellings forward with a warning (mo
 from __future__ import annotations
 
 import os
-import secrets
-import time
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from ..attach import attach_all
@@ -43,7 +40,7 @@ from ..engine.warm import warm_up
 from ..errors import ConfigError, SlotConflict, SlotNotEmpty, StoreError
 from ..providers import ProviderSettings
 from ..snapshot import LastUserCache
-from ..store import Store, check_target, open_store
+from ..store import Store, open_store
 from ..tools import ToolRegistry
 from ..tree import SlotTree, build_tree
 from .checks import check_config, check_messages, check_model, optional_slot, turn_options
@@ -51,25 +48,9 @@ from .compactions import Compactions
 from .context import SessionContext
 from .history import SessionHistory
 from .moved import MovedNames
+from .names import check_db_path, default_db_path, new_session_id
 from .options import Options
 from .workflows import Workflows
-
-DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
-
-
-def default_db_path() -> str:
-    """``$SLOTMAGIC_DB`` if set, else ``.slotmagic/state.sqlite3`` in the working directory."""
-    return os.environ.get("SLOTMAGIC_DB") or str(DEFAULT_DB_PATH)
-
-
-def new_session_id() -> str:
-    return time.strftime("session-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-
-
-def check_db_path(value: object) -> str:
-    """A path to a state file, ``":memory:"`` or a ``postgresql://`` URL; anything else is one
-    clear error (the store checks it again, for callers that open one directly)."""
-    return check_target(value)
 
 
 class Session(MovedNames):
