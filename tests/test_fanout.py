@@ -346,7 +346,7 @@ def test_bad_fan_out_lines_are_one_line(ip: Any, line: str, words: str) -> None:
 def test_max_concurrency_setting(ip: Any) -> None:
     ip.run_cell("%config SlotMagic.max_concurrency = 2")
     ip.run_cell("%%turn --slots default\nHi")
-    assert magic_session(ip).max_concurrency == 2
+    assert magic_session(ip).options.max_concurrency == 2
 
 
 def test_the_columns_widget_holds_each_column(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ import pytest
 import slotmagic
 from slotmagic import FocusedConfig, Message, Session, SlotConfig
 from slotmagic.magics.sidebar import TARGET, Sidebar, attach_sidebar
+from slotmagic.session import SessionHistory
 from slotmagic.snapshot import LastUserCache, last_user_text, session_snapshot
 from slotmagic.store.base import History
 
@@ -102,14 +103,14 @@ def test_messages_are_read_only_for_slots_whose_history_changed(
         session.submit_turn(f"question {i}")
     session.derive_slot("b")
     reads: list[str | None] = []
-    real = Session.last_messages
+    real = SessionHistory.last_messages
 
-    def counting(self: Session, slots: Iterable[str], role: str = "user") -> dict[str, Message | None]:
+    def counting(self: SessionHistory, slots: Iterable[str], role: str = "user") -> dict[str, Message | None]:
         slots = list(slots)
         reads.extend(slots)
         return real(self, slots, role)
 
-    monkeypatch.setattr(Session, "last_messages", counting)
+    monkeypatch.setattr(SessionHistory, "last_messages", counting)
     cache = LastUserCache()
     first = session_snapshot(session, cache)
     assert sorted(reads) == ["b", "default"]
