@@ -383,6 +383,22 @@ def test_tools_bound_to_no_slot_follow_the_current_slot(session: Session) -> Non
     assert session.context("default").empty
 
 
+def test_the_tools_are_made_from_the_store_and_the_session_id_alone(db_path: Path) -> None:
+    """No way back to a Session: a store and a session id are all the tools need, and what
+    they change is what the session reads."""
+    from slotmagic.store import open_store
+    from slotmagic.tools.context import context_tools
+
+    with open_store(str(db_path)) as store:
+        store.ensure_session("bare")
+        tools = ToolRegistry(context_tools(store, "bare", "default", updates=True))
+        result = tools.run_sync(ToolCall("c1", "add_goal", '{"text": "Recover the deposit"}'))
+        assert (result.content, result.is_error) == ("goal g1: Recover the deposit (active)", False)
+    with Session.open("bare", db_path=db_path) as session:
+        assert session.context().goal("g1").by == "model"
+        assert session._engine.slot_tools == session.context.offered  # what the engine asks for a turn's tools
+
+
 def test_messages_only_sessions_see_no_context() -> None:
     from slotmagic.store.base import History
 
