@@ -52,10 +52,12 @@ class ContextBook:
         return found
 
     def complete_goal(self, goal_id: str, *, slot: str | None = None, by: Author = "user") -> GoalItem:
+        """Mark a goal (``g1`` …) completed."""
         context, _ = self.change(lambda c: wc.set_goal_status(c, goal_id, "completed", by), slot=slot)
         return context.goal(goal_id.strip())
 
     def cancel_goal(self, goal_id: str, *, slot: str | None = None, by: Author = "user") -> GoalItem:
+        """Mark a goal cancelled (it stays listed, as cancelled)."""
         context, _ = self.change(lambda c: wc.set_goal_status(c, goal_id, "cancelled", by), slot=slot)
         return context.goal(goal_id.strip())
 
@@ -76,6 +78,7 @@ class ContextBook:
         return found
 
     def resolve(self, question_id: str, answer: str, *, slot: str | None = None, by: Author = "user") -> QuestionItem:
+        """Resolve an open question (``q1`` …) with its answer."""
         context, _ = self.change(lambda c: wc.resolve_question(c, question_id, answer, by), slot=slot)
         return context.question(question_id.strip())
 

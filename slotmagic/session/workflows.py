@@ -68,6 +68,7 @@ class Workflows:
         return self._change(workflow, lambda w: w.with_status(node, status))
 
     def set_current(self, node: str, *, workflow: str | None = None) -> Workflow:
+        """Make ``node`` the step being worked on."""
         return self._change(workflow, lambda w: w.with_current(node))
 
     def attach_step(self, node: str, slot: str | None, *, workflow: str | None = None) -> Workflow:
