@@ -54,7 +54,7 @@ def build(path: Path, n: int) -> None:
 def full_slot(path: Path, samples: int) -> dict[str, float]:
     """A full slot whose budget holds all of it (no compaction), after each change."""
     with Session.open("b", db_path=path) as session:
-        session.context_windows = {"echo": 2 * 10**9}
+        session.options.context_windows = {"echo": 2 * 10**9}
         session.configure_slot("default", budget=ContextBudget(system=10**6, history=10**9))
         ours, plain = [], []
         db = sqlite3.connect(path)

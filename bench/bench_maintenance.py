@@ -2,11 +2,11 @@
 on a long session (100,000 messages; 10,000 with ``--quick``), each beside a plain baseline
 run in the same process:
 
-- ``session.gc()`` when nothing is unreachable, against a plain ``VACUUM`` of a copy of the
+- ``session.history.gc()`` when nothing is unreachable, against a plain ``VACUUM`` of a copy of the
   same file and the checkpoint that gives its space back (``wal_checkpoint(TRUNCATE)``: the
   file is in WAL mode) (gc is that plus finding what to free; the search index is rebuilt only
   if VACUUM renumbered the messages): <= 1.2x;
-- ``session.search(word, limit=20)`` for a word in 1 message in 20, against the plain FTS5
+- ``session.history.search(word, limit=20)`` for a word in 1 message in 20, against the plain FTS5
   query that ranks the matches and makes the 20 snippets (``ORDER BY rank LIMIT 20``): <= 2x.
 
     python bench/bench_maintenance.py            # 100,000 messages
@@ -54,7 +54,7 @@ def filled(path: Path, messages: int) -> None:
                 batch.append(Message.user(text(rng, 300, i % 40 == 0)))
                 batch.append(Message.assistant(text(rng, 1_500, i % 40 == 2)))
             session.append(batch)
-        session.search(WORD)  # the index is up to date, as after any search
+        session.history.search(WORD)  # the index is up to date, as after any search
 
 
 def plain_vacuum(db: sqlite3.Connection) -> None:
@@ -77,19 +77,19 @@ def main() -> int:
         shutil.copy(ours, copy)
         size = ours.stat().st_size
         with Session.open("long", db_path=ours) as session:
-            hits = len(session.search(WORD, limit=10**6))
+            hits = len(session.history.search(WORD, limit=10**6))
             plain = sqlite3.connect(copy)
             match = f'"{WORD}"'
             query = (
                 "SELECT m.slot, m.seq, m.turn, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) FROM messages_fts"
                 " JOIN messages m ON m.rowid = messages_fts.rowid WHERE messages_fts MATCH ? ORDER BY rank LIMIT 20"
             )
-            pairs = [(gc_ms, session.gc), (vacuum_ms, lambda: plain_vacuum(plain))]
+            pairs = [(gc_ms, session.history.gc), (vacuum_ms, lambda: plain_vacuum(plain))]
             for i in range(samples):  # alternating, each first in turn: the second of a pair runs faster
                 for times, run in pairs if i % 2 else pairs[::-1]:
                     times.append(ms(run))
             for _ in range(samples * 5):
-                search_ms.append(ms(lambda: session.search(WORD, limit=20)))
+                search_ms.append(ms(lambda: session.history.search(WORD, limit=20)))
                 plain_ms.append(ms(lambda: plain.execute(query, (match,)).fetchall()))
             plain.close()
 

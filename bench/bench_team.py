@@ -222,7 +222,7 @@ def run_worker(spec: dict[str, Any]) -> None:
     cfg = Config(**spec["config"])
     settings = ProviderSettings(openai_base_url=spec["model_url"], openai_api_key="sk-loopback", read_timeout=30)
     session = Session.open(session_id, db_path=spec["db"], model=MODEL, settings=settings, user=f"user{index}")
-    session.context_windows = {MODEL: 100_000_000}  # no compaction in this bench
+    session.options.context_windows = {MODEL: 100_000_000}  # no compaction in this bench
     report = WorkerReport(index, session_id)
     current = f"w{index}-b0"
     session.create_slot(current)
@@ -281,7 +281,7 @@ def run_worker(spec: dict[str, Any]) -> None:
                 session.switch_slot(current)  # shared: the session's current slot, contended
                 report.switches += 1
             if number % cfg.search_every == 0:
-                session.search(f"w{index}", limit=5)
+                session.history.search(f"w{index}", limit=5)
                 report.searches += 1
         except SlotMagicError as exc:
             report.other_errors.append(f"{text}: {exc}")
@@ -338,7 +338,7 @@ def check_history(report: WorkerReport, db: str, session_id: str, index: int, re
         mine = [s.id for s in fresh.list_slots() if s.id.startswith(f"w{index}-")]
         for slot in mine:
             messages = fresh.messages(slot)
-            for turn in fresh.turns(slot):
+            for turn in fresh.history.turns(slot):
                 if turn.origin in seen_origins or turn.count != 2:
                     continue
                 seen_origins.add(turn.origin)

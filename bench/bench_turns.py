@@ -142,7 +142,7 @@ def bench_exact_view(n: int, samples: int, workdir: Path) -> float:
     with Session.open("bench", db_path=path, model="openai:gpt-4o") as session:
         grow(session, n, rng)
         session.configure_slot(budget=ContextBudget.auto(8_000))
-        session.compact(keep=20)
+        session.compactions.compact(keep=20)
         session.preview()  # counts the kept messages once, and stores the counts
     with Session.open("bench", db_path=path, model="openai:gpt-4o") as session:
         engine, question = session._engine, Message.user("the next question")

@@ -31,11 +31,34 @@ if TYPE_CHECKING:
     from .core.workflow import Workflow
     from .engine.budgeting import SlotBudget
 
-__all__ = ["LAST_USER_CHARS", "PROTOCOL", "LastUserCache", "SessionReader", "last_user_text", "session_snapshot"]
+__all__ = [
+    "LAST_USER_CHARS",
+    "PROTOCOL",
+    "HistoryReader",
+    "LastUserCache",
+    "SessionReader",
+    "WorkflowReader",
+    "last_user_text",
+    "session_snapshot",
+]
 
 PROTOCOL = 1
 LAST_USER_CHARS = 80
 _SPACE = re.compile(r"\s+")
+
+
+class HistoryReader(Protocol):
+    """What they read of ``session.history``."""
+
+    def last_message(self, slot: str | None = None, role: str = "user") -> Message | None: ...
+
+    def last_messages(self, slots: Iterable[str], role: str = "user") -> dict[str, Message | None]: ...
+
+
+class WorkflowReader(Protocol):
+    """What they read of ``session.workflows``."""
+
+    def active(self) -> Workflow | None: ...
 
 
 class SessionReader(Protocol):
@@ -51,15 +74,15 @@ class SessionReader(Protocol):
     @property
     def current_slot(self) -> str: ...
 
+    @property
+    def history(self) -> HistoryReader: ...
+
+    @property
+    def workflows(self) -> WorkflowReader: ...
+
     def list_slots(self) -> list[Slot]: ...
 
-    def last_message(self, slot: str | None = None, role: str = "user") -> Message | None: ...
-
-    def last_messages(self, slots: Iterable[str], role: str = "user") -> dict[str, Message | None]: ...
-
     def budget(self, slot: str | None = None) -> SlotBudget: ...
-
-    def active_workflow(self) -> Workflow | None: ...
 
 
 def last_user_text(text: str, limit: int = LAST_USER_CHARS) -> str:
@@ -100,7 +123,7 @@ class LastUserCache:
         }
         if not missing:
             return
-        found = session.last_messages(missing.values())
+        found = session.history.last_messages(missing.values())
         for key, slot_id in missing.items():
             message = found.get(slot_id)
             self._entries[key] = None if message is None else last_user_text(message.content)
@@ -114,7 +137,7 @@ class LastUserCache:
 def _read_last_user(session: SessionReader, slot: Slot) -> str | None:
     if slot.meta.message_count == 0:
         return None
-    message = session.last_message(slot.id, "user")  # reads the end of the history only
+    message = session.history.last_message(slot.id, "user")  # reads the end of the history only
     return None if message is None else last_user_text(message.content)
 
 
@@ -173,7 +196,7 @@ def _budget(session: SessionReader, slot: str) -> dict[str, Any] | None:
 def _workflow(session: SessionReader) -> dict[str, Any] | None:
     """The active workflow as the panel shows it (name, current step, done of total, next)."""
     try:
-        workflow = session.active_workflow()
+        workflow = session.workflows.active()
     except DamagedRecord:  # the turn warns about it; the panel shows none
         return None
     return None if workflow is None else workflow.summary()

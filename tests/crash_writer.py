@@ -35,7 +35,7 @@ def write_forever(db_path: str, url: str, round_: int) -> None:
     settings = ProviderSettings(openai_base_url=url, read_timeout=30, connect_timeout=5)
     session = Session.open("crash", db_path=db_path, model="openai:reflect", settings=settings)
     # No compaction here: every reply must name the whole history it was made from.
-    session.context_windows = {"openai:reflect": 100_000_000}
+    session.options.context_windows = {"openai:reflect": 100_000_000}
     slots = [s.id for s in session.list_slots()]
     say(f"ready {round_}")
     step = 0

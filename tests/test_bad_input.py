@@ -119,8 +119,8 @@ def test_a_lone_surrogate_in_a_turn_cell_is_one_line(ip: Any) -> None:
         ("ToolCall(1, 2)", lambda s: ToolCall(1, 2), "must be a string"),  # type: ignore[arg-type]
         ("derive_slot(at='3')", lambda s: s.derive_slot("c", at="3"), "whole number"),
         ("rename_slot(None, 'x')", lambda s: s.rename_slot(None, "x"), "invalid slot id"),
-        ("export(5)", lambda s: s.export(5), "file path"),
-        ("export('a\\x00b.md')", lambda s: s.export("notes\x00.md"), "cannot export to 'notes\\\\x00.md'"),
+        ("export(5)", lambda s: s.history.export(5), "file path"),
+        ("export('a\\x00b.md')", lambda s: s.history.export("notes\x00.md"), "cannot export to 'notes\\\\x00.md'"),
         ("Session.open(store='x')", lambda s: Session.open("x", store="x"), "store must be a slotmagic store"),
         ("Session(5, 'x')", lambda s: Session(5, "x"), "store must be a slotmagic store"),  # type: ignore[arg-type]
         (
@@ -257,7 +257,7 @@ def test_huge_text_is_stored_exactly(session: Session, db_path: Path) -> None:
         assert reopened.messages("a")[-1].content == text
     with pytest.raises(OverBudget, match=r"^the new message alone needs [\d,]+ tokens but slot 'a' has room for"):
         session.submit_turn(text, slot="a")  # far past echo's window: refused before any call
-    session.context_windows = {"echo": 10_000_000}
+    session.options.context_windows = {"echo": 10_000_000}
     reply = session.submit_turn(text, slot="a")
     assert reply.text.endswith(text[-50:])
     assert session.messages("a")[-2].content == text

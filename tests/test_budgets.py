@@ -47,7 +47,7 @@ def test_a_long_conversation_compacts_and_every_request_stays_within_budget(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with ReflectServer() as server, Session.open("budget", db_path=db_path, settings=server.settings()) as session:
         session.model = "openai:reflect"
-        session.compaction_model = "echo"  # the offline model writes the summaries
+        session.options.compaction_model = "echo"  # the offline model writes the summaries
         session.configure_slot(budget=SMALL)
         notes = []
         for i in range(14):
@@ -78,7 +78,7 @@ def test_derived_before_and_after_a_compaction(session: Session) -> None:
     for i in range(3):
         session.submit_turn(QUESTION.format(i=i))
     session.derive_slot("before")
-    session.compact(keep=2)
+    session.compactions.compact(keep=2)
     session.derive_slot("after")
     session.submit_turn("one more", slot="after")
     assert session.preview("before").compaction is None
@@ -129,10 +129,10 @@ def test_budget_report_and_threshold(session: Session) -> None:
 def test_a_slot_without_a_budget_splits_its_model_window(db_path: Path) -> None:
     with Session.open("windows", db_path=db_path) as session:
         assert session.budget(model="openai:gpt-4o").budget == ContextBudget.auto(128_000)
-        session.context_windows = {"openai:gpt-4o": 64_000}
+        session.options.context_windows = {"openai:gpt-4o": 64_000}
         assert session.budget(model="openai:gpt-4o").budget == ContextBudget.auto(64_000)
         with pytest.raises(ConfigError, match="whole number"):
-            session.context_windows = {"openai:gpt-4o": "big"}  # type: ignore[dict-item]
+            session.options.context_windows = {"openai:gpt-4o": "big"}  # type: ignore[dict-item]
 
 
 def test_an_unknown_model_gets_a_stated_default_and_one_note(db_path: Path) -> None:
@@ -150,14 +150,14 @@ def test_an_unknown_model_gets_a_stated_default_and_one_note(db_path: Path) -> N
 def test_manual_compaction_keeps_the_last_messages_and_the_originals(session: Session) -> None:
     for i in range(4):
         session.submit_turn(f"q{i}")
-    compaction = session.compact(keep=2, instructions="keep every number")
+    compaction = session.compactions.compact(keep=2, instructions="keep every number")
     assert (compaction.upto, compaction.replaced, compaction.instructions) == (6, 6, "keep every number")
     view = session.preview()
     assert [e.kind for e in view.entries] == ["compaction", "history", "history"]
     assert [o.reason for o in view.omitted] == ["compacted"] and view.omitted[0].hi == 6
     assert len(session.messages()) == 8
     with pytest.raises(ConfigError, match="nothing to compact"):
-        session.compact(keep=2)
+        session.compactions.compact(keep=2)
 
 
 def test_exact_counts_are_stored_once_per_encoding(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

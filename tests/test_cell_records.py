@@ -129,7 +129,7 @@ def test_ctx_events_are_added_once(ip: Any, capsys: pytest.CaptureFixture[str], 
         ("x4", "%ctx show"),
     ]
     check_run_all_again(ip, cells, capsys, calls)
-    assert len(session(ip).context_history()) == 5
+    assert len(session(ip).context.history()) == 5
     assert session(ip).context().goals[0].text == "Get the $1,200 deposit back"
 
 
@@ -152,7 +152,7 @@ def test_workflow_moves_are_not_undone_by_run_all(
         capsys.readouterr()
         ip.run_cell(source, cell_id=cell_id)
         seen.append(capsys.readouterr().out)
-        workflow = session(ip).active_workflow()
+        workflow = session(ip).workflows.active()
         assert workflow is not None and workflow.node("evidence").status == "done"
     assert seen == first and digest(ip) == stored
     assert "1 of 3 done" not in seen[2] or "1 of 3 done" in first[2]
@@ -174,9 +174,9 @@ def test_merge_pin_undo_derive_rename_delete_replay(
     ]
     check_run_all_again(ip, cells, capsys, calls)
     s = session(ip)
-    assert [t.info.kind for t in s.turns("default")][-1] == "merge"
+    assert [t.info.kind for t in s.history.turns("default")][-1] == "merge"
     assert sorted(x.id for x in s.list_slots()) == ["default", "notes", "research"]
-    assert len(s.undo_steps()) == 1
+    assert len(s.history.undo_steps()) == 1
 
 
 def test_fan_out_replays_every_column(ip: Any, capsys: pytest.CaptureFixture[str], calls: list[int]) -> None:
@@ -239,19 +239,19 @@ def test_an_edited_cell_acts_anew(ip: Any, capsys: pytest.CaptureFixture[str], c
 def test_the_same_line_twice_in_a_cell_runs_twice(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
     cells = [("u0", "%%turn\nOne"), ("u1", "%%turn\nTwo"), ("u2", "%slot undo\n%slot undo")]
     run_all(ip, cells, capsys)
-    assert session(ip).turns() == []
+    assert session(ip).history.turns() == []
     restart(ip)
     run_all(ip, cells, capsys)
-    assert session(ip).turns() == [] and len(session(ip).undo_steps()) == 2
+    assert session(ip).history.turns() == [] and len(session(ip).history.undo_steps()) == 2
 
 
 def test_id_names_any_magic_across_cells(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
     run_all(ip, [("t1", "%%turn\nOne"), ("t2", "%%turn\nTwo"), ("t3", "%%turn\nThree")], capsys)
     first = run_all(ip, [("a", "%slot undo --id my-undo")], capsys)
     again = run_all(ip, [("b", "%slot undo --id my-undo")], capsys)  # the line moved to another cell
-    assert again == first and len(session(ip).turns()) == 2
+    assert again == first and len(session(ip).history.turns()) == 2
     run_all(ip, [("c", "%slot undo")], capsys)  # another identity: it undoes
-    assert len(session(ip).turns()) == 1
+    assert len(session(ip).history.turns()) == 1
 
 
 def test_dollar_signs_in_magic_lines_are_taken_literally(ip: Any) -> None:
@@ -266,7 +266,7 @@ def test_outside_a_kernel_without_cell_ids_every_run_acts(ip: Any) -> None:
         ip.run_cell(f"%%turn\n{text}")
     ip.run_cell("%slot undo")
     ip.run_cell("%slot undo")
-    assert len(session(ip).turns()) == 1
+    assert len(session(ip).history.turns()) == 1
 
 
 # -- headless: no cell ids (nbclient), the notebook named -----------------------------------
@@ -302,7 +302,7 @@ def test_two_notebooks_on_one_session_never_fork_each_other(headless: Any, calls
     execute(headless, ["%%turn\nNotebook B asks something else.", "%%turn\nAnd more."], "b.ipynb")
     s = session(headless)
     assert [x.id for x in s.list_slots()] == ["default"]
-    assert len(s.turns()) == 8  # B went on after A's six turns
+    assert len(s.history.turns()) == 8  # B went on after A's six turns
 
 
 def test_a_positional_edit_far_back_is_refused_with_what_to_do(headless: Any) -> None:

@@ -67,5 +67,5 @@ def test_a_huge_slot_compacts_in_bounded_parts_and_loses_nothing(tmp_path: Path,
         view = session.preview()
         assert view.report is not None and not view.report.needs_compaction
 
-        found = session.search("w7x3", slot="default")  # a message from the part folded unread
+        found = session.history.search("w7x3", slot="default")  # a message from the part folded unread
         assert found and found[0].position < compaction.upto

@@ -40,7 +40,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReflectServer]:
 
 def open_session(db_path: Path, server: ReflectServer) -> Session:
     session = Session.open("race", db_path=db_path, model=MODEL, settings=server.settings())
-    session.context_windows = {MODEL: 100_000_000}  # no compaction: replies name the whole history
+    session.options.context_windows = {MODEL: 100_000_000}  # no compaction: replies name the whole history
     return session
 
 
@@ -49,7 +49,7 @@ def check_every_turn_saw_its_history(session: Session) -> int:
     seen = 0
     for slot in session.list_slots():
         history = session.messages(slot.id)
-        for turn in session.turns(slot.id):
+        for turn in session.history.turns(slot.id):
             if turn.info.kind != "turn" or turn.origin[0] != session.store.tip("race", slot.id).key:
                 continue  # each stored turn once: in the slot that owns it
             user, reply = history[turn.start], history[turn.start + 1]
@@ -110,7 +110,7 @@ from slotmagic import Session, ProviderSettings
 db, tag, slot, turns, url = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 session = Session.open("race", db_path=db, model="openai:reflect",
                        settings=ProviderSettings(openai_base_url=url, read_timeout=30))
-session.context_windows = {"openai:reflect": 100_000_000}  # no compaction in this test
+session.options.context_windows = {"openai:reflect": 100_000_000}  # no compaction in this test
 for i in range(turns):
     session.submit_turn(f"{tag} {i}", slot=slot)
 print("done")

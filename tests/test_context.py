@@ -119,22 +119,22 @@ def test_changes_already_there_are_none_and_mistakes_are_one_line() -> None:
 
 
 def test_turn_numbers_count_changes_between_turns_for_the_next_turn(session: Session) -> None:
-    session.add_goal("Recover the deposit")  # before any turn: counts for turn 1
+    session.context.add_goal("Recover the deposit")  # before any turn: counts for turn 1
     session.submit_turn("hello")
-    session.ask("Is the lease signed?")  # after turn 1: counts for turn 2
-    assert [(e.turn, e.at, e.op) for e in session.context_history()] == [(1, 0, "goal"), (2, 2, "question")]
+    session.context.ask("Is the lease signed?")  # after turn 1: counts for turn 2
+    assert [(e.turn, e.at, e.op) for e in session.context.history()] == [(1, 0, "goal"), (2, 2, "question")]
     assert session.context().goal("g1").changed_at == 1 and session.context().changed["questions"] == 2
 
 
 def test_a_derived_slot_starts_with_its_parents_context_at_the_fork_point(session: Session) -> None:
-    session.add_goal("Recover the deposit")
+    session.context.add_goal("Recover the deposit")
     session.submit_turn("one")
-    session.decide("Court or letter?", "Letter first")
+    session.context.decide("Court or letter?", "Letter first")
     session.submit_turn("two")
     session.derive_slot("now")  # after everything so far
-    session.ask("Is the lease signed?")  # a later change of the parent
+    session.context.ask("Is the lease signed?")  # a later change of the parent
     session.derive_slot("early", at=2)  # forked after turn one, derived after that change
-    session.add_goal("Only in now", slot="now")
+    session.context.add_goal("Only in now", slot="now")
 
     assert [g.text for g in session.context("now").goals] == ["Recover the deposit", "Only in now"]
     assert not session.context("now").questions  # the parent's later change is not there
@@ -142,13 +142,13 @@ def test_a_derived_slot_starts_with_its_parents_context_at_the_fork_point(sessio
     early = session.context("early")
     assert [d.decision for d in early.decisions] == ["Letter first"]  # made at the fork point, counted
     assert not early.questions  # made at a later point of the parent's history
-    session.decide("Court or letter?", "Court", slot="early")  # changes independently
+    session.context.decide("Court or letter?", "Court", slot="early")  # changes independently
     assert session.context("default").decision("d1").decision == "Letter first"
 
 
 def test_a_slot_derived_before_any_turn_passes_its_context_on(session: Session) -> None:
     session.derive_slot("b")  # nothing stored yet, in either slot
-    session.add_goal("Set on b", slot="b")
+    session.context.add_goal("Set on b", slot="b")
     session.derive_slot("c", parent="b")
     assert [g.text for g in session.context("c").goals] == ["Set on b"]
     assert not session.context("default").goals
@@ -157,7 +157,7 @@ def test_a_slot_derived_before_any_turn_passes_its_context_on(session: Session) 
 
 def test_deleting_a_slot_forgets_its_context_even_when_its_row_id_comes_back(session: Session, db_path: str) -> None:
     session.create_slot("x")
-    session.add_goal("Mine", slot="x")
+    session.context.add_goal("Mine", slot="x")
     session.delete_slot("x", force=True)
     session.create_slot("y")  # SQLite may hand out the same row id again
     assert session.context("y").empty
@@ -166,9 +166,9 @@ def test_deleting_a_slot_forgets_its_context_even_when_its_row_id_comes_back(ses
 
 def test_the_context_survives_a_restart_and_another_kernels_changes_show(db_path: Path) -> None:
     with Session.open("ctx", db_path=db_path) as one, Session.open("ctx", db_path=db_path) as two:
-        one.add_goal("Recover the deposit")
+        one.context.add_goal("Recover the deposit")
         assert [g.id for g in two.context().goals] == ["g1"]  # no stale cache in the other one
-        two.add_goal("Keep it civil")
+        two.context.add_goal("Keep it civil")
         assert "g2 Keep it civil" in (block(one) or "")
     with Session.open("ctx", db_path=db_path) as again:
         assert [g.text for g in again.context().goals] == ["Recover the deposit", "Keep it civil"]
@@ -178,30 +178,30 @@ def test_the_context_survives_a_restart_and_another_kernels_changes_show(db_path
 
 
 def test_injection_turn_by_turn_over_the_engine(session: Session) -> None:
-    session.add_goal("Recover the deposit")
+    session.context.add_goal("Recover the deposit")
     assert kinds(session) == ["context"]  # changed now: the first request carries it
     for _ in range(2):
         session.submit_turn("next")
         assert kinds(session) == ["context"]  # turns 2 and 3 still do (K = 3)
     session.submit_turn("next")
     assert kinds(session) == []  # turn 4: three turns later, not any more
-    session.set_step("draft the letter")
+    session.context.set_step("draft the letter")
     assert block(session) == (
         "Working context (goals, decisions and open questions kept for this conversation):\n"
         "Current step: draft the letter (in progress)"
     )
-    session.working_context_turns = 10
+    session.context.turns = 10
     assert "g1 Recover the deposit" in (block(session) or "")  # K is read at each request
 
 
 def test_after_a_compaction_everything_is_injected_once(session: Session) -> None:
     session.configure_slot(budget=SMALL)
-    session.add_goal("Recover the deposit")
-    session.decide("Court or letter?", "Letter first", "cheaper")
+    session.context.add_goal("Recover the deposit")
+    session.context.decide("Court or letter?", "Letter first", "cheaper")
     for i in range(3):
         session.submit_turn(QUESTION.format(i=i))
     assert kinds(session) == []  # the changes are three turns old
-    session.compact(keep=2)
+    session.compactions.compact(keep=2)
     text = block(session)
     assert text is not None and "g1 Recover the deposit" in text and "d1 Court or letter?" in text
     session.submit_turn("after the compaction")  # the request that carried it all
@@ -210,9 +210,9 @@ def test_after_a_compaction_everything_is_injected_once(session: Session) -> Non
 
 def test_a_compaction_made_by_a_turn_sends_everything_in_that_turns_request(db_path: Path) -> None:
     with ReflectServer() as server, Session.open("ctx", db_path=db_path, settings=server.settings()) as session:
-        session.model, session.compaction_model = "openai:reflect", "echo"
+        session.model, session.options.compaction_model = "openai:reflect", "echo"
         session.configure_slot(budget=SMALL)
-        session.add_goal("Recover the deposit")
+        session.context.add_goal("Recover the deposit")
         notes: list[list[str]] = []
         for i in range(12):
             notes.append([n for n in session.submit_turn(QUESTION.format(i=i)).notes if n.startswith("compacted")])
@@ -223,7 +223,7 @@ def test_a_compaction_made_by_a_turn_sends_everything_in_that_turns_request(db_p
 
 
 def test_an_edited_cell_counts_the_turns_of_the_branch_it_forks(session: Session) -> None:
-    session.add_goal("Recover the deposit")
+    session.context.add_goal("Recover the deposit")
     for i in range(4):
         session.submit_turn(f"turn {i}", cell_id=f"c{i}")
     assert kinds(session) == []
@@ -238,16 +238,16 @@ def test_an_edited_cell_counts_the_turns_of_the_branch_it_forks(session: Session
 def test_a_focused_slot_keeps_the_blocks(session: Session) -> None:
     session.submit_turn("hello")
     session.derive_slot("short", strategy=FocusedConfig(keep_system=False, recent_messages=1))
-    session.set_step("draft", slot="short")
-    session.workflow("claim", "intake -> draft")
+    session.context.set_step("draft", slot="short")
+    session.workflows.define("claim", "intake -> draft")
     assert kinds(session, "short") == ["workflow", "context"]
 
 
 def test_the_blocks_count_in_the_system_share_and_lower_the_threshold(session: Session) -> None:
     session.configure_slot(budget=SMALL)
     before = session.budget()
-    session.set_step("gather evidence", note="photos from the move-out, the lease, the emails " * 3)
-    session.workflow("claim", "intake -> evidence\nevidence -> letter [if the facts are clear]")
+    session.context.set_step("gather evidence", note="photos from the move-out, the lease, the emails " * 3)
+    session.workflows.define("claim", "intake -> evidence\nevidence -> letter [if the facts are clear]")
     after = session.budget()
     preview = session.preview()
     injected = sum(e.tokens for e in preview.entries if e.kind in ("context", "workflow"))
@@ -257,8 +257,8 @@ def test_the_blocks_count_in_the_system_share_and_lower_the_threshold(session: S
 
 
 def test_preview_marks_the_blocks(session: Session) -> None:
-    session.workflow("claim", "intake -> evidence")
-    session.set_step("intake")
+    session.workflows.define("claim", "intake -> evidence")
+    session.context.set_step("intake")
     text = session.preview().to_text()
     assert "[1] system (" in text and "tokens · workflow)" in text
     assert "[2] system (" in text and "tokens · working context)" in text
@@ -270,10 +270,10 @@ def test_preview_marks_the_blocks(session: Session) -> None:
 def test_the_request_carries_the_blocks_exactly_when_the_rule_says(db_path: Path) -> None:
     with ReflectServer() as server, Session.open("with", db_path=db_path, settings=server.settings()) as session:
         session.model = "openai:reflect"
-        session.add_goal("Recover the deposit")
+        session.context.add_goal("Recover the deposit")
         for i in range(5):
             if i == 2:
-                session.ask("Is the lease signed?")
+                session.context.ask("Is the lease signed?")
             session.submit_turn(f"turn {i}")
         systems = [[m["content"] for m in body["messages"] if m["role"] == "system"] for body in server.bodies]
         goals = ["g1 Recover the deposit" in "".join(s) for s in systems]
@@ -299,10 +299,10 @@ def test_without_any_block_requests_are_byte_identical(db_path: Path) -> None:
                 session.model = "openai:reflect"
                 session.system = "Be brief."
                 if name == "a":
-                    session.workflow("claim", "intake -> letter")
-                    session.use_workflow(None)  # defined but not active: nothing injected
-                    session.add_goal("Recover the deposit")
-                    session.clear_context()  # changed, but empty: nothing to inject
+                    session.workflows.define("claim", "intake -> letter")
+                    session.workflows.use(None)  # defined but not active: nothing injected
+                    session.context.add_goal("Recover the deposit")
+                    session.context.clear()  # changed, but empty: nothing to inject
                 for i in range(3):
                     session.submit_turn(f"turn {i}")
         assert server.raw_bodies[:3] == server.raw_bodies[3:]
@@ -311,13 +311,13 @@ def test_without_any_block_requests_are_byte_identical(db_path: Path) -> None:
 def test_an_active_workflow_rides_along_on_every_slot(db_path: Path) -> None:
     with ReflectServer() as server, Session.open("wf", db_path=db_path, settings=server.settings()) as session:
         session.model = "openai:reflect"
-        session.workflow("claim", "intake -> evidence\nevidence -> letter [if the facts are clear]")
-        session.set_workflow_status("intake", "done")
-        session.set_workflow_current("evidence")
+        session.workflows.define("claim", "intake -> evidence\nevidence -> letter [if the facts are clear]")
+        session.workflows.set_status("intake", "done")
+        session.workflows.set_current("evidence")
         session.submit_turn("one")
         session.derive_slot("other")
         session.submit_turn("two", slot="other")
-        session.use_workflow(None)
+        session.workflows.use(None)
         session.submit_turn("three")
         texts = [body["messages"][0]["content"] for body in server.bodies]
         assert texts[0] == texts[1] and texts[0].startswith("Workflow claim: 1 of 3 steps done.")
@@ -329,9 +329,9 @@ def test_an_active_workflow_rides_along_on_every_slot(db_path: Path) -> None:
 
 
 def test_read_context_returns_the_whole_context(session: Session) -> None:
-    session.add_goal("Recover the deposit")
-    session.decide("Court or letter?", "Letter first", "cheaper")
-    [read] = session.context_tools()
+    session.context.add_goal("Recover the deposit")
+    session.context.decide("Court or letter?", "Letter first", "cheaper")
+    [read] = session.context.tools()
     assert read.name == "read_context" and read.parameters["properties"] == {}
     result = read.run_sync(ToolCall("c1", "read_context", "{}"))
     assert not result.is_error and result.content == session.context().to_text()
@@ -339,8 +339,8 @@ def test_read_context_returns_the_whole_context(session: Session) -> None:
 
 
 def test_update_tools_are_off_by_default_and_mark_what_the_model_changed(session: Session) -> None:
-    assert [t.name for t in session.context_tools()] == ["read_context"]
-    tools = ToolRegistry(session.context_tools("default", updates=True))
+    assert [t.name for t in session.context.tools()] == ["read_context"]
+    tools = ToolRegistry(session.context.tools("default", updates=True))
     assert tools.names() == (
         "read_context",
         "add_goal",
@@ -361,13 +361,13 @@ def test_update_tools_are_off_by_default_and_mark_what_the_model_changed(session
     for i, (name, arguments, expected) in enumerate(calls):
         result = tools.run_sync(ToolCall(f"c{i}", name, json.dumps(arguments)))
         assert (result.content, result.is_error) == (expected, False)
-    assert {e.by for e in session.context_history()} == {"model"}
+    assert {e.by for e in session.context.history()} == {"model"}
     assert session.context().goal("g1").by == "model"
-    assert "(by the model)" in session.context_history()[0].describe()
+    assert "(by the model)" in session.context.history()[0].describe()
 
 
 def test_a_tool_call_that_cannot_be_made_is_an_error_result(session: Session) -> None:
-    tools = ToolRegistry(session.context_tools(updates=True))
+    tools = ToolRegistry(session.context.tools(updates=True))
     result = tools.run_sync(ToolCall("c1", "complete_goal", '{"goal_id": "g9"}'))
     assert result.is_error and "no goal 'g9' in the working context" in result.content
     result = tools.run_sync(ToolCall("c2", "set_step", '{"name": "x", "status": "finished"}'))
@@ -375,12 +375,28 @@ def test_a_tool_call_that_cannot_be_made_is_an_error_result(session: Session) ->
 
 
 def test_tools_bound_to_no_slot_follow_the_current_slot(session: Session) -> None:
-    [_read, add, *_] = session.context_tools(updates=True)
+    [_read, add, *_] = session.context.tools(updates=True)
     session.create_slot("b")
     session.switch_slot("b")
     add.run_sync(ToolCall("c1", "add_goal", '{"text": "On b"}'))
     assert [g.text for g in session.context("b").goals] == ["On b"]
     assert session.context("default").empty
+
+
+def test_the_tools_are_made_from_the_store_and_the_session_id_alone(db_path: Path) -> None:
+    """No way back to a Session: a store and a session id are all the tools need, and what
+    they change is what the session reads."""
+    from slotmagic.store import open_store
+    from slotmagic.tools.context import context_tools
+
+    with open_store(str(db_path)) as store:
+        store.ensure_session("bare")
+        tools = ToolRegistry(context_tools(store, "bare", "default", updates=True))
+        result = tools.run_sync(ToolCall("c1", "add_goal", '{"text": "Recover the deposit"}'))
+        assert (result.content, result.is_error) == ("goal g1: Recover the deposit (active)", False)
+    with Session.open("bare", db_path=db_path) as session:
+        assert session.context().goal("g1").by == "model"
+        assert session._engine.slot_tools == session.context.offered  # what the engine asks for a turn's tools
 
 
 def test_messages_only_sessions_see_no_context() -> None:
@@ -394,13 +410,13 @@ def test_the_tool_loop_offers_read_context_and_on_request_the_update_tools(tmp_p
     with Session.open("ctx-tools", db_path=tmp_path / "tools.sqlite3") as session:
         plain = session.submit_turn("call read_context")  # no context yet: nothing offered
         assert plain.steps == ()
-        session.add_goal("Get the deposit back")
+        session.context.add_goal("Get the deposit back")
         reply = session.submit_turn("call read_context")
         assert "Get the deposit back" in reply.steps[0].result
         session.submit_turn('call add_goal {"text": "File a claim"}')
         assert [g.text for g in session.context().goals] == ["Get the deposit back"]  # updates are off
-        session.context_updates = True
+        session.context.updates = True
         session.submit_turn('call add_goal {"text": "File a claim"}')
         goals = session.context().goals
         assert [g.text for g in goals] == ["Get the deposit back", "File a claim"]
-        assert session.context_history()[-1].by == "model"
+        assert session.context.history()[-1].by == "model"

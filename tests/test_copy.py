@@ -57,8 +57,8 @@ def test_the_tutorials_sessions_round_trip_sqlite_postgres_sqlite_unchanged(tmp_
             assert new.current_slot == old.current_slot
             for slot in old.list_slots():
                 assert new.messages(slot.id) == old.messages(slot.id)
-                turns = [(t.number, t.start, t.count, t.info, t.created_at) for t in new.turns(slot.id)]
-                assert turns == [(t.number, t.start, t.count, t.info, t.created_at) for t in old.turns(slot.id)]
+                turns = [(t.number, t.start, t.count, t.info, t.created_at) for t in new.history.turns(slot.id)]
+                assert turns == [(t.number, t.start, t.count, t.info, t.created_at) for t in old.history.turns(slot.id)]
                 assert new.context(slot.id) == old.context(slot.id)
             assert new.workflows() == old.workflows()
 
@@ -74,7 +74,7 @@ def test_a_copy_keeps_tombstones_odd_text_and_kept_results(tmp_path: Path, postg
         session.delete_slot("middle")  # a tombstone that 'leaf' still reads through
         session.create_slot("lease", SlotConfig.readonly(), messages=[Message.user("\ue000" + odd)])
         session.store.namespace_put("odd", "k1", "tool", odd * 3)
-        session.workflow("claim", "intake -> evidence")
+        session.workflows.define("claim", "intake -> evidence")
     report = copy_sessions(str(source), postgres_url)
     assert report.sessions == ["odd"] and report.messages == 5
     back = tmp_path / "back.sqlite3"

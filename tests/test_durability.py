@@ -68,7 +68,7 @@ def check_intact(db_path: Path) -> tuple[int, set[str]]:
         slots = session.list_slots()
         for slot in slots:
             messages = session.messages(slot.id)
-            turns = session.turns(slot.id)
+            turns = session.history.turns(slot.id)
             assert slot.meta.message_count == len(messages)
             assert slot.meta.total_tokens == sum(m.tokens for m in messages)
             assert [t.number for t in turns] == list(range(1, len(turns) + 1))

@@ -76,7 +76,7 @@ def dispute(session: Session) -> None:
 def test_merge_then_diff_shows_the_merged_summary_in_the_parent_only(s: Session) -> None:
     dispute(s)
     before = s.messages("letter")
-    merge = s.merge("letter")
+    merge = s.history.merge("letter")
     assert (merge.child, merge.into, merge.as_, merge.turns, merge.repeated) == (
         "letter",
         "default",
@@ -87,9 +87,9 @@ def test_merge_then_diff_shows_the_merged_summary_in_the_parent_only(s: Session)
     [summary] = s.messages("default")[-1:]
     assert summary.role == "user" and summary.content.startswith("Merged from branch 'letter' (2 turns")
     assert "Key points:" in summary.content and "Make it firmer" in summary.content
-    record = s.turns("default")[-1]
+    record = s.history.turns("default")[-1]
     assert record.info.kind == "merge" and record.info.extra["merged_from"] == "letter"  # where it came from
-    diff = s.diff("default", "letter")
+    diff = s.history.diff("default", "letter")
     assert [t.turn.number for t in diff.only_a] == [3]
     assert [m.content for t in diff.only_a for m in t.messages] == [summary.content]
     assert all(not m.content.startswith("Merged") for t in diff.only_b for m in t.messages)
@@ -98,30 +98,30 @@ def test_merge_then_diff_shows_the_merged_summary_in_the_parent_only(s: Session)
 
 def test_merge_as_messages_copies_the_branch_turns_into_the_parent(s: Session) -> None:
     dispute(s)
-    merge = s.merge("letter", into="default", as_="messages")
+    merge = s.history.merge("letter", into="default", as_="messages")
     assert merge.record.count == 4
     assert users(s, "default")[-2:] == users(s, "letter")[-2:]
-    assert s.turns("default")[-1].info.extra["as"] == "messages"
+    assert s.history.turns("default")[-1].info.extra["as"] == "messages"
 
 
 def test_a_merge_run_again_does_not_merge_twice(s: Session) -> None:
     dispute(s)
-    s.merge("letter")
-    again = s.merge("letter")
-    assert again.repeated and len(s.turns("default")) == 3
+    s.history.merge("letter")
+    again = s.history.merge("letter")
+    assert again.repeated and len(s.history.turns("default")) == 3
     s.submit_turn("One more point.", slot="letter")
-    assert not s.merge("letter").repeated  # the branch went on: its new state merges
+    assert not s.history.merge("letter").repeated  # the branch went on: its new state merges
 
 
 def test_merge_mistakes_are_one_line(s: Session) -> None:
     dispute(s)
     with pytest.raises(ConfigError, match="no parent to merge into"):
-        s.merge("default")
+        s.history.merge("default")
     s.derive_slot("empty", parent="default")
     with pytest.raises(ConfigError, match="nothing to merge"):
-        s.merge("empty")
+        s.history.merge("empty")
     with pytest.raises(ConfigError, match="use one of: summary, messages"):
-        s.merge("letter", as_="everything")
+        s.history.merge("letter", as_="everything")
 
 
 def test_merge_through_the_magic(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -139,55 +139,55 @@ def test_merge_through_the_magic(ip: Any, capsys: pytest.CaptureFixture[str]) ->
 
 def state(session: Session, slot: str = "default") -> tuple[Any, ...]:
     meta = session.slot(slot).meta
-    turns = [(t.number, t.start, t.count) for t in session.turns(slot)]
+    turns = [(t.number, t.start, t.count) for t in session.history.turns(slot)]
     return (session.messages(slot), turns, meta.message_count, meta.turns, meta.total_tokens, session.view(slot))
 
 
 def test_undo_and_redo_round_trip_exactly_and_delete_nothing(s: Session, db_path: Path) -> None:
     for text in ("one", "two", "three", "four"):
         s.submit_turn(text)
-    s.pin(0)
+    s.history.pin(0)
     full, stored = state(s), rows(db_path, "messages")
-    step = s.undo()
+    step = s.history.undo()
     assert (step.turns, step.at, step.length) == (1, 6, 8) and [t.number for t in step.undone()] == [4]
     one_back = state(s)
     assert users(s) == ["one", "two", "three"] and s.slot().meta.turns == 3
-    s.undo(turns=2)
-    assert users(s) == ["one"] and s.marks() == {0: "pin"}  # the pin was before the undone turns
+    s.history.undo(turns=2)
+    assert users(s) == ["one"] and s.history.marks() == {0: "pin"}  # the pin was before the undone turns
     assert rows(db_path, "messages") == stored  # nothing deleted
-    s.redo()
+    s.history.redo()
     assert state(s) == one_back
-    s.redo()
-    assert state(s) == full and s.marks() == {0: "pin"}
+    s.history.redo()
+    assert state(s) == full and s.history.marks() == {0: "pin"}
     assert [sl.id for sl in s.list_slots()] == ["default"] and s.current_slot == "default"
     with pytest.raises(ConfigError, match="nothing to redo"):
-        s.redo()
+        s.history.redo()
 
 
 def test_after_undo_a_new_turn_continues_and_redo_is_refused(s: Session) -> None:
     for text in ("one", "two", "three"):
         s.submit_turn(text)
-    s.undo()
+    s.history.undo()
     reply = s.submit_turn("three, asked better")
     assert reply.turn == 3 and users(s) == ["one", "two", "three, asked better"]
     with pytest.raises(ConfigError, match="has had turns since the undo"):
-        s.redo()
-    undone = [(h.slot, h.turn, h.role) for h in s.search("three") if h.undone]
+        s.history.redo()
+    undone = [(h.slot, h.turn, h.role) for h in s.history.search("three") if h.undone]
     assert sorted(undone) == [("default", 3, "assistant"), ("default", 3, "user")]  # still readable
-    step = s.redo(branch="three")  # the undone turns as a branch of their own
+    step = s.history.redo(branch="three")  # the undone turns as a branch of their own
     assert [t.number for t in step.undone()] == [3] and s.current_slot == "default"
     assert users(s, "three") == ["one", "two", "three"] and s.slot("three").meta.parent_id == "default"
-    assert {h.slot for h in s.search("three") if h.role == "user"} == {"default", "three"}
-    assert not any(h.undone for h in s.search("three"))
+    assert {h.slot for h in s.history.search("three") if h.role == "user"} == {"default", "three"}
+    assert not any(h.undone for h in s.history.search("three"))
     with pytest.raises(SlotExists):
-        s.redo(branch="three")
+        s.history.redo(branch="three")
 
 
 def test_undo_keeps_slots_derived_from_the_undone_history(s: Session) -> None:
     for text in ("one", "two"):
         s.submit_turn(text)
     s.derive_slot("side")
-    s.undo()
+    s.history.undo()
     assert users(s, "side") == ["one", "two"] and s.slot("side").meta.parent_id == "default"
     assert [sl.id for sl in s.list_slots()] == ["default", "side"]
     s.submit_turn("three", slot="side")
@@ -197,9 +197,9 @@ def test_undo_keeps_slots_derived_from_the_undone_history(s: Session) -> None:
 def test_undo_mistakes_are_one_line(s: Session) -> None:
     s.submit_turn("one")
     with pytest.raises(ConfigError, match="it has only 1 turns to undo"):
-        s.undo(turns=2)
+        s.history.undo(turns=2)
     with pytest.raises(ConfigError, match="turns to undo must be a whole number >= 1"):
-        s.undo(turns=0)
+        s.history.undo(turns=0)
     assert users(s) == ["one"]
 
 
@@ -210,14 +210,14 @@ def test_replay_after_undo_reproduces_the_first_run_without_a_model_call(s: Sess
     s.submit_turn("one", cell_id="c1")
     s.submit_turn("two", cell_id="c2")
     third = s.submit_turn("three", cell_id="c3")
-    s.undo(cell="u1")
+    s.history.undo(cell="u1")
     s.submit_turn("three, asked better", cell_id="c4")
     first_run = state(s)
     s._engine.pool.close()  # a model call now would need a new provider object
     assert all(s.submit_turn(t, cell_id=c).replayed for c, t in (("c1", "one"), ("c2", "two")))
     again = s.submit_turn("three", cell_id="c3")
     assert again.replayed and again.text == third.text and "undone" in again.notes[0]
-    assert s.undo(cell="u1").repeated  # the same cell: nothing moves
+    assert s.history.undo(cell="u1").repeated  # the same cell: nothing moves
     assert s.submit_turn("three, asked better", cell_id="c4").replayed
     assert state(s) == first_run and s._engine.pool.kept() == {}
     # An undone cell edited is a new turn on the slot, not a replay.
@@ -254,25 +254,25 @@ def test_a_pinned_message_survives_compaction_and_the_focused_filter(s: Session)
     s.submit_turn("My deposit was exactly $1,200, paid on 1 March.")
     for n in range(5):
         s.submit_turn(f"Another question number {n} about the lease.")
-    assert s.pin(0) == 0
-    compaction = s.compact(keep=2)
+    assert s.history.pin(0) == 0
+    compaction = s.compactions.compact(keep=2)
     assert compaction.upto == 10
     view = s.preview()
     pinned = [e for e in view.entries if e.kind == "history" and e.position == 0]
     assert pinned and pinned[0].message.content.startswith("My deposit was exactly $1,200")
     assert all(not (o.lo <= 0 < o.hi) for o in view.omitted)
     assert "· pinned" in view.to_text() and "· summary of a compaction" in view.to_text()
-    s.unmark(0)
+    s.history.unmark(0)
     assert all(e.position != 0 for e in s.preview().entries)  # folded again, as without the pin
     s.configure_slot(mode="focused", focused=FocusedConfig(recent_messages=2))
-    s.pin(2)
+    s.history.pin(2)
     assert [e.position for e in s.preview().entries if e.kind == "history"] == [2, 10, 11]
 
 
 def test_an_excluded_message_is_not_in_the_view_and_stays_stored(s: Session) -> None:
     s.append([Message.user("Ignore this: my card number is 4111 1111 1111 1111."), Message.assistant("Noted.")])
     s.submit_turn("What evidence do I need?")
-    s.exclude(-4)
+    s.history.exclude(-4)
     view = s.preview()
     assert all("4111" not in m.content for m in view.messages)
     assert [(o.lo, o.hi, o.reason) for o in view.omitted] == [(0, 1, "excluded")]
@@ -287,7 +287,7 @@ def test_an_excluded_message_does_not_count_against_a_focused_slot(s: Session) -
         s.append([Message.user(f"question {n}"), Message.assistant(f"answer {n}")])
     s.configure_slot(mode="focused", focused=FocusedConfig(recent_messages=3))
     assert [e.position for e in s.preview().entries] == [5, 6, 7]
-    s.exclude(6)
+    s.history.exclude(6)
     view = s.preview()
     assert [e.position for e in view.entries] == [4, 5, 7]  # still three messages
     assert sorted((o.lo, o.hi, o.reason) for o in view.omitted) == [(0, 4, "filtered"), (6, 7, "excluded")]
@@ -298,14 +298,14 @@ def test_marks_refuse_tool_messages_and_bad_positions(s: Session) -> None:
     s.append([Message.user("clause 3?"), Message.assistant("", [call]), Message.tool("call_1", "Clause 3: …")])
     for position in (1, 2):
         with pytest.raises(ConfigError, match=f"message {position + 1} is part of a tool exchange"):
-            s.exclude(position)
+            s.history.exclude(position)
     s.append([Message.user("hi"), Message.assistant("hello")])
-    s.exclude(-2)
+    s.history.exclude(-2)
     with pytest.raises(ConfigError, match="has no message 9: it holds 5"):
-        s.pin(8)
+        s.history.pin(8)
     with pytest.raises(ConfigError, match="must be a whole number"):
-        s.pin("1")  # type: ignore[arg-type]
-    assert s.marks() == {3: "exclude"}
+        s.history.pin("1")  # type: ignore[arg-type]
+    assert s.history.marks() == {3: "exclude"}
 
 
 def test_pin_and_exclude_through_the_magic(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -330,18 +330,18 @@ def test_pin_and_exclude_through_the_magic(ip: Any, capsys: pytest.CaptureFixtur
 
 def test_search_uses_fts5_and_names_slot_and_turn(s: Session, db_path: Path) -> None:
     dispute(s)
-    hits = s.search("deposit statute")
+    hits = s.history.search("deposit statute")
     assert [(h.slot, h.turn, h.role) for h in hits][:1] == [("letter", 3, "user")]
     assert "[deposit] [statute]" in hits[0].snippet
-    assert [h.slot for h in s.search("cleaning")] == ["default", "default"]  # held by both; owner named
-    assert [h.slot for h in s.search("cleaning", slot="letter")] == ["letter", "letter"]
-    assert s.search('AND OR NOT "( *') == []  # the words are taken literally, never as syntax
+    assert [h.slot for h in s.history.search("cleaning")] == ["default", "default"]  # held by both; owner named
+    assert [h.slot for h in s.history.search("cleaning", slot="letter")] == ["letter", "letter"]
+    assert s.history.search('AND OR NOT "( *') == []  # the words are taken literally, never as syntax
     if not on_postgres(db_path):
         with sqlite3.connect(db_path) as db:
             assert db.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()[0].count("fts5")
         db.close()
     with pytest.raises(ConfigError, match="nothing to search for"):
-        s.search("   ")
+        s.history.search("   ")
 
 
 def test_a_search_of_many_words_or_a_nul_is_an_answer_or_one_line(s: Session) -> None:
@@ -350,14 +350,14 @@ def test_a_search_of_many_words_or_a_nul_is_an_answer_or_one_line(s: Session) ->
     dispute(s)
     words = " ".join(f"w{i}" for i in range(49))
     s.append([Message.user(f"the deposit {words}")])
-    assert [h.role for h in s.search(f"Deposit {words} deposit DEPOSIT")] == ["user"]  # 52 words, 50 different
+    assert [h.role for h in s.history.search(f"Deposit {words} deposit DEPOSIT")] == ["user"]  # 52 words, 50 different
     for n in (999, 3_000, 40_000):
         with pytest.raises(ConfigError, match=f"a search takes at most 50 different words, not {n:,}") as raised:
-            s.search(" ".join(f"w{i}" for i in range(n)))
+            s.history.search(" ".join(f"w{i}" for i in range(n)))
         assert "\n" not in str(raised.value)
-    assert len(s.search(" ".join(["deposit"] * 40_000))) > 0  # the same word 40,000 times: one word
-    assert [h.role for h in s.search("deposit\x00w7")] == ["user"]  # a NUL separates words
-    assert s.search("\x00nothing\x00like\x00this") == []
+    assert len(s.history.search(" ".join(["deposit"] * 40_000))) > 0  # the same word 40,000 times: one word
+    assert [h.role for h in s.history.search("deposit\x00w7")] == ["user"]  # a NUL separates words
+    assert s.history.search("\x00nothing\x00like\x00this") == []
 
 
 def test_search_through_the_magic(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -386,7 +386,7 @@ def test_gc_after_deleting_branches_frees_space_and_keeps_what_is_reachable(s: S
     s.switch_slot("default")
     s.delete_slot("draft", force=True)  # a tombstone: 'kept' still shares its first rows
     s.delete_slot("gone", force=True)
-    report = s.gc()
+    report = s.history.gc()
     assert report.messages == 6 and report.turns == 3  # draft's later turns, which nothing reaches
     assert s.messages("kept") == kept and users(s) == ["start"]
     assert count_rows(db_path, "messages", "WHERE content LIKE 'later%'") == 0
@@ -395,27 +395,27 @@ def test_gc_after_deleting_branches_frees_space_and_keeps_what_is_reachable(s: S
         with sqlite3.connect(db_path) as db:
             assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         db.close()
-    assert [h.slot for h in s.search("draft")] == ["kept"] * 3  # the index was rebuilt after VACUUM
+    assert [h.slot for h in s.history.search("draft")] == ["kept"] * 3  # the index was rebuilt after VACUUM
     s.append([Message.user("still works")], slot="kept")
-    assert s.gc().messages == 0  # nothing more to remove
+    assert s.history.gc().messages == 0  # nothing more to remove
 
 
 def test_gc_keeps_the_undo_history_until_told_to_drop_it(s: Session) -> None:
     s.derive_slot("side")
     s.submit_turn("side turn", slot="side")
-    s.undo("side")
+    s.history.undo("side")
     s.delete_slot("side")  # its undo history goes with it, at once
-    assert s.search("side") == [] and s.gc().messages == 0
+    assert s.history.search("side") == [] and s.history.gc().messages == 0
     for text in ("one", "two", "three"):
         s.submit_turn(text)
-    s.undo()
-    assert s.gc().messages == 0  # undone turns are reachable: redo still works
-    s.redo()
-    s.undo()
-    report = s.gc(drop_undo=True)
-    assert report.messages == 2 and s.undo_steps() == []
+    s.history.undo()
+    assert s.history.gc().messages == 0  # undone turns are reachable: redo still works
+    s.history.redo()
+    s.history.undo()
+    report = s.history.gc(drop_undo=True)
+    assert report.messages == 2 and s.history.undo_steps() == []
     with pytest.raises(ConfigError, match="nothing to redo"):
-        s.redo()
+        s.history.redo()
     assert users(s) == ["one", "two"]
 
 
@@ -431,7 +431,7 @@ def test_gc_removes_large_tool_results_only_deleted_branches_referred_to(s: Sess
     exchange("kept", "lease ")
     exchange("gone", "invoice ")
     s.delete_slot("gone", force=True)
-    assert s.gc().namespace == 1
+    assert s.history.gc().namespace == 1
     assert s.messages("kept", expand=True)[-1].content == "lease " * 3000  # an export still reads it
 
 
@@ -489,16 +489,16 @@ def test_a_store_of_the_previous_schema_upgrades_and_every_feature_works_on_it(t
     db.executemany("""INSERT INTO turns VALUES (?, ?, ?, 2, '{"kind": "turn"}', 1)""", turns)
     db.close()
     with Session.open("nb", db_path=path) as s:
-        [hit] = s.search("statute")
+        [hit] = s.history.search("statute")
         assert (hit.slot, hit.turn, hit.position) == ("side", 2, 2)  # the index holds the old rows
-        s.undo(slot="side")
+        s.history.undo(slot="side")
         assert users(s, "side") == ["deposit question"]
-        s.redo(slot="side")
-        s.pin(0, slot="side")
+        s.history.redo(slot="side")
+        s.history.pin(0, slot="side")
         s.submit_turn("after the upgrade", slot="side")
-        assert users(s, "side")[-1] == "after the upgrade" and s.marks("side") == {0: "pin"}
-        s.merge("side")
-        assert s.turns()[-1].info.kind == "merge"
+        assert users(s, "side")[-1] == "after the upgrade" and s.history.marks("side") == {0: "pin"}
+        s.history.merge("side")
+        assert s.history.turns()[-1].info.kind == "merge"
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
@@ -511,11 +511,11 @@ def test_a_pin_made_by_another_kernel_is_seen_at_the_next_view(db_path: Path) ->
     with Session.open("two", db_path=db_path) as a, Session.open("two", db_path=db_path) as b:
         a.submit_turn("the key fact")
         a.submit_turn("more")
-        assert b.marks() == {} and len(b.preview().entries) == 4  # b has read (and cached) it
-        a.exclude(0)
-        assert b.marks() == {0: "exclude"} and len(b.preview().entries) == 3
-        b.unmark(0)
-        assert a.marks() == {}
+        assert b.history.marks() == {} and len(b.preview().entries) == 4  # b has read (and cached) it
+        a.history.exclude(0)
+        assert b.history.marks() == {0: "exclude"} and len(b.preview().entries) == 3
+        b.history.unmark(0)
+        assert a.history.marks() == {}
 
 
 def test_the_search_index_catches_up_at_search_and_stays_in_step_through_gc(tmp_path: Path) -> None:
@@ -531,16 +531,16 @@ def test_the_search_index_catches_up_at_search_and_stays_in_step_through_gc(tmp_
     with Session.open("nb", db_path=path) as s:
         s.append([Message.user("the deposit was 900"), Message.assistant("noted")])
         assert in_step() == 0  # nothing indexed by the turn itself
-        assert [h.position for h in s.search("deposit")] == [0]
+        assert [h.position for h in s.history.search("deposit")] == [0]
         assert in_step() == 2
         s.derive_slot("side")
         s.append([Message.user("side: the statute of limitations"), Message.assistant("three years")], slot="side")
-        assert [h.slot for h in s.search("statute")] == ["side"]
+        assert [h.slot for h in s.history.search("statute")] == ["side"]
         s.delete_slot("side", force=True)
-        s.gc()
+        s.history.gc()
         s.append([Message.user("a new question about the statute"), Message.assistant("ok")])
-        assert [(h.slot, h.position) for h in s.search("statute")] == [("default", 2)]
-        assert [h.position for h in s.search("deposit")] == [0]
+        assert [(h.slot, h.position) for h in s.history.search("statute")] == [("default", 2)]
+        assert [h.position for h in s.history.search("deposit")] == [0]
     in_step()
 
 
@@ -554,13 +554,13 @@ def statements_of(store: Any) -> list[str]:
 def test_a_frequent_word_makes_snippets_only_for_the_hits_kept(tmp_path: Path) -> None:
     with Session.open("nb", db_path=tmp_path / "many.sqlite3") as s:
         s.append([Message.user(f"deposit question {i}") for i in range(60)])
-        s.search("deposit")  # indexes them
+        s.history.search("deposit")  # indexes them
         seen = statements_of(s.store)
-        hits = s.search("deposit", limit=5)
+        hits = s.history.search("deposit", limit=5)
         assert len(hits) == 5 and all("[deposit]" in h.snippet for h in hits)
         [made] = [sql for sql in seen if "snippet(" in sql]
         assert made.count(",", made.index("IN (")) == 4  # snippets for the 5 hits kept, not 60
-        assert [h.position for h in hits] == [h.position for h in s.search("deposit", limit=60)][:5]
+        assert [h.position for h in hits] == [h.position for h in s.history.search("deposit", limit=60)][:5]
 
 
 def test_gc_with_nothing_to_free_leaves_the_search_index_as_it_is(
@@ -568,20 +568,20 @@ def test_gc_with_nothing_to_free_leaves_the_search_index_as_it_is(
 ) -> None:
     with Session.open("nb", db_path=tmp_path / "gc.sqlite3") as s:
         s.append([Message.user("the deposit was 900"), Message.assistant("noted")])
-        assert [h.position for h in s.search("deposit")] == [0]
+        assert [h.position for h in s.history.search("deposit")] == [0]
         seen = statements_of(s.store)
-        report = s.gc()
+        report = s.history.gc()
         assert report.messages == 0 and any("VACUUM" in sql for sql in seen)
         assert not any("'rebuild'" in sql for sql in seen)  # VACUUM kept every rowid: no rebuild
-        assert [h.position for h in s.search("deposit")] == [0]
+        assert [h.position for h in s.history.search("deposit")] == [0]
 
         # Were a VACUUM to renumber the messages, the index would be built again.
         numbering = iter([[1, 2], [7, 8]])
         monkeypatch.setattr(type(s.store), "_rowids", lambda self: next(numbering))
         seen.clear()
-        s.gc()
+        s.history.gc()
         assert any("'rebuild'" in sql for sql in seen)
-        assert [h.position for h in s.search("deposit")] == [0]
+        assert [h.position for h in s.history.search("deposit")] == [0]
 
 
 def test_a_store_that_refuses_writes_finds_messages_no_search_has_indexed(tmp_path: Path) -> None:
@@ -590,8 +590,10 @@ def test_a_store_that_refuses_writes_finds_messages_no_search_has_indexed(tmp_pa
     with Session.open("nb", db_path=tmp_path / "ro.sqlite3") as s:
         s.append([Message.user("what about the 100% deposit_fee?"), Message.assistant("noted")])
         s.store.refusal = "the state file is read-only"  # as a read-only file sets it at open
-        assert [h.position for h in s.search("deposit_fee")] == [0]
-        assert s.search("100%") and not s.search("deposit-fee") and not s.search("10_%")  # wildcards escaped
+        assert [h.position for h in s.history.search("deposit_fee")] == [0]
+        assert (
+            s.history.search("100%") and not s.history.search("deposit-fee") and not s.history.search("10_%")
+        )  # wildcards escaped
 
 
 def test_a_compaction_made_by_another_kernel_is_seen_at_the_next_view(db_path: Path) -> None:
@@ -599,7 +601,7 @@ def test_a_compaction_made_by_another_kernel_is_seen_at_the_next_view(db_path: P
         for n in range(4):
             a.append([Message.user(f"question {n} about the deposit"), Message.assistant("An answer.")])
         assert b.compactions() == [] and len(b.preview().entries) == 8  # b has read (and cached) it
-        a.compact(keep=2)
+        a.compactions.compact(keep=2)
         assert len(b.compactions()) == 1
         assert b.preview().entries[0].kind == "compaction" and len(b.preview().entries) == 3
 
@@ -608,17 +610,17 @@ def test_an_excluded_message_reaches_no_summary_and_no_merge(s: Session) -> None
     s.append([Message.user("my card is 4111 1111 1111 1111"), Message.assistant("Noted.")])
     for n in range(3):
         s.append([Message.user(f"question {n} about the deposit"), Message.assistant("An answer.")])
-    s.exclude(0)
-    compaction = s.compact(keep=2)
+    s.history.exclude(0)
+    compaction = s.compactions.compact(keep=2)
     assert compaction.upto == 6 and "4111" not in compaction.message().content
     assert "question 0" in compaction.message().content  # the summary is of the rest
     s.derive_slot("side")
     s.append([Message.user("side: my PIN is 9876"), Message.assistant("Noted.")], slot="side")
     s.append([Message.user("side: the statute says 21 days"), Message.assistant("Yes.")], slot="side")
-    s.exclude(-4, slot="side")
-    s.merge("side")
-    s.merge("side", as_="messages")
-    merged = [m.content for t in s.diff("default", "side").only_a for m in t.messages]
+    s.history.exclude(-4, slot="side")
+    s.history.merge("side")
+    s.history.merge("side", as_="messages")
+    merged = [m.content for t in s.history.diff("default", "side").only_a for m in t.messages]
     assert len(merged) == 1 + 3 and not any("9876" in text for text in merged)  # summary, then 3 of 4
     assert any("21 days" in text for text in merged)
 
@@ -626,19 +628,19 @@ def test_an_excluded_message_reaches_no_summary_and_no_merge(s: Session) -> None
 def test_compact_preview_from_python_stores_nothing(s: Session) -> None:
     for n in range(4):
         s.submit_turn(f"Question {n} about the deposit.")
-    preview = s.compact(keep=2, preview=True, instructions="keep every number")
+    preview = s.compactions.compact(keep=2, preview=True, instructions="keep every number")
     assert (preview.upto, preview.replaced, preview.instructions) == (6, 6, "keep every number")
     assert s.compactions() == [] and all(e.kind != "compaction" for e in s.preview().entries)
-    stored = s.compact(keep=2, instructions="keep every number")
+    stored = s.compactions.compact(keep=2, instructions="keep every number")
     assert (stored.upto, stored.text) == (preview.upto, preview.text)  # what was shown is what is made
     with pytest.raises(ConfigError, match="preview must be True or False"):
-        s.compact(keep=2, preview="yes")  # type: ignore[arg-type]
+        s.compactions.compact(keep=2, preview="yes")  # type: ignore[arg-type]
 
 
 def test_prompt_cache_is_a_setting(ip: Any) -> None:
-    assert session(ip).prompt_cache is True  # on by default
+    assert session(ip).options.prompt_cache is True  # on by default
     ip.run_cell("%config SlotMagic.prompt_cache = False")
-    assert session(ip).prompt_cache is False
+    assert session(ip).options.prompt_cache is False
 
 
 def test_gc_while_another_connection_reads_removes_and_says_the_file_kept_its_size(s: Session, db_path: Path) -> None:
@@ -654,8 +656,8 @@ def test_gc_while_another_connection_reads_removes_and_says_the_file_kept_its_si
     reader.execute("SELECT COUNT(*) FROM messages").fetchone()  # holds a read transaction open
     s.store._db.execute("PRAGMA busy_timeout = 100")  # not the 10 s a kernel waits
     try:
-        report = s.gc()
+        report = s.history.gc()
     finally:
         reader.close()
     assert report.messages == 1 and not report.compacted
-    assert s.gc().compacted and len(s.messages("b")) == 1
+    assert s.history.gc().compacted and len(s.messages("b")) == 1

@@ -258,10 +258,10 @@ def test_a_fan_out_runs_once(session: Session) -> None:
 
 
 def test_max_concurrency_is_checked(session: Session) -> None:
-    assert session.max_concurrency == 4
+    assert session.options.max_concurrency == 4
     with pytest.raises(ConfigError):
-        session.max_concurrency = 0
-    session.max_concurrency = 1
+        session.options.max_concurrency = 0
+    session.options.max_concurrency = 1
     assert session.fan_out("one at a time", slots="all").summary().startswith("4 of 4")
 
 
@@ -271,19 +271,19 @@ def test_compare_lays_the_last_replies_side_by_side(session: Session) -> None:
     session.derive_slot("right")
     session.fan_out("Go left", slots="left")
     session.fan_out("Go right", slots="right")
-    comparison = session.compare("left", "right")
+    comparison = session.history.compare("left", "right")
     assert [c["key"] for c in comparison.columns] == ["left", "right"]
     assert "last user message: Go left" in comparison.columns[0]["text"]
     assert comparison.summary == "left, right share 1 turn, then part"
-    whole = session.compare("left", "right", since_fork=True)
+    whole = session.history.compare("left", "right", since_fork=True)
     assert whole.columns[1]["text"].startswith("[user] Go right\n\n[assistant] ")
     text = comparison.to_text()
     assert "left" in text.splitlines()[0] and "│" in text.splitlines()[0]
     assert "&lt;" not in text and "<table" in comparison._repr_html_()
     with pytest.raises(ConfigError):
-        session.compare("left")
+        session.history.compare("left")
     with pytest.raises(SlotNotFound):
-        session.compare("left", "rigth")
+        session.history.compare("left", "rigth")
 
 
 def test_compare_renders_markdown_as_the_fan_out_columns_do(session: Session) -> None:
@@ -291,12 +291,12 @@ def test_compare_renders_markdown_as_the_fan_out_columns_do(session: Session) ->
     session.derive_slot("right")
     session.fan_out("**bold** and [bad](javascript:alert(1)) <img src=x>", slots="left,right")
     for since_fork in (False, True):
-        column = session.compare("left", "right", since_fork=since_fork).columns[0]
+        column = session.history.compare("left", "right", since_fork=since_fork).columns[0]
         assert "<strong>bold</strong>" in column["html"] and "**bold**" not in column["html"]
         assert 'href="javascript' not in column["html"] and "<img" not in column["html"]
-        html = session.compare("left", "right", since_fork=since_fork)._repr_html_()
+        html = session.history.compare("left", "right", since_fork=since_fork)._repr_html_()
         assert "<strong>bold</strong>" in html and "**bold**" not in html
-    assert "<strong>user</strong>" in session.compare("left", "right", since_fork=True).columns[0]["html"]
+    assert "<strong>user</strong>" in session.history.compare("left", "right", since_fork=True).columns[0]["html"]
 
 
 # -- through the magics ------------------------------------------------------------------------
@@ -346,7 +346,7 @@ def test_bad_fan_out_lines_are_one_line(ip: Any, line: str, words: str) -> None:
 def test_max_concurrency_setting(ip: Any) -> None:
     ip.run_cell("%config SlotMagic.max_concurrency = 2")
     ip.run_cell("%%turn --slots default\nHi")
-    assert magic_session(ip).max_concurrency == 2
+    assert magic_session(ip).options.max_concurrency == 2
 
 
 def test_the_columns_widget_holds_each_column(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:

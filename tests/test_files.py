@@ -99,7 +99,7 @@ def check_whole(path: Path) -> None:
         with Session.open(session_id, db_path=path) as session:
             for slot in session.list_slots():
                 messages = session.messages(slot.id)
-                turns = session.turns(slot.id)
+                turns = session.history.turns(slot.id)
                 assert slot.meta.message_count == len(messages) == sum(t.count for t in turns), slot.id
                 assert slot.meta.total_tokens == sum(m.tokens for m in messages)
                 for turn in turns:
@@ -281,22 +281,22 @@ def stateful_session(path: Path) -> dict[str, Any]:
         session.submit_turn("Read the lease.\ncall fetch_lease")
         for i in range(6):
             session.submit_turn(f"question {i} " + "q" * 1500)
-        session.pin(0)
-        session.exclude(5)
-        session.add_goal("get the deposit back")
-        session.decide("court or letter", "letter first", "cheaper")
-        session.compact(keep=4)
-        session.workflow("claim", "letter -> court")
+        session.history.pin(0)
+        session.history.exclude(5)
+        session.context.add_goal("get the deposit back")
+        session.context.decide("court or letter", "letter first", "cheaper")
+        session.compactions.compact(keep=4)
+        session.workflows.define("claim", "letter -> court")
         session.derive_slot("branch")
-        session.add_goal("try mediation", slot="branch")
+        session.context.add_goal("try mediation", slot="branch")
         session.store.update_meta("calibration", lambda _: json.dumps({"anthropic:claude-sonnet-4-5": [1.2]}))
         return {
             "views": {slot: session.view(slot) for slot in ("default", "branch")},
             "expanded": session.messages(expand=True),
-            "marks": session.marks(),
+            "marks": session.history.marks(),
             "compactions": session.compactions(),
             "context": {slot: str(session.context(slot)) for slot in ("default", "branch")},
-            "workflow": session.workflow(),
+            "workflow": session.workflows.get(),
             "calibration": session.store.meta("calibration"),
         }
 
@@ -310,10 +310,10 @@ def test_recover_carries_what_a_session_holds_beside_its_histories(tmp_path: Pat
     with Session.open("nb", db_path=report.target, model="echo") as recovered:
         assert {slot: recovered.view(slot) for slot in ("default", "branch")} == before["views"]
         assert recovered.messages(expand=True) == before["expanded"]  # the large result, whole
-        assert recovered.marks() == before["marks"]
+        assert recovered.history.marks() == before["marks"]
         assert recovered.compactions() == before["compactions"]
         assert {slot: str(recovered.context(slot)) for slot in ("default", "branch")} == before["context"]
-        assert recovered.workflow() == before["workflow"]
+        assert recovered.workflows.get() == before["workflow"]
         assert recovered.store.meta("calibration") == before["calibration"]
         recovered.submit_turn("and it goes on")
 
@@ -323,7 +323,7 @@ def test_recover_drops_state_that_no_longer_fits_a_cut_history_and_says_so(tmp_p
     stateful_session(path)
     with Session.open("other", db_path=path, model="echo") as other:
         other.submit_turn("elsewhere")
-        other.pin(1)
+        other.history.pin(1)
     leaves = pages_of(path, "messages")
     overwrite_page(path, leaves[len(leaves) // 2])  # the middle of the nb session's turns
     report = slotmagic.recover(path)
@@ -332,12 +332,12 @@ def test_recover_drops_state_that_no_longer_fits_a_cut_history_and_says_so(tmp_p
     assert "not kept: 1 compaction, " in str(report) and "pins or exclusions" in str(report)
     check_whole(Path(report.target))
     with Session.open("nb", db_path=report.target, model="echo") as recovered:
-        assert recovered.marks() == {} and recovered.compactions() == []  # would point elsewhere now
-        assert recovered.workflow().name == "claim"  # per session: kept
+        assert recovered.history.marks() == {} and recovered.compactions() == []  # would point elsewhere now
+        assert recovered.workflows.get().name == "claim"  # per session: kept
         # A plain full view again: the workflow block, then every message kept.
         assert [m for m in recovered.view() if m.role != "system"] == recovered.messages()
     with Session.open("other", db_path=report.target, model="echo") as other:
-        assert other.marks() == {1: "pin"}  # an intact history keeps its pins
+        assert other.history.marks() == {1: "pin"}  # an intact history keeps its pins
 
 
 def lease_in(messages: list[Message]) -> bool:
@@ -361,10 +361,10 @@ session = Session.open("nb", db_path=path)
 out["readonly"] = session.store.readonly
 out["messages"] = len(session.messages())
 out["branch"] = session.messages("branch")[-2].content[:15]
-out["search"] = [h.slot for h in session.search("branch 4")][:1]
+out["search"] = [h.slot for h in session.history.search("branch 4")][:1]
 for name, write in [("turn", lambda: session.submit_turn("x")), ("derive", lambda: session.derive_slot("y")),
-                    ("switch", lambda: session.switch_slot("branch")), ("undo", lambda: session.undo("branch")),
-                    ("pin", lambda: session.pin(0)), ("gc", lambda: session.gc())]:
+                    ("switch", lambda: session.switch_slot("branch")), ("undo", lambda: session.history.undo("branch")),
+                    ("pin", lambda: session.history.pin(0)), ("gc", lambda: session.history.gc())]:
     try:
         write()
         out[name] = "written"

@@ -81,7 +81,9 @@ def test_a_summary_that_names_a_reference_offers_the_reader(tmp_path: Path) -> N
     with Session.open("s", db_path=tmp_path / "s.sqlite3", model="echo") as session:
         for i in range(4):
             session.submit_turn(f"question {i}")
-        session.compact(keep=2, summary="The lease is at namespace://doc/0123456789abcdef; clause 3 matters.")
+        session.compactions.compact(
+            keep=2, summary="The lease is at namespace://doc/0123456789abcdef; clause 3 matters."
+        )
         reply = session.submit_turn('call read_namespace {"ref": "namespace://doc/0123456789abcdef"}')
         assert [step.name for step in reply.steps] == ["read_namespace"]  # offered: the summary names a reference
         assert reply.steps[0].result.startswith("error: no namespace entry")

@@ -127,9 +127,9 @@ def test_images_are_stored_exported_and_diffed(db_path: str, tmp_path: Path) -> 
         stored = session.messages()[0]
         assert stored.images[0].raw == raw and stored.images[0].label == "pic"
         assert "image pic (image/png 40x30" in session.messages()[1].content  # echo saw the image part
-        markdown = session.export(tmp_path / "out" / "chat.md")
-        data = json.loads(session.export(tmp_path / "out" / "chat.json").read_text())
-        diff = session.diff("other", "default").to_text()
+        markdown = session.history.export(tmp_path / "out" / "chat.md")
+        data = json.loads(session.history.export(tmp_path / "out" / "chat.json").read_text())
+        diff = session.history.diff("other", "default").to_text()
     text = markdown.read_text()
     name = f"chat_files/image-{stored.images[0].digest}.png"
     assert f"![pic]({name})" in text
@@ -138,7 +138,7 @@ def test_images_are_stored_exported_and_diffed(db_path: str, tmp_path: Path) -> 
     assert "[+1 image]" not in diff  # the image turn is shared
     with Session.open("st", db_path=db_path) as session:
         session.submit_turn("Another:", attachments={"pic": raw}, slot="other")
-        assert "[+1 image]" in session.diff("other", "default").to_text()
+        assert "[+1 image]" in session.history.diff("other", "default").to_text()
 
 
 def test_models_sharing_an_encoding_never_share_an_images_count(tmp_path: Path) -> None:

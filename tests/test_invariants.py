@@ -87,7 +87,7 @@ def test_the_reply_priming_counts_as_history(s: Session) -> None:
 def test_a_focused_slot_never_reaches_back_past_a_compaction(s: Session) -> None:
     for i in range(6):
         s.append([Message.user(f"question {i}"), Message.assistant(f"answer {i}")])
-    s.compact(keep=2, summary="Six questions about the deposit were answered.")
+    s.compactions.compact(keep=2, summary="Six questions about the deposit were answered.")
     s.derive_slot("near", strategy=FocusedConfig(recent_messages=8))
     view = s.preview("near")
     shown = [e.message.content for e in view.entries if e.kind == "history"]
@@ -101,13 +101,13 @@ def test_a_focused_slot_never_reaches_back_past_a_compaction(s: Session) -> None
 def test_redo_keeps_the_pins_context_and_compactions_made_since_the_undo(s: Session) -> None:
     for i in range(4):
         s.append([Message.user(f"question {i}"), Message.assistant(f"answer {i}")])
-    s.undo()
-    s.pin(0)
-    s.add_goal("get the deposit back")
-    s.compact(keep=2, summary="Two questions were answered.")
-    s.redo()
+    s.history.undo()
+    s.history.pin(0)
+    s.context.add_goal("get the deposit back")
+    s.compactions.compact(keep=2, summary="Two questions were answered.")
+    s.history.redo()
     assert users(s) == [f"question {i}" for i in range(4)]
-    assert s.marks() == {0: "pin"}
+    assert s.history.marks() == {0: "pin"}
     assert [g.text for g in s.context().goals] == ["get the deposit back"]
     assert [c.text for c in s.compactions()] == ["Two questions were answered."]
 
@@ -119,10 +119,10 @@ def test_gc_keeps_what_an_undo_step_reaches_in_a_deleted_ancestor(s: Session) ->
     s.derive_slot("child", parent="side")
     s.append([Message.user("child 0"), Message.assistant("ok")], slot="child")
     whole = s.messages("child")
-    s.undo("child", turns=3)  # back into side's own part: only the undo step reaches further
+    s.history.undo("child", turns=3)  # back into side's own part: only the undo step reaches further
     s.delete_slot("side", force=True)
-    s.gc()
-    s.redo("child")
+    s.history.gc()
+    s.history.redo("child")
     assert s.messages("child") == whole
 
 
@@ -151,5 +151,5 @@ def test_a_namespace_page_is_capped_whatever_length_is_asked(s: Session) -> None
 def test_a_percent_sign_is_literal_in_the_search_of_messages_not_indexed(s: Session) -> None:
     s.append([Message.user("the release of 2024"), Message.assistant("noted")])
     s.store.refusal = "the state file is read-only"  # as a read-only file sets it at open: no indexing
-    assert [h.position for h in s.search("2024")] == [0]
-    assert s.search("2%4") == [] and s.search("2_24") == []
+    assert [h.position for h in s.history.search("2024")] == [0]
+    assert s.history.search("2%4") == [] and s.history.search("2_24") == []

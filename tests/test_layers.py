@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "slotmagic.namespace": 1,
     "slotmagic.copy": 1,
     "slotmagic.attach": 1,  # objects into attachments (namespace references): used by tools.variables
+    "slotmagic.contextbook": 1,  # working contexts over a store: used by tools.context and the session
     # 2 the models
     "slotmagic.providers": 2,
     # 3 the engine, and the reading of a session's values it serves
@@ -177,12 +178,11 @@ def test_the_checks_see_an_upward_import(tmp_path: Path) -> None:
 MODULE_LINES = 500
 CLASS_METHODS = 40
 LARGE_MODULES = {
-    "session.py": "Session: to be grouped by concern (context, workflows, history)",
     "providers/anthropic.py": "one wire format, request and stream parsing together",
     "providers/transport.py": "HTTP, retries, pacing and streaming of both wire formats",
     "magics/slot_commands.py": "the %slot families not yet in modules of their own",
 }
-LARGE_CLASSES = {"Session"}
+LARGE_CLASSES: set[str] = set()
 
 
 def test_modules_and_classes_stay_small() -> None:

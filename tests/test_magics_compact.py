@@ -24,7 +24,7 @@ def test_preview_then_apply_applies_exactly_the_previewed_summary(ip: Any, capsy
     fill(ip)
     out = run(ip, "%slot compact --keep 2 --preview", capsys)
     assert "nothing changed: %slot compact --apply default applies exactly this summary" in out
-    draft = session(ip).compaction_draft()
+    draft = session(ip).compactions.draft()
     assert draft is not None and draft.text in out and session(ip).compactions() == []
     out = run(ip, "%slot compact --apply", capsys)
     assert out.startswith("slot default: compacted 6 messages → 1 summary")
@@ -46,7 +46,7 @@ def test_edit_without_widgets_prints_the_draft_and_how_to_apply_an_edit(
     ip.run_cell("%config SlotMagic.widgets = False")
     out = run(ip, "%slot compact --keep 2 --edit", capsys)
     assert '%slot compact --apply default --summary "…"' in out
-    draft = session(ip).compaction_draft()
+    draft = session(ip).compactions.draft()
     assert draft is not None and draft.text in out
     run(ip, "%slot compact --apply --summary 'edited by hand'", capsys)
     assert session(ip).compactions()[-1].method == "edited"
@@ -57,7 +57,7 @@ def test_the_summary_editor_applies_the_edited_text(ip: Any) -> None:
 
     fill(ip)
     s = session(ip)
-    draft = s.compact(keep=2, preview=True)
+    draft = s.compactions.compact(keep=2, preview=True)
     editor = SummaryEditor(s, "default", draft)
     assert editor.text == draft.text and "to replace messages 1-6" in editor.heading
     editor._on_front_message(editor, {"type": "apply", "text": "The user asked four questions."}, [])

@@ -78,7 +78,7 @@ def test_every_ctx_subcommand(ip: Any, capsys: pytest.CaptureFixture[str]) -> No
     assert history[1] == "  turn 1  goal g1 added: Get the landlord's deposit back #1"
     assert history[-1] == "  turn 2  goal g1 completed"
     assert run(ip, "%ctx clear", capsys) == "working context of slot default is empty\n"
-    assert session(ip).context().empty and len(session(ip).context_history()) == 10
+    assert session(ip).context().empty and len(session(ip).context.history()) == 10
 
 
 def test_running_a_ctx_cell_again_prints_the_same_and_changes_nothing(
@@ -93,7 +93,7 @@ def test_running_a_ctx_cell_again_prints_the_same_and_changes_nothing(
     ]:
         first = run(ip, line, capsys)
         assert run(ip, line, capsys) == first
-    assert len(session(ip).context_history()) == 5
+    assert len(session(ip).context.history()) == 5
 
 
 def test_ctx_on_another_slot(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -164,7 +164,7 @@ def test_the_setting_applies_to_the_next_request(
         "SlotMagic.working_context_turns = -1 refused: working_context_turns must be a whole number >= 0 "
         "or None, not -1; it stays 5"
     )
-    assert session(ip).working_context_turns == 5
+    assert session(ip).context.turns == 5
 
 
 # -- %%workflow and %workflow ----------------------------------------------------------------------
@@ -201,7 +201,7 @@ def test_an_edited_body_keeps_statuses(ip: Any, capsys: pytest.CaptureFixture[st
     assert out.splitlines()[0] == (
         "workflow 'claim' updated: 5 steps, 5 edges, 4 kept their status; it is the active workflow"
     )
-    assert session(ip).workflow().node("evidence").status == "done"
+    assert session(ip).workflows.get().node("evidence").status == "done"
 
 
 def test_list_use_and_delete(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -259,7 +259,7 @@ def test_workflow_refusals_are_one_line(ip: Any, cell: str, message: str) -> Non
 def test_workflow_mistakes_on_a_defined_workflow(ip: Any, line: str, message: str) -> None:
     ip.run_cell(CLAIM)
     assert message in usage_error(ip, line)
-    assert session(ip).workflow("claim").current == "intake"
+    assert session(ip).workflows.get("claim").current == "intake"
 
 
 def test_workflow_help(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -154,6 +154,27 @@ def test_config_changes_apply_at_the_next_command(ip: Any, tmp_path: Path) -> No
     )
 
 
+def test_a_setting_reaches_the_open_session_when_set_and_a_command_leaves_them(ip: Any) -> None:
+    """The workspace observes the settings: a %config reaches the session at once, no command
+    in between, and a command does not write them again over what was set in Python."""
+    session = magic(ip).session()
+    ip.run_cell("%config SlotMagic.max_tool_rounds = 3")
+    ip.run_cell("%config SlotMagic.working_context_turns = None")
+    ip.run_cell("%config SlotMagic.system = 'Be terse.'")
+    ip.run_cell("%config SlotMagic.read_timeout = 7.5")
+    ip.run_cell("%config SlotMagic.user = 'alice'")
+    assert (session.options.max_tool_rounds, session.context.turns, session.system) == (3, None, "Be terse.")
+    assert (session.settings.read_timeout, session.user) == (7.5, "alice")
+
+    session.options.max_tool_rounds = 5
+    session.context.turns = 2
+    session.system = "Set in Python."
+    ip.run_cell("%slot list")
+    ip.run_cell("%%turn\nHi")
+    assert magic(ip).session() is session
+    assert (session.options.max_tool_rounds, session.context.turns, session.system) == (5, 2, "Set in Python.")
+
+
 def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
     ip.run_cell("%slot create draft --no-switch")
     with provisionalcompleter():

@@ -124,7 +124,7 @@ def test_a_malformed_model_is_refused_when_set(ip: Any, caplog: pytest.LogCaptur
     assert "model 'gpt' names no provider; write provider:model, e.g. openai:gpt-4o-mini" in caplog.text
     assert session(ip).model == "echo"  # the earlier model stays
     ip.run_cell("%%turn\nHi")
-    assert session(ip).turns()[0].info.model == "echo"
+    assert session(ip).history.turns()[0].info.model == "echo"
 
 
 def test_turn_help_needs_no_body_and_no_model(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -205,7 +205,7 @@ def test_rerun_flag_forks_an_unchanged_cell(ip: Any) -> None:
 def test_without_cell_id_turns_append(ip: Any) -> None:
     ip.run_cell("%%turn\nQuestion")
     ip.run_cell("%%turn\nQuestion")
-    assert len(session(ip).turns()) == 2
+    assert len(session(ip).history.turns()) == 2
 
 
 # -- streaming and interrupts ------------------------------------------------------------------
@@ -266,7 +266,7 @@ def test_interrupt_leaves_the_slot_as_it_was(
 
 def test_footer_numbers_are_the_stored_turns(ip: Any) -> None:
     ip.run_cell("%%turn\nHi")
-    assert ip.user_ns["_"].usage == session(ip).turns()[0].info.usage
+    assert ip.user_ns["_"].usage == session(ip).history.turns()[0].info.usage
 
 
 @pytest.mark.parametrize(

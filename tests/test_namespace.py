@@ -52,10 +52,10 @@ def test_a_large_result_is_a_reference_in_the_view_and_whole_on_expand(session: 
     # The next request grows by the reference only.
     view = session.preview()
     assert sum(len(m.content) for m in view.messages) < 3_000
-    exported = session.export(tmp_path / "out.json")
+    exported = session.history.export(tmp_path / "out.json")
     messages = json.loads(exported.read_text(encoding="utf-8"))["messages"]
     assert messages[2]["content"] == BIG  # byte for byte
-    assert BIG in (session.export(tmp_path / "out.md")).read_text(encoding="utf-8")
+    assert BIG in (session.history.export(tmp_path / "out.md")).read_text(encoding="utf-8")
 
 
 def test_read_namespace_pages_through_the_original(session: Session) -> None:
@@ -102,7 +102,7 @@ target, status, stop = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 passes = 0
 with Session.open("race", db_path=target) as session:
     while not stop.exists():
-        session.gc()
+        session.history.gc()
         passes += 1
         status.write_text(str(passes))
         time.sleep(0.02)
@@ -152,16 +152,16 @@ def test_gc_in_another_process_throughout_tool_turns_never_takes_their_results(
             session.submit_turn(f"Fetch {n}.")
             assert int(status.read_text() or 0) - before >= 3, "gc did not run during the turn"
             with Session.open("race", db_path=db_path) as other:  # another kernel: nothing cached
-                at = other.turns()[-1].start + 2
+                at = other.history.turns()[-1].start + 2
                 assert other.messages(expand=True)[at].content == results[n]
-                assert other.read_namespace(other.messages()[at].content, 0, 50_000).endswith(results[n])
+                assert other.history.read_namespace(other.messages()[at].content, 0, 50_000).endswith(results[n])
     finally:
         stop.touch()
         assert gc.wait(60) == 0
         wire.close()
-    session.gc()  # reachable: kept
+    session.history.gc()  # reachable: kept
     assert [m.content for m in session.messages(expand=True) if m.role == "tool"] == list(results.values())
-    exported = json.loads(session.export(tmp_path / "race.json").read_text(encoding="utf-8"))
+    exported = json.loads(session.history.export(tmp_path / "race.json").read_text(encoding="utf-8"))
     assert [m["content"] for m in exported["messages"] if m["role"] == "tool"] == list(results.values())
     session.close()
 
@@ -174,5 +174,5 @@ def test_a_small_result_that_starts_with_a_reference_is_exported_as_it_is(sessio
     said = f"{ref}\nthat is where the lease is"
     assert session.messages()[-2].content == said  # small: stored as it is
     assert session.messages(expand=True)[-2].content == said  # not taken for the reference
-    exported = json.loads(session.export(tmp_path / "out.json").read_text(encoding="utf-8"))["messages"]
+    exported = json.loads(session.history.export(tmp_path / "out.json").read_text(encoding="utf-8"))["messages"]
     assert exported[2]["content"] == BIG and exported[-2]["content"] == said

@@ -120,7 +120,7 @@ def test_attachments_of_every_kind(ip: Any) -> None:
     assert [(i.label, i.width, i.height) for i in user.images] == [("ax", 300, 200), ("pic", 50, 40)]  # its figure
     # The whole table and the whole text are in the namespace store, for read_namespace.
     ref = next(line.split(" is kept at ")[1].split(";")[0] for line in text.splitlines() if "table as CSV" in line)
-    page = session(ip).read_namespace(ref)
+    page = session(ip).history.read_namespace(ref)
     assert "city,rent" in page and "29,Oslo,29" in page
     assert "- its parts: text (" in ip.user_ns["_"].text  # echo says what it received
 
@@ -216,7 +216,7 @@ def test_read_variable_per_slot_and_from_python(tmp_path: Any) -> None:
         with pytest.raises(ConfigError, match="allow_variables"):
             plain.submit_turn('call read_variable {"name": "rent"}', read_variables=True)
         assert plain.messages() == []
-        plain.allow_variables({"rent": 900})
+        plain.options.allow_variables({"rent": 900})
         plain.configure_slot(tools=["read_variable"])
         reply = plain.submit_turn('call read_variable {"name": "rent"}')
         assert "- read_variable: rent: int: 900" in reply.text

@@ -295,4 +295,4 @@ def test_run_all_after_an_undo_and_a_merge_replays_and_changes_nothing(tmp_path:
         outputs = ["".join(o.get("text", "") for o in cell.outputs) for cell in run.cells]
         assert outputs[4] == printed[4] and outputs[8] == printed[8]
     with Session.open(notebook.name, db_path=db) as session:
-        assert len(session.undo_steps()) == 1 and session.turns()[-1].info.kind == "merge"
+        assert len(session.history.undo_steps()) == 1 and session.history.turns()[-1].info.kind == "merge"

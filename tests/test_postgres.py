@@ -418,12 +418,12 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
     with Session.open("old", db_path=postgres_url) as s:
         kept = s.store.record_cell("old", "cell-1", CellRecord("%slot pin 0", "changes", current="default"))
         assert s.store.cell_record("old", "cell-1") == kept and kept.seq == 1  # version 3: cell records
-        s.pin(0)
-        step = s.undo()
+        s.history.pin(0)
+        step = s.history.undo()
         assert step.turns == 1 and [m.content for m in s.messages() if m.role == "user"] == ["the deposit statute"]
-        assert [(h.slot, h.turn, h.role) for h in s.search("STATUTE deposit")][:1] == [("default", 1, "user")]
-        s.redo()
-        assert s.marks() == {0: "pin"} and s.gc().messages == 0
+        assert [(h.slot, h.turn, h.role) for h in s.history.search("STATUTE deposit")][:1] == [("default", 1, "user")]
+        s.history.redo()
+        assert s.history.marks() == {0: "pin"} and s.history.gc().messages == 0
     with psycopg.connect(POSTGRES) as db:
         assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)]
 

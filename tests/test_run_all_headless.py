@@ -99,7 +99,7 @@ def test_two_notebooks_on_one_session_never_fork_each_other(tmp_path: Path, name
     second = execute(b, {**env, "SLOTMAGIC_NOTEBOOK": "b.ipynb"} if named else env)
     with Session.open("shared", db_path=db) as session:
         assert [s.id for s in session.list_slots()] == ["default"]
-        assert len(session.turns()) == 7  # B's turn came after A's six, with their context
+        assert len(session.history.turns()) == 7  # B's turn came after A's six, with their context
     (reply,) = turn_outputs(second)
     assert "received 13 messages" in reply["text"] and not reply["replayed"]
 

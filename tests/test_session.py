@@ -87,7 +87,7 @@ def test_submit_turn_stores_the_turn_and_returns_the_reply(session: Session) -> 
     assert all(m.tokens > 0 for m in stored)
     meta = session.slot().meta
     assert meta.message_count == 2 and meta.total_tokens == sum(m.tokens for m in stored) and meta.turns == 1
-    [turn] = session.turns()
+    [turn] = session.history.turns()
     assert (turn.number, turn.start, turn.count) == (1, 0, 2)
     assert turn.info.model == "echo" and turn.info.usage == reply.usage
 
@@ -156,7 +156,7 @@ def test_system_prompt_per_slot_and_per_turn(session: Session) -> None:
     assert session.view("clerk")[0].content == "Slot prompt"
     reply = session.submit_turn("hi", slot="clerk", system="Turn prompt")
     assert "system prompt: Turn prompt" in reply.text
-    assert session.turns("clerk")[0].info.system == "Turn prompt"
+    assert session.history.turns("clerk")[0].info.system == "Turn prompt"
 
 
 def test_unknown_model_is_one_clear_line(session: Session) -> None:
@@ -170,7 +170,7 @@ def test_unknown_model_is_one_clear_line(session: Session) -> None:
 def test_append_stores_messages_as_one_turn(session: Session) -> None:
     record = session.append([Message.user("note"), Message.assistant("noted")], info={"source": "import"})
     assert (record.number, record.count) == (1, 2)
-    assert session.turns()[0].info == TurnInfo(kind="append", extra={"source": "import"}, user=session.user)
+    assert session.history.turns()[0].info == TurnInfo(kind="append", extra={"source": "import"}, user=session.user)
     with pytest.raises(ConfigError, match="nothing to append"):
         session.append([])
 
@@ -248,13 +248,13 @@ def test_derive_isolation_between_parent_and_siblings(session: Session) -> None:
     session.submit_turn("only in a2", slot="a2")
     assert contents(session.messages("a2"))[::2] == ["entry", "only in a", "only in a2"]
     assert contents(session.messages("a"))[::2] == ["entry", "only in a"]
-    assert [t.number for t in session.turns("a2")] == [1, 2, 3]
+    assert [t.number for t in session.history.turns("a2")] == [1, 2, 3]
 
 
 def test_derive_at_an_earlier_point(session: Session) -> None:
     for text in ["one", "two", "three"]:
         session.submit_turn(text)
-    turns = session.turns()
+    turns = session.history.turns()
     fork = session.derive_slot("retry", at=turns[1].start)  # just before turn 2
     assert fork.meta.message_count == 2 and fork.meta.turns == 1
     assert fork.meta.total_tokens == sum(m.tokens for m in session.messages()[:2])
@@ -355,18 +355,18 @@ def test_a_kept_preview_follows_every_change_from_here_and_from_another_kernel(d
         other.submit_turn("a turn from another kernel")
         assert contents(here.view())[-2:] == ["a turn from another kernel", other.messages()[-1].content]
 
-        other.exclude(0)
+        other.history.exclude(0)
         assert "first question" not in contents(here.view())
-        other.unmark(0)
+        other.history.unmark(0)
         assert "first question" in contents(here.view())
 
-        here.exclude(1)
+        here.history.exclude(1)
         stored = contents(here.messages())
         assert contents(here.view()) == stored[:1] + stored[2:]
-        here.unmark(1)
-        other.add_goal("settle the deposit")
+        here.history.unmark(1)
+        other.context.add_goal("settle the deposit")
         assert any("settle the deposit" in m.content for m in here.view() if m.role == "system")
-        other.workflow("claim", "draft -> file")
+        other.workflows.define("claim", "draft -> file")
         assert any("draft" in e.message.content for e in here.preview().entries if e.kind == "workflow")
 
         before = here.preview()
@@ -380,7 +380,7 @@ def test_a_kept_preview_follows_every_change_from_here_and_from_another_kernel(d
         here.system = "a new system prompt"
         assert here.view()[0].content == "a new system prompt"
         allowed = here.preview().report
-        here.context_windows = {"echo": 4_000}
+        here.options.context_windows = {"echo": 4_000}
         assert here.preview().report != allowed
         assert here.preview("default", model="openai:gpt-4o").encoding == "o200k_base"
         assert here.preview().encoding != "o200k_base"
@@ -438,7 +438,7 @@ def test_static_slot_holds_its_preset_messages(session: Session) -> None:
     slot = session.create_slot("lease", messages=doc)
     assert slot.source.kind == "static" and slot.meta.message_count == 2 and slot.meta.turns == 0
     assert session.messages("lease") == doc
-    assert session.turns("lease")[0].number == 0
+    assert session.history.turns("lease")[0].number == 0
     reply = session.submit_turn("What is the deposit?", slot="lease")
     assert reply.turn == 1 and "received 3 messages" in reply.text
 
@@ -587,10 +587,10 @@ def test_an_unwritable_store_path_is_one_clear_error(tmp_path: Path) -> None:
 def test_last_message_reads_the_end_of_a_long_history(session: Session) -> None:
     session.append([Message.user("the first question")])
     session.append([Message.assistant(f"note {i}") for i in range(500)])
-    found = session.last_message()
+    found = session.history.last_message()
     assert found is not None and found.content == "the first question"
-    assert session.last_message(role="assistant").content == "note 499"  # type: ignore[union-attr]
-    assert session.last_message(role="tool") is None
+    assert session.history.last_message(role="assistant").content == "note 499"  # type: ignore[union-attr]
+    assert session.history.last_message(role="tool") is None
 
 
 def test_opening_a_session_of_many_slots_reads_none_of_them_until_asked(tmp_path: Path) -> None:
@@ -609,3 +609,43 @@ def test_opening_a_session_of_many_slots_reads_none_of_them_until_asked(tmp_path
     with Session.open("new", store=store) as fresh:  # a session not there yet is made as before
         assert [s.id for s in fresh.list_slots()] == ["default"]
     store.close()
+
+
+# -- the old spellings -------------------------------------------------------------------------
+
+
+def test_every_old_name_forwards_to_its_new_place_with_a_warning_naming_it(session: Session) -> None:
+    from slotmagic.session import MOVED
+
+    for old, new in MOVED.items():
+        with pytest.warns(DeprecationWarning, match=rf"^Session\.{old} has moved: use session\.{new}$"):
+            found = getattr(session, old)
+        group, _, name = new.partition(".")
+        assert found == getattr(getattr(session, group), name), old
+    assert "add_goal" not in dir(session) and "context" in dir(session)  # completion offers the new names
+    with pytest.raises(AttributeError, match="'Session' object has no attribute 'add_goals'"):
+        session.add_goals  # noqa: B018
+
+
+def test_old_names_still_work_settings_and_workflow_included(session: Session) -> None:
+    with pytest.warns(DeprecationWarning, match=r"use session\.context\.add_goal$"):
+        goal = session.add_goal("Get the deposit back")
+    assert session.context().goal(goal.id) == goal
+    with pytest.warns(DeprecationWarning, match=r"use session\.options\.max_tool_rounds$"):
+        session.max_tool_rounds = 3
+    assert session.options.max_tool_rounds == 3 and "max_tool_rounds" not in vars(session)
+    with pytest.warns(DeprecationWarning, match=r"use session\.context\.turns$"):
+        session.working_context_turns = None
+    assert session.context.turns is None
+    with pytest.warns(DeprecationWarning, match=r"session\.workflows\.define\(name, edges\)"):
+        made = session.workflow("claim", "draft -> file")
+    with pytest.warns(DeprecationWarning, match=r"use session\.workflows\.get\(name\)"):
+        assert session.workflow() == made == session.workflows.get("claim")
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match="must be a whole number"):
+        session.max_concurrency = 0
+
+
+def test_the_session_keeps_the_verbs_and_the_groups_the_rest() -> None:
+    public = {n for n in vars(Session) if not n.startswith("_")}
+    assert public >= {"submit_turn", "stream_turn", "fan_out", "create_slot", "derive_slot", "switch_slot", "append"}
+    assert not public & {"add_goal", "undo", "compact", "max_tool_rounds", "workflow"}

@@ -13,6 +13,7 @@ import pytest
 import slotmagic
 from slotmagic import FocusedConfig, Message, Session, SlotConfig
 from slotmagic.magics.sidebar import TARGET, Sidebar, attach_sidebar
+from slotmagic.session import SessionHistory
 from slotmagic.snapshot import LastUserCache, last_user_text, session_snapshot
 from slotmagic.store.base import History
 
@@ -102,14 +103,14 @@ def test_messages_are_read_only_for_slots_whose_history_changed(
         session.submit_turn(f"question {i}")
     session.derive_slot("b")
     reads: list[str | None] = []
-    real = Session.last_messages
+    real = SessionHistory.last_messages
 
-    def counting(self: Session, slots: Iterable[str], role: str = "user") -> dict[str, Message | None]:
+    def counting(self: SessionHistory, slots: Iterable[str], role: str = "user") -> dict[str, Message | None]:
         slots = list(slots)
         reads.extend(slots)
         return real(self, slots, role)
 
-    monkeypatch.setattr(Session, "last_messages", counting)
+    monkeypatch.setattr(SessionHistory, "last_messages", counting)
     cache = LastUserCache()
     first = session_snapshot(session, cache)
     assert sorted(reads) == ["b", "default"]
@@ -150,15 +151,15 @@ def test_branches_that_share_history_read_it_once(session: Session, monkeypatch:
 
     monkeypatch.setattr(type(store), "read_messages", counting)
     slots = [s.id for s in session.list_slots()]
-    found = session.last_messages(slots)
-    one_by_one = {slot: session.last_message(slot) for slot in slots}
+    found = session.history.last_messages(slots)
+    one_by_one = {slot: session.history.last_message(slot) for slot in slots}
     assert found == one_by_one and found["b7"] == found["default"]
     assert found["mid"].content == "after the fork"  # type: ignore[union-attr]
     assert found["b7"].content == "the root question"  # type: ignore[union-attr]
     assert found["leaf"].content == "on mid" and found["early"].content == "the root question"  # type: ignore[union-attr]
     assert found["orphan"].content == "on gone"  # type: ignore[union-attr]
     read.clear()
-    session.last_messages(slots)
+    session.history.last_messages(slots)
     assert len(read) <= 5  # default, mid (twice: its end and before leaf's fork), orphan's rows: not one per branch
 
 
@@ -177,10 +178,10 @@ def test_the_last_questions_of_many_slots_take_a_few_statements(session: Session
     db = session.store._db  # type: ignore[attr-defined]
     db.set_trace_callback(statements.append)
     try:
-        found = session.last_messages(slots)
+        found = session.history.last_messages(slots)
     finally:
         db.set_trace_callback(None)
-    assert found == {slot: session.last_message(slot) for slot in slots}
+    assert found == {slot: session.history.last_message(slot) for slot in slots}
     assert found["b7"].content == "question 7" and found["quiet"].content == "question 3"  # type: ignore[union-attr]
     assert found["default"].content == "after the forks"  # type: ignore[union-attr]
     assert len([s for s in statements if not s.startswith("--")]) <= 4, statements

@@ -98,7 +98,7 @@ def test_diff_reports_the_fork_point_and_each_side(session: Session) -> None:
     session.submit_turn("only a", slot="a")
     session.submit_turn("only b1", slot="b")
     session.submit_turn("only b2", slot="b")
-    diff = session.diff("a", "b")
+    diff = session.history.diff("a", "b")
     assert (diff.shared_turns, diff.shared_messages) == (1, 2)
     assert [t.messages[0].content for t in diff.only_a] == ["only a"]
     assert [t.messages[0].content for t in diff.only_b] == ["only b1", "only b2"]
@@ -110,7 +110,7 @@ def test_diff_reports_the_fork_point_and_each_side(session: Session) -> None:
 def test_diff_of_unrelated_slots(session: Session) -> None:
     session.submit_turn("entry")
     session.create_slot("fresh")
-    diff = session.diff("default", "fresh")
+    diff = session.history.diff("default", "fresh")
     assert diff.shared_turns == 0 and len(diff.only_a) == 1 and diff.only_b == ()
     assert diff.to_text().startswith("'default' and 'fresh' share no history.")
 
@@ -121,10 +121,10 @@ def test_export_writes_the_whole_branch(session: Session, tmp_path: Path) -> Non
     session.submit_turn("entry")
     session.derive_slot("b")
     session.submit_turn("on b", slot="b")
-    record = json.loads(session.export(tmp_path / "b.json", "b").read_text())
+    record = json.loads(session.history.export(tmp_path / "b.json", "b").read_text())
     assert [m["content"] for m in record["messages"] if m["role"] == "user"] == ["entry", "on b"]
     assert record["parent"] == "default" and len(record["turns"]) == 2
-    markdown = session.export(tmp_path / "out" / "b.md", "b").read_text()
+    markdown = session.history.export(tmp_path / "out" / "b.md", "b").read_text()
     assert markdown.startswith("# Slot `b`") and "## user\n\non b" in markdown
 
 
@@ -132,4 +132,4 @@ def test_export_refuses_an_unknown_format(session: Session, tmp_path: Path) -> N
     from slotmagic import ConfigError
 
     with pytest.raises(ConfigError, match=r"ending in \.md or \.json"):
-        session.export(tmp_path / "b.txt")
+        session.history.export(tmp_path / "b.txt")

@@ -31,14 +31,16 @@ def test_each_turn_records_who_made_it(db_path: str, monkeypatch: pytest.MonkeyP
         session.submit_turn("as she named herself")
     with Session.open("team", db_path=db_path, user="carol") as session:
         session.submit_turn("carol's")
-        assert [t.info.user for t in session.turns()] == ["alice", "alice.w", "carol"]
-        session.export(tmp_path / "team.md")
-        session.export(tmp_path / "team.json")
+        assert [t.info.user for t in session.history.turns()] == ["alice", "alice.w", "carol"]
+        session.history.export(tmp_path / "team.md")
+        session.history.export(tmp_path / "team.json")
     markdown = (tmp_path / "team.md").read_text()
     assert "## user · alice\n\nfrom the hub's alice" in markdown and "## user · carol\n\ncarol's" in markdown
     with Session.open("solo", db_path=db_path, user="dan") as session:
         session.submit_turn("dan's alone")
-        assert "## user\n\ndan's alone" in session.export(tmp_path / "solo.md").read_text()  # one person: not named
+        assert (
+            "## user\n\ndan's alone" in session.history.export(tmp_path / "solo.md").read_text()
+        )  # one person: not named
     exported = json.loads((tmp_path / "team.json").read_text())
     assert [t["info"]["user"] for t in exported["turns"]] == ["alice", "alice.w", "carol"]
     for bad in ("", "two\nlines", "x" * 101, 7):
@@ -66,14 +68,14 @@ def test_a_read_only_view_reads_everything_and_refuses_every_write_in_one_line(d
     with Session.open("bob", db_path=db_path, readonly=True) as view:
         assert view.readonly
         assert [m.content for m in view.messages("side") if m.role == "user"] == ["bob's question", "on the side"]
-        assert {h.slot for h in view.search("question")} == {"default"}
+        assert {h.slot for h in view.history.search("question")} == {"default"}
         view.preview("side")  # counts tokens: kept in memory, nothing stored
         writes: list[Any] = [
             lambda: view.submit_turn("alice writes into bob's session"),
             lambda: view.derive_slot("mine"),
             lambda: view.switch_slot("side"),
             lambda: view.delete_slot("side", force=True),
-            lambda: view.pin(0),
+            lambda: view.history.pin(0),
         ]
         for write in writes:
             with pytest.raises(StoreError, match="read-only") as refused:
@@ -106,6 +108,6 @@ def test_the_magics_view_another_session_read_only(ip: Any, db_path: str, capsys
     ip.run_cell("%slot session mine")
     ip.run_cell("%%turn\nalice again")
     with Session.open("bob", db_path=db_path) as bob:
-        assert [(t.info.user, bob.messages()[t.start].content) for t in bob.turns()] == [("bob", "bob's")]
+        assert [(t.info.user, bob.messages()[t.start].content) for t in bob.history.turns()] == [("bob", "bob's")]
     with Session.open("mine", db_path=db_path) as mine:
-        assert [t.info.user for t in mine.turns()] == ["alice", "alice"]
+        assert [t.info.user for t in mine.history.turns()] == ["alice", "alice"]

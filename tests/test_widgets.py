@@ -525,8 +525,8 @@ def test_the_preview_widget_shows_pins_and_exclusions(session: Session) -> None:
     session.submit_turn("Never send this.")
     live = LiveWidgets()
     preview = SlotPreviewWidget(session, live=live)
-    session.pin(0)
-    session.exclude(2)
+    session.history.pin(0)
+    session.history.exclude(2)
     live.refresh()  # a pin changes no slot row: the widget still sees it
     rows = preview.view["rows"]
     pinned = [r for r in rows if r["type"] == "entry" and r["pinned"]]
@@ -542,11 +542,11 @@ def test_the_preview_and_budget_widgets_follow_what_changes_no_slot_row(session:
     live = LiveWidgets()
     preview, budget = SlotPreviewWidget(session, live=live), SlotBudgetWidget(session, live=live)
     system_used = budget.budget["categories"][0]["used"]
-    session.add_goal("get the deposit back")
+    session.context.add_goal("get the deposit back")
     live.refresh()
     assert any(r["type"] == "entry" and "get the deposit back" in r["text"] for r in preview.view["rows"])
     assert budget.budget["categories"][0]["used"] > system_used
-    session.workflow("claim", "letter -> small-claims-court")
+    session.workflows.define("claim", "letter -> small-claims-court")
     live.refresh()
     assert any(r["type"] == "entry" and "small-claims-court" in r["text"] for r in preview.view["rows"])
     drawn = preview.view

@@ -173,61 +173,61 @@ def test_redefining_keeps_the_status_of_steps_that_remain() -> None:
 
 
 def test_unknown_steps_and_statuses(session: Session) -> None:
-    session.workflow("claim", CLAIM)
+    session.workflows.define("claim", CLAIM)
     with pytest.raises(ConfigError, match="workflow 'claim' has no step 'leter'; did you mean 'letter'"):
-        session.set_workflow_current("leter")
+        session.workflows.set_current("leter")
     with pytest.raises(ConfigError, match="a step's status is one of pending, in_progress, done, blocked"):
-        session.set_workflow_status("letter", "finished")
+        session.workflows.set_status("letter", "finished")
     with pytest.raises(SlotNotFound):
-        session.attach_workflow_step("letter", "nowhere")
+        session.workflows.attach_step("letter", "nowhere")
 
 
 # -- kept per session ---------------------------------------------------------------------------
 
 
 def test_defining_makes_it_active_and_running_it_again_changes_nothing(session: Session) -> None:
-    assert session.active_workflow() is None and session.workflows() == []
-    session.workflow("claim", CLAIM)
-    session.set_workflow_status("intake", "done")
-    session.workflow("appeal", "notice -> hearing")
+    assert session.workflows.active() is None and session.workflows() == []
+    session.workflows.define("claim", CLAIM)
+    session.workflows.set_status("intake", "done")
+    session.workflows.define("appeal", "notice -> hearing")
     assert [(w.name, w.active) for w in session.workflows()] == [("claim", False), ("appeal", True)]
-    again = session.workflow("claim", CLAIM)  # a cell run again: active again, statuses kept
+    again = session.workflows.define("claim", CLAIM)  # a cell run again: active again, statuses kept
     assert again.active and again.node("intake").status == "done"
-    assert session.workflow().name == "claim" and session.workflow("appeal").name == "appeal"
+    assert session.workflows.get().name == "claim" and session.workflows.get("appeal").name == "appeal"
 
 
 def test_an_edited_body_updates_the_stored_workflow(session: Session) -> None:
-    session.workflow("claim", CLAIM)
-    session.set_workflow_status("evidence", "done")
-    session.workflow("claim", CLAIM.replace("letter -> file", "letter -> court"))
-    stored = session.workflow("claim")
+    session.workflows.define("claim", CLAIM)
+    session.workflows.set_status("evidence", "done")
+    session.workflows.define("claim", CLAIM.replace("letter -> file", "letter -> court"))
+    stored = session.workflows.get("claim")
     assert [n.id for n in stored.nodes] == ["intake", "evidence", "letter", "gather-more", "court"]
     assert stored.node("evidence").status == "done"
 
 
 def test_use_delete_and_errors_name_the_workflows(session: Session) -> None:
     with pytest.raises(ConfigError, match="no workflow is active in this session; define one with %%workflow NAME"):
-        session.set_workflow_current("intake")
-    session.workflow("claim", CLAIM)
-    session.workflow("appeal", "notice -> hearing")
+        session.workflows.set_current("intake")
+    session.workflows.define("claim", CLAIM)
+    session.workflows.define("appeal", "notice -> hearing")
     with pytest.raises(ConfigError, match="no workflow 'claims' in this session; did you mean 'claim'"):
-        session.use_workflow("claims")
-    assert session.use_workflow("claim") is not None and session.workflow().name == "claim"
-    assert session.use_workflow(None) is None and session.active_workflow() is None
+        session.workflows.use("claims")
+    assert session.workflows.use("claim") is not None and session.workflows.get().name == "claim"
+    assert session.workflows.use(None) is None and session.workflows.active() is None
     with pytest.raises(ConfigError, match=r"choose one with %workflow use NAME \(claim, appeal\)"):
-        session.delete_workflow()
-    assert session.delete_workflow("appeal").name == "appeal"
+        session.workflows.delete()
+    assert session.workflows.delete("appeal").name == "appeal"
     assert [w.name for w in session.workflows()] == ["claim"]
 
 
 def test_workflows_survive_a_restart(db_path: Path) -> None:
     with Session.open("wf", db_path=db_path) as session:
-        session.workflow("claim", CLAIM)
-        session.set_workflow_status("intake", "done")
-        session.set_workflow_current("evidence")
-        session.attach_workflow_step("evidence", "default")
+        session.workflows.define("claim", CLAIM)
+        session.workflows.set_status("intake", "done")
+        session.workflows.set_current("evidence")
+        session.workflows.attach_step("evidence", "default")
     with Session.open("wf", db_path=db_path) as session:
-        w = session.workflow()
+        w = session.workflows.get()
         assert (w.name, w.current, w.node("intake").status, w.node("evidence").slot) == (
             "claim",
             "evidence",

@@ -70,7 +70,7 @@ def no_workflow(name: str, names: Sequence[str]) -> ConfigError:
     elif names:
         hint = f"its workflows are {', '.join(names)}"
     else:
-        hint = "define one with %%workflow NAME (session.workflow(name, edges) in Python)"
+        hint = "define one with %%workflow NAME (session.workflows.define(name, edges) in Python)"
     return ConfigError(f"no workflow {name!r} in this session; {hint}")
 
 

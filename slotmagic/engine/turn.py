@@ -398,7 +398,7 @@ class TurnEngine:
         if found is None:
             raise ConfigError(
                 f"{name} reads a kernel's variables: it is offered in a notebook (%load_ext slotmagic), "
-                "or after session.allow_variables(namespace); nothing was sent"
+                "or after session.options.allow_variables(namespace); nothing was sent"
             )
         return found
 

@@ -22,7 +22,7 @@ def compare_parser() -> CommandParser:
 
 
 def compare(ctx: Context, args: argparse.Namespace) -> None:
-    comparison = ctx.session.compare(*args.slots, since_fork=args.since_fork)
+    comparison = ctx.session.history.compare(*args.slots, since_fork=args.since_fork)
     if ctx.options.widgets and ctx.widgets is not None:
         try:
             from ..widgets.fanout import FanOutWidget

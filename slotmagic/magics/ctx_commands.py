@@ -101,7 +101,7 @@ def _show_parser() -> CommandParser:
 
 def _show(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.slot)
-    turns = ctx.session.working_context_turns
+    turns = ctx.session.context.turns
     if turns is None or not slot.config.working_context:
         how = "it is not sent: " + ("%ctx on" if turns is not None else "SlotMagic.working_context_turns is None")
     else:
@@ -129,11 +129,11 @@ def _goal(ctx: Context, args: argparse.Namespace) -> None:
     text = _words(args.text)
     session = ctx.session
     if args.action == "add":
-        goal = session.add_goal(text, slot=args.slot)
+        goal = session.context.add_goal(text, slot=args.slot)
     else:
         if len(args.text) != 1:
             raise UsageError(f"%ctx goal {args.action}: name one goal by its id, such as g1 (%ctx show lists them)")
-        change = session.complete_goal if args.action == "done" else session.cancel_goal
+        change = session.context.complete_goal if args.action == "done" else session.context.cancel_goal
         goal = change(text, slot=args.slot)
     print(goal_line(goal) + _where(args))
 
@@ -153,7 +153,9 @@ def _decide_parser() -> CommandParser:
 
 
 def _decide(ctx: Context, args: argparse.Namespace) -> None:
-    made = ctx.session.decide(_words(args.question), _words(args.decision), _words(args.because), slot=args.slot)
+    made = ctx.session.context.decide(
+        _words(args.question), _words(args.decision), _words(args.because), slot=args.slot
+    )
     print(decision_line(made) + _where(args))
 
 
@@ -169,7 +171,7 @@ def _ask_parser() -> CommandParser:
 
 
 def _ask(ctx: Context, args: argparse.Namespace) -> None:
-    print(question_line(ctx.session.ask(_words(args.question), slot=args.slot)) + _where(args))
+    print(question_line(ctx.session.context.ask(_words(args.question), slot=args.slot)) + _where(args))
 
 
 def _resolve_parser() -> CommandParser:
@@ -181,7 +183,7 @@ def _resolve_parser() -> CommandParser:
 
 
 def _resolve(ctx: Context, args: argparse.Namespace) -> None:
-    print(question_line(ctx.session.resolve(args.id, _words(args.answer), slot=args.slot)) + _where(args))
+    print(question_line(ctx.session.context.resolve(args.id, _words(args.answer), slot=args.slot)) + _where(args))
 
 
 def _step_parser() -> CommandParser:
@@ -204,7 +206,7 @@ def _step(ctx: Context, args: argparse.Namespace) -> None:
     if name is None and args.status is None and args.note is None:
         raise UsageError("%ctx step: name the step, or change the current one with --status or --note")
     note = _words(args.note) if args.note is not None else None
-    print(step_line(ctx.session.set_step(name, status=args.status, note=note, slot=args.slot)) + _where(args))
+    print(step_line(ctx.session.context.set_step(name, status=args.status, note=note, slot=args.slot)) + _where(args))
 
 
 def _clear_parser() -> CommandParser:
@@ -215,7 +217,7 @@ def _clear_parser() -> CommandParser:
 
 def _clear(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.slot)
-    ctx.session.clear_context(slot.id)
+    ctx.session.context.clear(slot.id)
     print(f"working context of slot {slot.id} is empty")
 
 
@@ -259,7 +261,7 @@ def _history_parser() -> CommandParser:
 
 def _history(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.slot)
-    events = ctx.session.context_history(slot.id)
+    events = ctx.session.context.history(slot.id)
     if not events:
         print(f"the working context of slot {slot.id} has not changed yet")
         return

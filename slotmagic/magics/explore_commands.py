@@ -43,7 +43,7 @@ def _merge_parser() -> CommandParser:
 
 
 def _merge(ctx: Context, args: argparse.Namespace) -> None:
-    merge = ctx.session.merge(args.child, into=args.into, as_=args.as_, instructions=args.instructions)
+    merge = ctx.session.history.merge(args.child, into=args.into, as_=args.as_, instructions=args.instructions)
     print(merge.describe())
     if merge.summary is not None:
         print(merge.summary.text)
@@ -76,13 +76,13 @@ def _describe_step(step: UndoStep, verb: str) -> str:
 
 def _undo(ctx: Context, args: argparse.Namespace) -> None:
     if args.list:
-        steps = ctx.session.undo_steps(args.slot)
+        steps = ctx.session.history.undo_steps(args.slot)
         if not steps:
             print(f"slot {ctx.session.slot(args.slot).id}: no undo steps")
         for step in steps:
             print(_describe_step(step, "undid") + (" · %slot redo returns here" if step is steps[0] else ""))
         return
-    step = ctx.session.undo(args.slot, args.turns, cell=ctx.cell_id)
+    step = ctx.session.history.undo(args.slot, args.turns, cell=ctx.cell_id)
     again = " (this cell's undo, already done: nothing changed)" if step.repeated else ""
     print(_describe_step(step, "undid") + again + " · %slot redo brings them back")
 
@@ -99,7 +99,7 @@ def _redo_parser() -> CommandParser:
 
 
 def _redo(ctx: Context, args: argparse.Namespace) -> None:
-    step = ctx.session.redo(args.slot, branch=args.branch)
+    step = ctx.session.history.redo(args.slot, branch=args.branch)
     if args.branch is None:
         print(_describe_step(step, "redid"))
         return
@@ -131,7 +131,7 @@ def _include_parser() -> CommandParser:
 
 def _mark(ctx: Context, args: argparse.Namespace, action: str) -> None:
     session = ctx.session
-    mark = {"pin": session.pin, "exclude": session.exclude, "include": session.unmark}[action]
+    mark = {"pin": session.history.pin, "exclude": session.history.exclude, "include": session.history.unmark}[action]
     position = mark(args.number, args.slot)
     slot = session.slot(args.slot).id
     done = {"pin": "pinned", "exclude": "excluded", "include": "cleared the mark of"}[action]
@@ -167,7 +167,7 @@ def _search_parser() -> CommandParser:
 
 def _search(ctx: Context, args: argparse.Namespace) -> None:
     text = " ".join(args.text)
-    hits = ctx.session.search(text, slot=args.slot, limit=args.limit)
+    hits = ctx.session.history.search(text, slot=args.slot, limit=args.limit)
     if not hits:
         print(f"no message holds {text!r}")
     for hit in hits:
@@ -186,7 +186,7 @@ def _gc_parser() -> CommandParser:
 
 
 def _gc(ctx: Context, args: argparse.Namespace) -> None:
-    report = ctx.session.gc(drop_undo=args.drop_undo)
+    report = ctx.session.history.gc(drop_undo=args.drop_undo)
     print(
         f"gc: removed {_plural(report.messages, 'message')} in {_plural(report.turns, 'turn')} and "
         f"{_plural(report.namespace, 'large tool result')}; freed {report.freed:,} bytes "

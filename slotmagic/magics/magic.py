@@ -69,7 +69,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         with user_errors():
             session = self.workspace.session(self)
         assert self.shell is not None
-        session.allow_variables(self.shell.user_ns)  # read_variable, when a turn opts in
+        session.options.allow_variables(self.shell.user_ns)  # read_variable, when a turn opts in
         return session
 
     def remember_cell(self, info: ExecutionInfo) -> None:
@@ -242,7 +242,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         if not names:
             raise ConfigError("--attach needs names: --attach df,fig,Out[7]")
         values = attach_values(names, namespace, self.cells.images, extra)
-        return text, attach_all(values, threshold=session.namespace_threshold)
+        return text, attach_all(values, threshold=session.options.namespace_threshold)
 
     def put_code(self, reply: Reply, block: int = 1) -> bool:
         """Put the reply's ``block``-th code block in a new cell below; say so when there is none."""

@@ -70,7 +70,7 @@ def _code_parser() -> CommandParser:
 def _code(ctx: Context, args: argparse.Namespace) -> None:
     notebook = _notebook(ctx)
     slot = ctx.session.slot(args.slot).id
-    turns = ctx.session.turns(slot)
+    turns = ctx.session.history.turns(slot)
     if not turns:
         raise ConfigError(f"slot {slot!r} has no turns yet: nothing to put in a cell")
     if args.turn is None:
@@ -79,7 +79,7 @@ def _code(ctx: Context, args: argparse.Namespace) -> None:
         turn = next((t for t in turns if t.number == args.turn), None)  # type: ignore[assignment]
         if turn is None:
             raise ConfigError(f"slot {slot!r} has turns 1 to {turns[-1].number}, not {args.turn}")
-    notebook.put_code(ctx.session.stored_reply(slot, turn), args.block)
+    notebook.put_code(ctx.session.history.stored_reply(slot, turn), args.block)
 
 
 def notebook_commands() -> tuple[Command, ...]:

@@ -269,7 +269,7 @@ def _show(ctx: Context, args: argparse.Namespace) -> None:
     shown = messages[-args.last :] if args.last else messages if args.last is None else []
     print(f"slot {describe_slot(slot)}")
     if shown:
-        print(format_messages(shown, len(messages) - len(shown) + 1, ctx.session.marks(slot.id)))
+        print(format_messages(shown, len(messages) - len(shown) + 1, ctx.session.history.marks(slot.id)))
 
 
 def _preview_parser() -> CommandParser:
@@ -314,15 +314,17 @@ def _compact(ctx: Context, args: argparse.Namespace) -> None:
     if args.edit:
         if args.summary is not None:
             raise ConfigError("--edit opens the previewed summary for editing; --summary TEXT applies a text as is")
-        draft = ctx.session.compaction_draft(slot.id)
+        draft = ctx.session.compactions.draft(slot.id)
         if draft is None:
-            draft = ctx.session.compact(slot.id, keep=args.keep, instructions=args.instructions, preview=True)
+            draft = ctx.session.compactions.compact(
+                slot.id, keep=args.keep, instructions=args.instructions, preview=True
+            )
         if not show_editor(ctx, slot.id, draft):
             print(compaction_marker(slot.id, draft, preview=True))
             print(draft.text)
             print(f'edit it and apply your text with %slot compact --apply {slot.id} --summary "…"')
         return
-    compaction = ctx.session.compact(
+    compaction = ctx.session.compactions.compact(
         slot.id, keep=args.keep, instructions=args.instructions, preview=args.preview, apply=args.apply,
         summary=args.summary,
     )  # fmt: skip
@@ -515,7 +517,7 @@ def _diff_parser() -> CommandParser:
 
 
 def _diff(ctx: Context, args: argparse.Namespace) -> None:
-    print(ctx.session.diff(args.a, args.b).to_text())
+    print(ctx.session.history.diff(args.a, args.b).to_text())
 
 
 def _export_parser() -> CommandParser:
@@ -527,7 +529,7 @@ def _export_parser() -> CommandParser:
 
 def _export(ctx: Context, args: argparse.Namespace) -> None:
     slot = ctx.session.slot(args.id)
-    path = ctx.session.export(args.to, slot.id)
+    path = ctx.session.history.export(args.to, slot.id)
     print(f"exported slot {slot.id!r} ({plural(slot.meta.message_count, 'message')}) to {path}")
 
 

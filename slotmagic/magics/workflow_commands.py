@@ -76,7 +76,7 @@ def define(ctx: Context, name: str, body: str) -> None:
     """``%%workflow NAME`` with a body."""
     session = ctx.session
     before = next((w for w in session.workflows() if w.name == name), None)
-    made = session.workflow(name, body)
+    made = session.workflows.define(name, body)
     shape = f"{_count(made.total, 'step')}, {_count(len(made.edges), 'edge')}"
     if before is not None and not before.same_definition(body):
         kept = len({n.id for n in before.nodes} & {n.id for n in made.nodes})
@@ -105,10 +105,10 @@ def _show_parser() -> CommandParser:
 
 
 def _show(ctx: Context, args: argparse.Namespace) -> None:
-    workflow = ctx.session.workflow(args.name)
+    workflow = ctx.session.workflows.get(args.name)
     name, session = workflow.name, ctx.session
     # The drawing follows the workflow (its text form is in its output too); without widgets, text.
-    if not show_widget(ctx, "WorkflowWidget", lambda: session.workflow(name).to_graph()):
+    if not show_widget(ctx, "WorkflowWidget", lambda: session.workflows.get(name).to_graph()):
         print(workflow.to_text())
         print()
     print("sent to the model:" if workflow.active else "sent to the model when active:")
@@ -139,7 +139,7 @@ def _status_parser() -> CommandParser:
 
 
 def _status(ctx: Context, args: argparse.Namespace) -> None:
-    print(summary_line(ctx.session.set_workflow_status(args.node, args.status, workflow=args.workflow)))
+    print(summary_line(ctx.session.workflows.set_status(args.node, args.status, workflow=args.workflow)))
 
 
 def _current_parser() -> CommandParser:
@@ -152,7 +152,7 @@ def _current_parser() -> CommandParser:
 
 
 def _current(ctx: Context, args: argparse.Namespace) -> None:
-    print(summary_line(ctx.session.set_workflow_current(args.node, workflow=args.workflow)))
+    print(summary_line(ctx.session.workflows.set_current(args.node, workflow=args.workflow)))
 
 
 def _attach_parser() -> CommandParser:
@@ -168,7 +168,7 @@ def _attach(ctx: Context, args: argparse.Namespace) -> None:
     if args.detach and args.slot:
         raise UsageError("%workflow attach: give a slot or --detach, not both")
     slot = None if args.detach else ctx.session.slot(args.slot).id
-    workflow = ctx.session.attach_workflow_step(args.node, slot, workflow=args.workflow)
+    workflow = ctx.session.workflows.attach_step(args.node, slot, workflow=args.workflow)
     node = workflow.node(args.node)
     where = f"is explored in slot {node.slot}" if node.slot else "has no slot"
     print(f"workflow {workflow.name}: step {node.id} {where}")
@@ -186,7 +186,7 @@ def _use_parser() -> CommandParser:
 def _use(ctx: Context, args: argparse.Namespace) -> None:
     if args.none == bool(args.name):
         raise UsageError("%workflow use: name a workflow, or --none for no active workflow")
-    workflow = ctx.session.use_workflow(None if args.none else args.name)
+    workflow = ctx.session.workflows.use(None if args.none else args.name)
     print("no workflow is active" if workflow is None else f"workflow {workflow.name} is the active workflow")
 
 
@@ -197,7 +197,7 @@ def _delete_parser() -> CommandParser:
 
 
 def _delete(ctx: Context, args: argparse.Namespace) -> None:
-    gone = ctx.session.delete_workflow(args.name)
+    gone = ctx.session.workflows.delete(args.name)
     if gone is None:
         print(
             f"deleted workflow {args.name}, which could not be read"

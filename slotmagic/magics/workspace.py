@@ -1,7 +1,10 @@
 """Where the notebook's session lives: the store beside the notebook, the session named after it.
 
-The workspace follows the settings lazily: each command asks for the session, and a changed
-``db_path`` or ``session_id`` reopens it, so ``%config`` takes effect at the next command.
+Where the session lives follows the settings lazily: each command asks for the session, and a
+changed ``db_path``, ``session_id`` or ``readonly`` reopens it at the next command. How its
+turns run is observed instead: a ``%config SlotMagic.max_tool_rounds = 3`` reaches the open
+session when it is made, and a command leaves the session's settings as they are (a script
+may change ``session.options`` between cells).
 """
 
 from __future__ import annotations
@@ -11,18 +14,36 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from traitlets import Bunch
+
 from ..core.users import check_user, current_user
 from ..errors import StoreError
 from ..session import DEFAULT_DB_PATH, Session, new_session_id
 from ..store import Store, open_store
 from ..store.base import SupportsChanges
-from .options import SlotMagicOptions
+from .options import PROVIDER_FIELDS, SlotMagicOptions
 
 # Where frontends tell the kernel which notebook it runs: jupyter_server sets
 # JPY_SESSION_NAME and ipykernel copies it to ``__session__``; VS Code sets its own name.
 # Headless runners tell nothing: see runner_notebook.
 _NOTEBOOK_VARIABLES = ("__session__", "__vsc_ipynb_file__")
 _KERNEL_SESSION = "_slotmagic_session_id"
+
+# The settings the session follows: trait -> (the session's part, its attribute). The provider
+# settings (PROVIDER_FIELDS) go as one ProviderSettings; "user" goes to the store.
+_FOLLOWED: dict[str, tuple[str, str]] = {
+    "model": ("", "model"),
+    "system": ("", "system"),
+    "context_windows": ("options", "context_windows"),
+    "compaction_model": ("options", "compaction_model"),
+    "max_tool_rounds": ("options", "max_tool_rounds"),
+    "namespace_threshold": ("options", "namespace_threshold"),
+    "prompt_cache": ("options", "prompt_cache"),
+    "auto_compact": ("options", "auto_compact"),
+    "max_concurrency": ("options", "max_concurrency"),
+    "working_context_turns": ("context", "turns"),
+    "context_updates": ("context", "updates"),
+}
 
 
 def notebook_path(user_ns: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> str | None:
@@ -94,13 +115,14 @@ class Workspace:
         self._view: str | None = None  # the session the store is a read-only view of, if it is one
         self._session: Session | None = None
         self.on_change: Callable[[], None] | None = None  # another kernel changed the store
+        self._observing = False  # whether the settings' changes come to _setting_changed
 
     def db_path(self, options: SlotMagicOptions) -> str:
         return options.db_path or str(DEFAULT_DB_PATH)
 
     def session(self, options: SlotMagicOptions) -> Session:
-        """The session the settings name, opened (or reopened) as needed, with the current
-        model and system prompt applied."""
+        """The session the settings name, opened (or reopened) as needed; a new one takes
+        the current settings, and follows their changes from then on."""
         db_path = self.db_path(options)
         session_id = options.session_id or self.auto_session_id
         view = session_id if options.readonly else None
@@ -118,26 +140,41 @@ class Workspace:
                 self._store.view_only(view)
             if isinstance(self._store, SupportsChanges):  # follow other kernels (NOTIFY, or data_version)
                 self._store.subscribe(self._changed)
-        self._store.user = check_user(options.user) if options.user else current_user()
         if self._session is None or self._session.session_id != session_id:
-            self._session = Session.open(session_id, store=self._store)
+            if self._session is not None:
+                self._session.close()
+                self._session = None
+            self._store.user = _user(options)
+            made = Session.open(session_id, store=self._store)
+            try:
+                for name in _FOLLOWED:
+                    _apply(made, name, getattr(options, name))  # a malformed model string is refused here
+                made.settings = options.provider_settings()
+            except BaseException:
+                made.close()
+                raise
+            self._session = made
             if isinstance(self._store, SupportsChanges):
                 self._store.follow(session_id)  # other sessions' writes do not wake this kernel
-        self._session.model = options.model  # a malformed model string is refused here
-        self._session.system = options.system or None
-        self._session.context_windows = options.context_windows
-        self._session.compaction_model = options.compaction_model or None
-        self._session.max_tool_rounds = options.max_tool_rounds
-        self._session.namespace_threshold = options.namespace_threshold
-        self._session.prompt_cache = options.prompt_cache
-        self._session.working_context_turns = options.working_context_turns
-        self._session.auto_compact = options.auto_compact
-        self._session.context_updates = options.context_updates
-        self._session.max_concurrency = options.max_concurrency
-        settings = options.provider_settings()
-        if settings != self._session.settings:  # a change closes connections: only when needed
-            self._session.settings = settings
+            if not self._observing:
+                options.observe(self._setting_changed, names=[*_FOLLOWED, *PROVIDER_FIELDS, "user"])
+                self._observing = True
         return self._session
+
+    def _setting_changed(self, change: Bunch) -> None:
+        """A ``%config SlotMagic.x = ...`` accepted (the traitlet checked it): the open session
+        takes it now."""
+        if self._session is None or self._store is None:
+            return  # the next session opened takes every setting
+        name, options = change["name"], change["owner"]
+        if name in _FOLLOWED:
+            _apply(self._session, name, change["new"])
+        elif name == "user":
+            self._store.user = _user(options)
+        else:
+            settings = options.provider_settings()
+            if settings != self._session.settings:  # a change closes connections: only when needed
+                self._session.settings = settings
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -151,3 +188,14 @@ class Workspace:
             self._store.close()
             self._store = None
             self._target = self._view = None
+
+
+def _user(options: SlotMagicOptions) -> str | None:
+    return check_user(options.user) if options.user else current_user()
+
+
+def _apply(session: Session, name: str, value: Any) -> None:
+    part, attribute = _FOLLOWED[name]
+    if name == "system":
+        value = value or None  # an empty setting: no system prompt
+    setattr(getattr(session, part) if part else session, attribute, value)

@@ -7,7 +7,7 @@ changes (``add_goal``, ``complete_goal``, ``record_decision``, ``ask_question``,
 marked as made by the model (``%ctx history`` says so). A change that cannot be made (an
 unknown id, an empty text) is an error result the model reads, like any tool's exception.
 
-    tools = context_tools(session, "default", updates=True)
+    tools = context_tools(store, session_id, "default", updates=True)
     registry = ToolRegistry(tools)
 
 A tool bound to ``slot=None`` works on whatever slot is current when it runs.
@@ -15,53 +15,27 @@ A tool bound to ``slot=None`` works on whatever slot is current when it runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
+from ..contextbook import ContextBook
 from .tool import Tool
 
 if TYPE_CHECKING:
-    from ..core.context import Author, DecisionItem, GoalItem, QuestionItem, StepInfo, WorkingContext
+    from ..store import Store
 
 
-class ContextEditor(Protocol):
-    """What these tools use of a session: a :class:`~slotmagic.Session` is one."""
-
-    def context(self, slot: str | None = None) -> WorkingContext: ...
-
-    def add_goal(self, text: str, *, slot: str | None = None, by: Author = "user") -> GoalItem: ...
-
-    def complete_goal(self, goal_id: str, *, slot: str | None = None, by: Author = "user") -> GoalItem: ...
-
-    def decide(
-        self, question: str, decision: str, reason: str = "", *, slot: str | None = None, by: Author = "user"
-    ) -> DecisionItem: ...
-
-    def ask(self, question: str, *, slot: str | None = None, by: Author = "user") -> QuestionItem: ...
-
-    def resolve(
-        self, question_id: str, answer: str, *, slot: str | None = None, by: Author = "user"
-    ) -> QuestionItem: ...
-
-    def set_step(
-        self,
-        name: str | None = None,
-        *,
-        status: str | None = None,
-        note: str | None = None,
-        slot: str | None = None,
-        by: Author = "user",
-    ) -> StepInfo: ...
-
-
-def context_tools(session: ContextEditor, slot: str | None = None, *, updates: bool = False) -> list[Tool[..., str]]:
-    """``read_context`` for ``slot`` of ``session``, and with ``updates`` the tools that change
-    its working context."""
+def context_tools(
+    store: Store, session_id: str, slot: str | None = None, *, updates: bool = False
+) -> list[Tool[..., str]]:
+    """``read_context`` for ``slot`` of the session ``session_id`` in ``store``, and with
+    ``updates`` the tools that change its working context."""
+    book = ContextBook(store, session_id)
 
     def read_context() -> str:
         """Read the whole working context of this conversation: the goals (active, completed,
         cancelled), the decisions with their reasons, the open and resolved questions, and the
         current step, each with the turn it last changed in."""
-        return session.context(slot).to_text()
+        return book.read(slot).to_text()
 
     def add_goal(text: str) -> str:
         """Add a goal the user is working towards, once it is clear (not for every wish).
@@ -69,7 +43,7 @@ def context_tools(session: ContextEditor, slot: str | None = None, *, updates: b
         Args:
             text: The goal, in one short sentence.
         """
-        goal = session.add_goal(text, slot=slot, by="model")
+        goal = book.add_goal(text, slot=slot, by="model")
         return f"goal {goal.id}: {goal.text} ({goal.status})"
 
     def complete_goal(goal_id: str) -> str:
@@ -78,7 +52,7 @@ def context_tools(session: ContextEditor, slot: str | None = None, *, updates: b
         Args:
             goal_id: The goal's id, such as g1 (read_context lists them).
         """
-        goal = session.complete_goal(goal_id, slot=slot, by="model")
+        goal = book.complete_goal(goal_id, slot=slot, by="model")
         return f"goal {goal.id}: {goal.text} ({goal.status})"
 
     def record_decision(question: str, decision: str, reason: str = "") -> str:
@@ -90,7 +64,7 @@ def context_tools(session: ContextEditor, slot: str | None = None, *, updates: b
             decision: What was decided.
             reason: Why, in a few words.
         """
-        made = session.decide(question, decision, reason, slot=slot, by="model")
+        made = book.decide(question, decision, reason, slot=slot, by="model")
         return f"decision {made.id}: {made.question} -> {made.decision}"
 
     def ask_question(question: str) -> str:
@@ -99,7 +73,7 @@ def context_tools(session: ContextEditor, slot: str | None = None, *, updates: b
         Args:
             question: The open question.
         """
-        asked = session.ask(question, slot=slot, by="model")
+        asked = book.ask(question, slot=slot, by="model")
         return f"question {asked.id}: {asked.text} ({asked.status})"
 
     def resolve_question(question_id: str, answer: str) -> str:
@@ -109,7 +83,7 @@ def context_tools(session: ContextEditor, slot: str | None = None, *, updates: b
             question_id: The question's id, such as q1 (read_context lists them).
             answer: The answer, in one or two sentences.
         """
-        resolved = session.resolve(question_id, answer, slot=slot, by="model")
+        resolved = book.resolve(question_id, answer, slot=slot, by="model")
         return f"question {resolved.id} resolved: {resolved.answer}"
 
     def set_step(
@@ -123,7 +97,7 @@ def context_tools(session: ContextEditor, slot: str | None = None, *, updates: b
             status: Where it stands.
             note: Anything worth remembering about it.
         """
-        step = session.set_step(name, status=status, note=note or None, slot=slot, by="model")
+        step = book.set_step(name, status=status, note=note or None, slot=slot, by="model")
         return f"current step: {step.name} ({step.status})" + (f"; note: {step.note}" if step.note else "")
 
     functions: list[Any] = [read_context]

@@ -1,6 +1,6 @@
 """``%slot compact --edit``: a previewed summary in a text box, applied when the user says so.
 
-The edited text goes to ``session.compact(slot, apply=True, summary=text)``, which checks that
+The edited text goes to ``session.compactions.compact(slot, apply=True, summary=text)``, which checks that
 the slot is still the history the summary was made for; the answer (what was applied, or why
 not, in one line) shows beside the button. Its static form is the draft as text, for front ends
 without widgets (nbconvert, GitHub).
@@ -48,7 +48,7 @@ class SummaryEditor(StaticForms):
     def apply(self, text: str | None = None) -> None:
         """Apply ``text`` (the box's, by default) in place of the previewed summary."""
         try:
-            made = self.session.compact(self.slot, apply=True, summary=self.text if text is None else text)
+            made = self.session.compactions.compact(self.slot, apply=True, summary=self.text if text is None else text)
         except SlotMagicError as exc:
             self.status, self.failed = str(exc), True
             return

@@ -41,7 +41,7 @@ def server() -> Iterator[AgentServer]:
 @pytest.fixture
 def session(server: AgentServer, tmp_path: Path) -> Iterator[Session]:
     with Session.open("promise", db_path=tmp_path / "s.sqlite3", model=MODEL, settings=server.settings()) as s:
-        s.context_windows = {MODEL: WINDOW}
+        s.options.context_windows = {MODEL: WINDOW}
         s.tools.add(lookup, name="fetch")
         yield s
 
@@ -81,7 +81,7 @@ def test_older_results_are_shortened_before_history_is_folded_and_stay_readable(
     ref = REFERENCE.match(elided[0].message.content)
     assert ref is not None
     original = session.messages()[elided[0].position or 0].content
-    page = session.read_namespace(ref[0], 0, 50_000)
+    page = session.history.read_namespace(ref[0], 0, 50_000)
     assert page.endswith(original)  # kept aside by the turn that sent the shortened form
     assert "read_namespace" in {t.name for t in server.requests[-1].request.tools}
 
@@ -173,34 +173,34 @@ def fill(session: Session, turns: int = 8) -> None:
 
 def test_preview_keeps_the_summary_and_apply_applies_exactly_it(server: AgentServer, session: Session) -> None:
     fill(session)
-    draft = session.compact(preview=True)
-    assert session.compactions() == [] and session.compaction_draft() == draft
+    draft = session.compactions.compact(preview=True)
+    assert session.compactions() == [] and session.compactions.draft() == draft
     asked = len(server.requests)
-    applied = session.compact(apply=True)
+    applied = session.compactions.compact(apply=True)
     assert len(server.requests) == asked  # not asked again
     assert (applied.text, applied.card, applied.upto) == (draft.text, draft.card, draft.upto)
-    assert session.compactions()[-1].text == draft.text and session.compaction_draft() is None
+    assert session.compactions()[-1].text == draft.text and session.compactions.draft() is None
 
 
 def test_an_edited_or_own_summary_is_applied_and_marked(server: AgentServer, session: Session) -> None:
     fill(session)
-    session.compact(preview=True)
-    edited = session.compact(apply=True, summary="Eight clauses were read; clause 3 matters most.")
+    session.compactions.compact(preview=True)
+    edited = session.compactions.compact(apply=True, summary="Eight clauses were read; clause 3 matters most.")
     assert edited.method == "edited" and edited.text.startswith("Eight clauses")
     assert "written by hand" in edited.describe()
     fill(session, 16)
     asked = len(server.requests)
-    own = session.compact(summary="The user and the model went through sixteen clauses.")
+    own = session.compactions.compact(summary="The user and the model went through sixteen clauses.")
     assert own.method == "edited" and len(server.requests) == asked
     assert "sixteen clauses" in session.view()[0].content
 
 
 def test_a_draft_for_a_slot_that_moved_on_is_refused(session: Session) -> None:
     fill(session)
-    session.compact(preview=True)
+    session.compactions.compact(preview=True)
     session.append(_exchange(99))
     with pytest.raises(ConfigError, match="no longer fits it") as caught:
-        session.compact(apply=True)
+        session.compactions.compact(apply=True)
     assert "%slot compact --preview default" in str(caught.value)
     assert session.compactions() == []
 
@@ -208,20 +208,20 @@ def test_a_draft_for_a_slot_that_moved_on_is_refused(session: Session) -> None:
 def test_apply_without_a_preview_says_how_to_make_one(session: Session) -> None:
     fill(session)
     with pytest.raises(ConfigError, match=r"--preview default"):
-        session.compact(apply=True)
+        session.compactions.compact(apply=True)
 
 
 def test_auto_compact_ask_stops_the_turn_with_the_numbers_and_commands(server: AgentServer, session: Session) -> None:
     fill(session)
-    session.auto_compact = "ask"
+    session.options.auto_compact = "ask"
     before = session.messages()
     with pytest.raises(CompactionNeeded, match=r"%slot compact --preview default.*nothing was sent") as caught:
         session.submit_turn("one more question")
     assert "\n" not in str(caught.value) and server.requests == [] and session.messages() == before
-    session.compact(preview=True)
-    session.compact(apply=True)
+    session.compactions.compact(preview=True)
+    session.compactions.compact(apply=True)
     session.submit_turn("one more question")  # fits now
-    session.auto_compact = "off"
+    session.options.auto_compact = "off"
     fill(session, 20)
     with pytest.raises(OverBudget, match="auto_compact is off"):
         session.submit_turn("and another")
@@ -233,7 +233,7 @@ def test_auto_compact_ask_stops_the_turn_with_the_numbers_and_commands(server: A
 def test_a_damaged_workflow_is_skipped_with_one_warning_and_can_be_deleted(
     session: Session, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    session.workflow("plan", "a -> b")
+    session.workflows.define("plan", "a -> b")
     with sqlite3.connect(tmp_path / "s.sqlite3") as db:
         db.execute("UPDATE workflows SET record = '{broken' WHERE name = 'plan'")
     with caplog.at_level("WARNING", logger="slotmagic"):
@@ -241,13 +241,13 @@ def test_a_damaged_workflow_is_skipped_with_one_warning_and_can_be_deleted(
         session.submit_turn("second")
     warnings = [r.getMessage() for r in caplog.records if "plan" in r.getMessage()]
     assert len(warnings) == 1 and "%workflow delete plan" in warnings[0]
-    assert session.delete_workflow("plan") is None
+    assert session.workflows.delete("plan") is None
     assert session.workflows() == [] and session.store.damaged_workflows(session.session_id) == []
 
 
 def test_working_context_off_for_a_slot_and_for_the_session(server: AgentServer, session: Session) -> None:
-    session.set_step("collect the facts")
-    session.add_goal("get the deposit back")
+    session.context.set_step("collect the facts")
+    session.context.add_goal("get the deposit back")
     session.submit_turn("hello")
     assert "collect the facts" in server.requests[-1].request.messages[0].content
     session.configure_slot(working_context=False)
@@ -257,6 +257,6 @@ def test_working_context_off_for_a_slot_and_for_the_session(server: AgentServer,
     assert "read_context" not in {t.name for t in sent.tools}
     assert session.context().step is not None  # kept, only not sent
     session.configure_slot(working_context=True)
-    session.working_context_turns = None
+    session.context.turns = None
     session.submit_turn("and again")
     assert all("collect the facts" not in m.content for m in server.requests[-1].request.messages)

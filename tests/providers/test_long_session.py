@@ -49,7 +49,7 @@ def ask(turn: int) -> str:
 
 def open_session(db: Path, model: str, server: AgentServer) -> Session:
     session = Session.open("long", db_path=db, model=model, settings=server.settings())
-    session.context_windows = {model: WINDOW}
+    session.options.context_windows = {model: WINDOW}
     session.tools.add(fetch)
     return session
 
@@ -57,15 +57,15 @@ def open_session(db: Path, model: str, server: AgentServer) -> Session:
 def steer(session: Session, turn: int) -> None:
     """What a user does between turns: the working context and the workflow move on."""
     if turn == 0:
-        session.add_goal("Collect the documents and find the codeword")
-        session.workflow("research", "gather -> analyse\nanalyse -> write")
+        session.context.add_goal("Collect the documents and find the codeword")
+        session.workflows.define("research", "gather -> analyse\nanalyse -> write")
     if turn % 25 == 0:
-        session.set_step(f"batch {turn // 25}")
+        session.context.set_step(f"batch {turn // 25}")
     if turn == 60:
-        session.decide("Which source first?", "the largest", "it holds the most")
+        session.context.decide("Which source first?", "the largest", "it holds the most")
     if turn == 100:
-        session.set_workflow_status("gather", "done")
-        session.set_workflow_current("analyse")
+        session.workflows.set_status("gather", "done")
+        session.workflows.set_current("analyse")
 
 
 def stored(session: Session) -> dict[str, list[tuple[str, str]]]:
@@ -106,7 +106,7 @@ def test_every_request_fits_and_everything_stays_within_reach(tmp_path: Path, mo
             if refs and not received.compaction:
                 assert "read_namespace" in {t.name for t in received.request.tools}, f"request {number}"
             for ref in refs:
-                assert not session.read_namespace(ref, 0, 10).startswith("error"), (number, ref)
+                assert not session.history.read_namespace(ref, 0, 10).startswith("error"), (number, ref)
             read_back += received.action == "read_namespace"
         assert server.problems == []
 

@@ -83,7 +83,7 @@ def test_keyboard_interrupt_in_the_consumer(wire: WireServer, session: Session) 
         for _text in session.stream_turn("Hello"):
             raise KeyboardInterrupt  # Ctrl-C while the notebook renders the first piece
     assert closed_promptly(wire)
-    assert session.messages() == [] and session.turns() == []
+    assert session.messages() == [] and session.history.turns() == []
 
 
 def test_leaving_a_with_block_closes_the_turn(wire: WireServer, session: Session) -> None:

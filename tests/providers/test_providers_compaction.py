@@ -198,7 +198,7 @@ def test_whatever_the_summarizer_replies_the_turn_stands(shared_wire: WireServer
         openai_api_key="sk-test", openai_base_url=wire.url + "/v1", read_timeout=2.0, max_retries=0
     )
     with Session.open("fuzz", db_path=":memory:", model="openai:gpt-4o-mini", settings=settings_) as session:
-        session.compaction_model = "openai:summarizer"
+        session.options.compaction_model = "openai:summarizer"
         session.configure_slot(budget=BUDGET)
         for i in range(5):
             session.append([Message.user(QUESTION.format(i=i)), Message.assistant(ANSWER.format(i=i))])

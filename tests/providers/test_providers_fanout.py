@@ -58,7 +58,7 @@ def snapshot(session: Session) -> dict[str, list[str]]:
 def timed_fan_out(session: Session, wire: WireServer, limit: int) -> float:
     for slot in SLOTS:
         wire.route(f"You are {slot}.", slow_reply(f"answer from {slot}"))
-    session.max_concurrency = limit
+    session.options.max_concurrency = limit
     fanout = session.plan_fan_out("Same question", slots=",".join(SLOTS))  # a cold token counter loads here
     started = time.monotonic()
     result = fanout.run_sync()
@@ -160,7 +160,7 @@ def test_a_429_paces_only_its_own_provider(wire: WireServer, session: Session) -
     limited = json_response(429, {"error": {"message": "slow down", "type": "rate_limit"}}, {"retry-after": "1"})
     wire.route("gpt-4o-mini", limited, *[sse_response(oa_text_stream("openai says"))] * 2)
     wire.route("claude-sonnet-4-5", *[[Pause(0.2), *sse_response(an_text_stream("anthropic says"))]] * 2)
-    session.max_concurrency = 2
+    session.options.max_concurrency = 2
     started = time.monotonic()
     result = session.fan_out("Go", slots="alpha,beta", models="openai:gpt-4o-mini,anthropic:claude-sonnet-4-5")
     elapsed = time.monotonic() - started

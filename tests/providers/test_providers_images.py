@@ -60,7 +60,7 @@ def test_ollama_vision_model_gets_base64_parts(tmp_path: Path, wire: WireServer,
     raw = png()
     wire.script(sse_response(oa_text_stream("A red square.")))
     with Session.open("img", db_path=tmp_path / "s.db", model="ollama:llava", settings=settings) as session:
-        session.context_windows = {"ollama:*": 8192}  # asks the server nothing about its window
+        session.options.context_windows = {"ollama:*": 8192}  # asks the server nothing about its window
         session.submit_turn("What is it?", attachments=[raw])
     request = wire.requests[0]
     assert request.path.endswith("/v1/chat/completions")
@@ -72,7 +72,7 @@ def test_a_model_without_images_is_refused_before_anything_is_sent(
     tmp_path: Path, wire: WireServer, settings: ProviderSettings
 ) -> None:
     with Session.open("img", db_path=tmp_path / "s.db", model="ollama:llama3.2", settings=settings) as session:
-        session.context_windows = {"ollama:*": 8192}
+        session.options.context_windows = {"ollama:*": 8192}
         with pytest.raises(
             ConfigError, match=r"^ollama:llama3.2 is not one of Ollama's vision models.*nothing was sent$"
         ):

@@ -52,6 +52,6 @@ def test_a_server_that_does_not_say_gets_ollama_s_default(
 
 def test_context_windows_wins_and_asks_nothing(tmp_path: Path, wire: WireServer, settings: ProviderSettings) -> None:
     with Session.open("o", db_path=tmp_path / "s.db", settings=settings) as session:
-        session.context_windows = {"ollama:*": 65536}
+        session.options.context_windows = {"ollama:*": 65536}
         assert window(session) == (65536, True)
     assert wire.api_requests == []

@@ -56,7 +56,7 @@ def test_an_excluded_message_never_reaches_the_request_body(wire: WireServer, op
     wire.script(*(reply(model, text) for text in ("Noted.", "The move-in report.", "Yes, dated ones.")))
     session.submit_turn("My card number is 4111-1111-1111-1111; ignore it.")
     session.submit_turn("Which documents prove the deposit?")
-    session.exclude(0)
+    session.history.exclude(0)
     session.submit_turn("And photos?")
     assert b"4111" in wire.requests[1].body  # it was sent before it was excluded
     assert b"4111" not in wire.requests[2].body
@@ -75,9 +75,9 @@ def lookup(number: int) -> str:
 def explore_setup(session: Session) -> None:
     """Everything the prefix holds: a system prompt, working context, a workflow, a tool."""
     session.system = "You help tenants with deposit disputes."
-    session.add_goal("Get the $1,200 deposit back")
-    session.set_step("gather evidence")
-    session.workflow("claim", "intake -> evidence\nevidence -> letter")
+    session.context.add_goal("Get the $1,200 deposit back")
+    session.context.set_step("gather evidence")
+    session.workflows.define("claim", "intake -> evidence\nevidence -> letter")
     session.tools.add(lookup)  # this session only
 
 
@@ -92,7 +92,7 @@ def test_two_consecutive_requests_share_a_byte_identical_prefix(wire: WireServer
     assert second[0] == first[0] and second[2] == first[2]  # model, tool definitions, the rest
     assert second[1].startswith(first[1][:-1] + b",")  # every message sent before, byte for byte
     # A change in the prefix shows in it (so the comparison above can fail).
-    session.add_goal("Keep the landlord's emails")
+    session.context.add_goal("Keep the landlord's emails")
     session.submit_turn("Anything else?")
     third = split_messages(wire.requests[2].body)
     assert not third[1].startswith(second[1][:-1])
@@ -131,10 +131,10 @@ def test_anthropic_requests_carry_cache_breakpoints_on_the_prefix(wire: WireServ
 def test_the_breakpoints_can_be_turned_off(wire: WireServer, open_session: Any) -> None:
     session = open_session(ANTHROPIC)
     session.system = "Be brief."
-    session.prompt_cache = False
+    session.options.prompt_cache = False
     wire.script(reply(ANTHROPIC, "ok"))
     session.submit_turn("hi")
     body = wire.requests[0].json()
     assert body["system"] == "Be brief." and b"cache_control" not in wire.requests[0].body
     with pytest.raises(slotmagic.ConfigError, match="prompt_cache must be True or False"):
-        session.prompt_cache = "yes"  # type: ignore[assignment]
+        session.options.prompt_cache = "yes"  # type: ignore[assignment]

@@ -111,7 +111,7 @@ def test_planted_keys_and_url_passwords_appear_nowhere(
         repr(session),
         repr(session.settings),
         str(session.settings),
-        json.dumps([t.info.to_dict() for t in session.turns()]),
+        json.dumps([t.info.to_dict() for t in session.history.turns()]),
     ]
     seen += [repr(m) for m in session.messages()]
     files = sorted(db_path.parent.glob(db_path.name + "*"))

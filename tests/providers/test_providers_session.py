@@ -67,7 +67,7 @@ def test_a_turn_is_stored_with_usage_and_cost(wire: WireServer, session: Session
     assert reply.text == "Hello there" and reply.model == "openai:gpt-4o-mini"
     assert reply.cost == pytest.approx(0.002)  # 1000 in at $1/M + 500 out at $2/M
     assert session.messages() == [Message.user("Hi"), Message.assistant("Hello there")]
-    info = session.turns()[-1].info
+    info = session.history.turns()[-1].info
     assert info.usage == Usage(1000, 500, 200)
     assert info.cost == pytest.approx(0.002) and info.finish_reason == "stop"
     assert session.usage.input_tokens == 1000
@@ -85,7 +85,7 @@ def test_anthropic_turn_with_builtin_price(wire: WireServer, session: Session, t
 def test_a_model_without_a_price_has_no_cost(wire: WireServer, session: Session, turn: Turn) -> None:
     wire.script(sse_response(oa_text_stream("hi")))
     reply = turn(session, "Hi", model="openai:my-local-model")
-    assert reply.cost is None and session.turns()[-1].info.cost is None
+    assert reply.cost is None and session.history.turns()[-1].info.cost is None
 
 
 def test_ollama_turns_are_free(wire: WireServer, session: Session, turn: Turn) -> None:
@@ -172,14 +172,14 @@ def test_a_failed_turn_leaves_the_slot_unchanged(wire: WireServer, session: Sess
     session.settings = session.settings.replace(read_timeout=0.3)
     wire.script(sse_response(oa_text_stream("first answer")))
     turn(session, "first question")
-    before_messages, before_turns, before_usage = session.messages(), session.turns(), session.usage
+    before_messages, before_turns, before_usage = session.messages(), session.history.turns(), session.usage
 
     responses, error_class = FAILURES[failure]
     wire.script(*responses)
     with pytest.raises(error_class) as caught:
         turn(session, "second question")
     assert session.messages() == before_messages
-    assert [t.number for t in session.turns()] == [t.number for t in before_turns]
+    assert [t.number for t in session.history.turns()] == [t.number for t in before_turns]
     assert session.usage == before_usage
     assert "\n" not in str(caught.value)
 

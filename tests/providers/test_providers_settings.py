@@ -128,7 +128,7 @@ def test_the_largest_values_allowed_still_make_a_turn() -> None:
     with Session.open("big", db_path=":memory:", settings=settings) as session:
         reply = session.submit_turn("What does it cost?")
         assert reply.cost is not None and 0 < reply.cost < 1e6
-        assert session.turns()[-1].info.cost == reply.cost
+        assert session.history.turns()[-1].info.cost == reply.cost
 
 
 def test_replace_changes_fields_and_refuses_unknown_ones() -> None:

@@ -84,7 +84,7 @@ def test_a_provider_storm_leaves_every_slot_whole(wire: WireServer, db_path: Pat
             slot = rng.choice(["default", "side"])
             text = f"question {number}"
             before = {s: session.messages(s) for s in ("default", "side")}
-            turns_before = len(session.turns(slot))
+            turns_before = len(session.history.turns(slot))
             assert wire.pending() == 0  # every scripted response of the last turn was used
 
             if kind == "fail":
@@ -97,7 +97,7 @@ def test_a_provider_storm_leaves_every_slot_whole(wire: WireServer, db_path: Pat
                 assert isinstance(error, failure.error), (name, error)
                 assert "\n" not in str(error) and str(error), name
                 assert {s: session.messages(s) for s in before} == before, name  # exactly as before
-                assert len(session.turns(slot)) == turns_before
+                assert len(session.history.turns(slot)) == turns_before
                 outcomes[name] = outcomes.get(name, 0) + 1
             else:
                 answer = f"answer {number} " + "ü" * rng.randrange(0, 40)  # some multi-byte text
@@ -114,7 +114,7 @@ def test_a_provider_storm_leaves_every_slot_whole(wire: WireServer, db_path: Pat
                 assert session.messages(slot) == expected  # stored whole
                 other = "side" if slot == "default" else "default"
                 assert session.messages(other) == before[other]
-                assert len(session.turns(slot)) == turns_before + 1
+                assert len(session.history.turns(slot)) == turns_before + 1
 
     assert set(FAILURES) <= set(outcomes) and all(outcomes[n] >= 2 for n in FAILURES), outcomes
     assert outcomes.get("success", 0) > 40 and sum(outcomes.values()) == TURNS

@@ -106,7 +106,7 @@ def test_rounds_with_parallel_calls_errors_and_a_final_reply(wire: WireServer, s
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_round_limit_ends_the_turn_whole(wire: WireServer, session: Session, protocol: str) -> None:
-    session.max_tool_rounds = 2
+    session.options.max_tool_rounds = 2
     wire.script(*(calls(protocol, (f"r{n}", "weather", '{"city": "Oslo"}')) for n in range(3)))
     reply = session.submit_turn("Keep checking.", model=PROTOCOLS[protocol])
     assert reply.notes[-1].startswith("stopped: the turn reached its limit of 2 tool rounds")
@@ -210,7 +210,7 @@ def test_a_turn_whose_slot_is_undone_meanwhile_says_so(wire: WireServer, session
 
     def undo_it() -> str:
         """Undoes the slot's last turn."""
-        session.undo()
+        session.history.undo()
         return "undone"
 
     session.tools.add(undo_it)
