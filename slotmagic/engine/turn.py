@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -51,13 +50,15 @@ from ..tokens import Calibration, TokenCounter
 from ..tools import Tool, ToolRegistry, default_registry
 from .compactor import Fold, Summarizer, plan_fold
 from .fit import RequestFit
+from .inputs import Source, ViewInputs
 from .loop import ToolRounds, ToolStep, checked, steps_of
-from .pipeline import assemble
+from .pipeline import make_view
 from .plan import CellPlan, fork_name, plan_cell_turn
 from .reading import RECALL, PageRoom, read_namespace_tool, recall_spec, recall_tool
 from .reply import Reply
 from .tool_results import to_shelve
 from .view import Counting, View
+from .view_cache import ViewCache
 
 logger = logging.getLogger("slotmagic")
 OPT_IN = frozenset(("read_variable",))  # built-in tools offered only when named
@@ -65,7 +66,6 @@ AutoCompact = Literal["on", "ask", "off"]
 AUTO_COMPACT: tuple[AutoCompact, ...] = ("on", "ask", "off")
 _CALIBRATION = "calibration"  # the store's meta key
 _SUMMARY_PARTS = 4  # the most requests one compaction's summary takes
-_KEPT_VIEWS, _KEPT_ENTRIES = 8, 50_000  # previews kept (see TurnEngine.view), and their entries in all
 
 
 def count_tokens(message: Message) -> int:
@@ -202,8 +202,7 @@ class TurnEngine:
         self._calibration: Calibration | None = None
         self._windows_noted: set[str] = set()
         self._counters: dict[str, TokenCounter] = {}
-        self._views: dict[str, tuple[tuple[object, ...], View]] = {}  # see view()
-        self._views_lock = threading.Lock()
+        self._views = ViewCache()  # previews kept while their inputs stand (see view())
         self._warned: set[str] = set()  # warnings given (see warn_once)
 
     # -- providers -------------------------------------------------------------------------
@@ -283,49 +282,32 @@ class TurnEngine:
         tools: ToolRegistry | None = None,
     ) -> View:
         """What the model would be sent for the slot's next turn (``new`` last, if given;
-        ``tools`` counted in the budget's tools share)."""
+        ``tools`` counted in the budget's tools share). A preview is kept until anything it was
+        made from changes (its inputs are the key): widgets and %slot preview ask again and again."""
         model = model or slot.config.model or self.model
-        prompt = system if system is not None else slot.config.system or self.system
-        counting, budget = self.counting(model), self.budget(slot, model)
-        # A preview of the store as it stands is kept until anything it was made from may have
-        # changed: the store's generation (any write, or another connection's noticed), the
-        # slot, and the settings below. Widgets and %slot preview ask again and again.
-        key: tuple[object, ...] | None = None
-        if compaction is None and new is None and tools is None and history.generation is not None:
-            generation = self.store.generation()
-            if generation == history.generation:
-                key = (generation, slot, prompt, model, counting.factor, budget, reserve, self.working_context_turns)
-                with self._views_lock:
-                    kept = self._views.get(slot.id)
-                if kept is not None and kept[0] == key:
-                    return kept[1]
-        view = assemble(
-            slot.id,
-            slot.config,
-            history,
-            prompt,
-            counting,
-            budget,
+        # The history stands when nothing was written since it was read (here or, once noticed,
+        # by another connection): then what the steps read from it lazily is what it was.
+        stands = history.generation is not None and history.generation == self.store.generation()
+        inputs = ViewInputs(
+            slot=slot.id,
+            config=slot.config,
+            source=Source(history, stands),
+            prompt=system if system is not None else slot.config.system or self.system,
+            counting=self.counting(model),
+            budget=self.budget(slot, model),
             reserve=reserve,
             compaction=compaction,
             new=new,
-            tools=tools.specs() if tools is not None else (),
+            tools=tuple(tools.specs()) if tools is not None else (),
             workflow=self._active_workflow(),
             context_turns=self.working_context_turns,
         )
-        for problem in view.problems:
-            self.warn_once(problem)
-        if key is not None:
-            with self._views_lock:  # widgets following other kernels ask from a background thread
-                self._views.pop(slot.id, None)
-                self._views[slot.id] = (key, view)
-                # The least recently made go first, past 8 views or past 50,000 entries in all
-                # (a full slot's view holds an entry per message); the newest always stays.
-                while len(self._views) > 1 and (
-                    len(self._views) > _KEPT_VIEWS
-                    or sum(len(v.entries) for _, v in self._views.values()) > _KEPT_ENTRIES
-                ):
-                    del self._views[next(iter(self._views))]
+        view = self._views.get(inputs)
+        if view is None:
+            view = make_view(inputs)
+            for problem in view.problems:
+                self.warn_once(problem)
+            self._views.put(inputs, view)
         return view
 
     def _active_workflow(self) -> Workflow | None:
