@@ -136,7 +136,7 @@ def recorded_view(made: ViewInputs) -> tuple[View, dict[str, set[str]]]:
 
 def scenarios(tmp_path: Path) -> Iterator[ViewInputs]:
     spec = OTHER["tools"]
-    dangling = [*chat(2), Message.user("and?"), Message.assistant("", [CALL])]
+    dangling = [*chat(2), Message.assistant(" "), Message.user("and?"), Message.assistant("", [CALL])]
     yield inputs(History.of(dangling), new=Message.user("q"), tools=spec, workflow=OTHER["workflow"], reserve=50)
     focused = SlotConfig.focused_mode(recent_messages=3, summary_override="earlier: rent")
     yield inputs(History.of(chat(3)), config=focused, compaction=COMPACTION, counting=OTHER["counting"])
@@ -164,7 +164,7 @@ def test_each_step_reads_only_the_inputs_it_declares(tmp_path: Path) -> None:
             read_by[name] |= seen
     # the scenarios take every step through the paths that read its inputs
     assert {"compaction", "summary", "workflow", "context", "new", "elided", "not_run"} <= kinds
-    assert {"excluded", "beyond", "filtered", "compacted"} <= kinds  # what was left out, and why
+    assert {"excluded", "beyond", "filtered", "compacted", "blank"} <= kinds  # what was left out, and why
     for one in STEPS:
         assert read_by[one.name] <= one.reads, f"step {one.name} reads {read_by[one.name] - one.reads} undeclared"
         assert read_by[one.name] == one.reads, f"step {one.name} declares {one.reads - read_by[one.name]} unread"

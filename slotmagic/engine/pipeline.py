@@ -4,13 +4,15 @@ An ordered list of small steps, each one concern, works on a ``ViewBuild`` made 
 ``ViewInputs`` (``inputs.py``; each step declares the fields it reads, see ``steps/``): the
 system prompt, the latest compaction (its summary in place of the messages it folded), the
 slot's mode, the workflow and working-context blocks (``steps/workflow.py``, ``blocks.py``),
-then token counts, tool calls and results paired as the APIs require (``steps/tool_pairs.py``),
-older tool results shortened when space is short (``tool_results.py``) and the budget.
-``Session.view()``, ``%slot preview``, ``%slot budget`` and the real request all go through it,
-so what is previewed, counted and sent are the same messages. Every entry says where it came from (a stored message and
-its position, or something a step injected), and what the steps left out is kept as ranges of
-positions with the reason, so a preview can show it greyed where it was. A later feature that
-changes what the model sees adds a step.
+blank messages left out (``steps/blank.py``), then token counts, images left out for a model
+that takes none (``steps/images.py``), tool calls and results paired as the APIs require
+(``steps/tool_pairs.py``), older tool results shortened when space is short
+(``tool_results.py``) and the budget. ``Session.view()``, ``%slot preview``, ``%slot budget``
+and the real request all go through it, so what is previewed, counted and sent are the same
+messages. Every entry says where it came from (a stored message and its position, or something
+a step injected), and what the steps left out is kept as ranges of positions with the reason,
+so a preview can show it greyed where it was. A later feature that changes what the model sees
+adds a step.
 
 Steps read the history lazily: a focused or compacted view of a long history reads its tail,
 and token counts come from the store (each message is counted once per encoding).
@@ -31,6 +33,8 @@ from ..store.base import History
 from .blocks import context_block
 from .inputs import Counting, Source, ViewInputs
 from .steps import Step, step
+from .steps.blank import blank_messages
+from .steps.images import images_for_model
 from .steps.tool_pairs import tool_pairs
 from .steps.workflow import workflow_block
 from .tool_results import aged_tool_results, system_side
@@ -250,8 +254,10 @@ STEPS: tuple[Step, ...] = (
     pins_and_exclusions,
     workflow_block,
     context_block,
+    blank_messages,
     new_message,
     counted,
+    images_for_model,
     tool_pairs,
     aged_tool_results,
     budgeted,

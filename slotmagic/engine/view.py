@@ -23,7 +23,7 @@ from .inputs import Counting as Counting  # re-exported: it was defined here
 from .inputs import ViewInputs
 
 EntryKind = Literal["system", "history", "elided", "summary", "compaction", "context", "workflow", "new", "not_run"]
-OmitReason = Literal["compacted", "filtered", "excluded", "beyond"]
+OmitReason = Literal["compacted", "filtered", "excluded", "beyond", "blank"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +178,7 @@ class View:
                 "filtered": "left out by the focused filter",
                 "excluded": "excluded: the model never sees it",
                 "beyond": "beyond what the budget can hold: the next turn folds them",
+                "blank": "blank: nothing to send",
             }[gap.reason]
             where = stored_range(gap.lo, gap.hi)
             shown.append((gap.lo, f"    … {plural(gap.count, 'stored message')} {what} ({where})"))
@@ -289,6 +290,7 @@ def _gap_row(lo: int, hi: int, reason: str) -> OmittedRow:
         "filtered": "left out by the focused filter",
         "excluded": "excluded: the model never sees it",
         "beyond": "beyond what the budget can hold: the next turn folds them",
+        "blank": "blank: nothing to send",
     }.get(reason, f"left out ({reason})")
     where = stored_range(lo, hi)
     return {
