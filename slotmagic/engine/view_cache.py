@@ -48,3 +48,8 @@ class ViewCache:
                 len(views) > KEPT_VIEWS or sum(len(v.entries) for _, v in views.values()) > KEPT_ENTRIES
             ):
                 del views[next(iter(views))]
+
+    def clear(self) -> None:
+        """Forget every kept view (what a new kernel starts with)."""
+        with self._lock:
+            self._views.clear()
