@@ -5,16 +5,19 @@ no step can read something a kept preview would not be made again for)."""
 from __future__ import annotations
 
 import dataclasses
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from PIL import Image as PILImage
 
 from slotmagic import Session, SlotConfig
 from slotmagic.core.budget import ContextBudget
 from slotmagic.core.compaction import Compaction, SummaryCard
+from slotmagic.core.images import Image
 from slotmagic.core.messages import Message, ToolCall
 from slotmagic.core.repair import NOT_RUN, repair_tool_pairs
 from slotmagic.core.slots import SlotMode
@@ -43,6 +46,12 @@ def chat(n: int) -> list[Message]:
         out += [Message.user(f"u{i} " + "words " * 40), Message.assistant("", [ToolCall(f"k{i}", "lookup", "{}")])]
         out += [Message.tool(f"k{i}", "result " * 200, "lookup"), Message.assistant(f"a{i}")]
     return out
+
+
+def looking() -> Message:
+    buffer = io.BytesIO()
+    PILImage.new("RGB", (32, 32), (10, 120, 200)).save(buffer, format="PNG")
+    return Message.from_parts("user", ["And this?", Image.from_bytes(buffer.getvalue())])
 
 
 # A different value for each input: an input added without one here fails the key test below.
@@ -136,7 +145,7 @@ def recorded_view(made: ViewInputs) -> tuple[View, dict[str, set[str]]]:
 
 def scenarios(tmp_path: Path) -> Iterator[ViewInputs]:
     spec = OTHER["tools"]
-    dangling = [*chat(2), Message.assistant(" "), Message.user("and?"), Message.assistant("", [CALL])]
+    dangling = [*chat(2), Message.assistant(" "), looking(), Message.assistant("", [CALL])]
     yield inputs(History.of(dangling), new=Message.user("q"), tools=spec, workflow=OTHER["workflow"], reserve=50)
     focused = SlotConfig.focused_mode(recent_messages=3, summary_override="earlier: rent")
     yield inputs(History.of(chat(3)), config=focused, compaction=COMPACTION, counting=OTHER["counting"])

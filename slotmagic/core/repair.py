@@ -5,9 +5,11 @@ assistant message ("tool_calls must be followed by tool messages responding to e
 'tool_call_id'"); Anthropic wants a ``tool_result`` block for every ``tool_use`` in the next
 user message ("tool_use ids were found without tool_result blocks"), and both refuse a result
 whose call is not just before it. A stored history can break that: a turn cut between a call
-and its result, tools switched off, a focused view that starts after a call. So the wire
-modules send :func:`repair_tool_pairs` of a request's messages, and the engine can show the
-same in previews:
+and its result, tools switched off, a focused view that starts after a call. So a step of
+the view pipeline repairs what a request is made of (``engine/steps/tool_pairs.py``, through
+:func:`repair_plan`), and the preview and the budget show and count the same messages; the
+wire modules repair again what they are sent, for requests made without the pipeline (a tool
+round, a summary, a provider called directly): on repaired messages that changes nothing.
 
 - a call no result answers gets a synthetic one that says it was not run (``is_error``),
   after the results that are there, right after its assistant message;
@@ -56,6 +58,8 @@ def repair_plan(messages: Sequence[Message], note: str = NOT_RUN) -> tuple[tuple
     """What :func:`repair_tool_pairs` makes of ``messages``, each with the index of the message
     it stands for (None for a synthetic "not run" result); None when nothing needed repair.
     The view pipeline uses it to keep each repaired message's place and origin."""
+    if not any(m.tool_calls or m.role == "tool" for m in messages):
+        return None  # most requests: no tool exchange at all
     out: list[tuple[Message, int | None]] = []
     used: set[str] = set()  # call ids of earlier messages
     i, n = 0, len(messages)

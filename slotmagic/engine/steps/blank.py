@@ -10,23 +10,23 @@ answered with nothing, a reply cut short.
 from __future__ import annotations
 
 from ...core.messages import Message
-from ..view import Omitted, ViewBuild, ViewEntry
+from ..view import Omitted, ViewBuild
 from . import step
 
 
 def blank(message: Message) -> bool:
+    content = message.content
     return (
-        message.role != "tool"
-        and not message.content.strip()
+        (not content or content.isspace())
+        and message.role != "tool"
         and not (message.images or message.tool_calls or message.thinking)
     )
 
 
 @step()
 def blank_messages(build: ViewBuild) -> None:
-    left: list[ViewEntry] = []
     for entries in (build.system, build.conversation):
-        if any(blank(e.message) for e in entries):
-            left += [e for e in entries if blank(e.message)]
+        left = [e for e in entries if blank(e.message)]
+        if left:
             entries[:] = [e for e in entries if not blank(e.message)]
-    build.omitted += [Omitted(e.position, e.position + 1, "blank") for e in left if e.position is not None]
+            build.omitted += [Omitted(e.position, e.position + 1, "blank") for e in left if e.position is not None]

@@ -17,9 +17,9 @@ from . import step
 
 @step("counting")
 def images_for_model(build: ViewBuild) -> None:
-    if takes_images(build.counting.model):
+    with_images = [i for i, e in enumerate(build.conversation) if e.message.images]  # only user messages carry them
+    if not with_images or takes_images(build.counting.model):
         return
-    for entries in (build.system, build.conversation):
-        for i, e in enumerate(entries):
-            if e.message.images:
-                entries[i] = ViewEntry(replace(e.message, images=()), e.kind, e.position, e.tokens)
+    for i in with_images:
+        e = build.conversation[i]
+        build.conversation[i] = ViewEntry(replace(e.message, images=()), e.kind, e.position, e.tokens)
