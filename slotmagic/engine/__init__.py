@@ -1,8 +1,10 @@
 """The turn engine: plan a cell's turn, assemble the request, stream, commit."""
 
-from .pipeline import STEPS, assemble
+from .inputs import ViewInputs
+from .pipeline import STEPS, assemble, make_view
 from .plan import CellPlan, fork_name, plan_cell_turn
 from .reply import Reply
+from .steps import Step, step
 from .turn import AsyncTurnStream, PendingTurn, TurnEngine, TurnOptions, TurnStream
 from .view import View, ViewEntry
 
@@ -12,12 +14,16 @@ __all__ = [
     "CellPlan",
     "PendingTurn",
     "Reply",
+    "Step",
     "TurnEngine",
     "TurnOptions",
     "TurnStream",
     "View",
     "ViewEntry",
+    "ViewInputs",
     "assemble",
     "fork_name",
+    "make_view",
     "plan_cell_turn",
+    "step",
 ]
