@@ -26,6 +26,7 @@ from slotmagic.engine.inputs import INPUTS, Counting, Source, ViewInputs
 from slotmagic.engine.pipeline import STEPS, make_view
 from slotmagic.engine.steps import Step, step
 from slotmagic.engine.view import View
+from slotmagic.engine.view_cache import ViewCache
 from slotmagic.providers.base import ToolSpec
 from slotmagic.store.base import History
 from slotmagic.tokens import TokenCounter
@@ -209,3 +210,29 @@ def test_a_compaction_between_a_call_and_its_result_sends_the_result_as_text() -
     assert first.kind == "history" and first.position == 2 and first.message.role == "user"
     assert first.message.content.endswith("900") and first.tokens == ECHO.count(first.message)
     assert view.messages == repair_tool_pairs(view.messages)
+
+
+def test_a_preview_is_kept_under_its_inputs(tmp_path: Path) -> None:
+    with Session.open("kept", db_path=tmp_path / "s.db", model="echo") as session:
+        session.append([Message.user("hi"), Message.assistant("hello")])
+        sid = session.session_id
+
+        def fresh(**changes: object) -> ViewInputs:
+            history = session.store.history(sid, "default")
+            assert history.slot is not None
+            return inputs(history, slot="default", config=history.slot.config, source=Source(history, True), **changes)
+
+        cache = ViewCache()
+        view = make_view(fresh())
+        cache.put(fresh(), view)
+        assert cache.get(fresh()) is view  # read again, equal: the same view
+        assert cache.get(fresh(prompt="be long")) is None  # any input differs: made again
+        session.pin(0)
+        assert cache.get(fresh()) is None  # a write moved the generation on
+        turn = fresh(new=Message.user("q"))
+        cache.put(turn, make_view(turn))  # a turn's view is not kept
+        assert cache.get(turn) is None
+        standing = fresh()
+        cache.put(standing, make_view(standing))
+        history = standing.source.history
+        assert cache.get(dataclasses.replace(standing, source=Source(history))) is None  # not known to stand
