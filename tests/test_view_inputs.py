@@ -92,8 +92,9 @@ def test_a_step_may_declare_only_inputs() -> None:
 
 def test_inputs_are_frozen_and_hashable_and_equal_when_made_alike() -> None:
     history = History.of(chat(1))
-    a = inputs(history, tools=OTHER["tools"], new=Message.user("q"), workflow=OTHER["workflow"])
-    b = inputs(history, tools=OTHER["tools"], new=Message.user("q"), workflow=OTHER["workflow"])
+    every = {name: OTHER[name] for name in ("config", "compaction", "tools", "workflow", "counting")}
+    a = inputs(history, new=looking(), **every)
+    b = inputs(history, new=looking(), **every)
     assert a == b and hash(a) == hash(b)
     assert Counting(TokenCounter.for_model("echo")) == ECHO  # a counter is made from its model alone
     with pytest.raises(dataclasses.FrozenInstanceError):
