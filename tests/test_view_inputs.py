@@ -237,3 +237,12 @@ def test_a_preview_is_kept_under_its_inputs(tmp_path: Path) -> None:
         cache.put(standing, make_view(standing))
         history = standing.source.history
         assert cache.get(dataclasses.replace(standing, source=Source(history))) is None  # not known to stand
+
+
+def test_a_result_supplied_by_hand_takes_the_place_of_not_run_in_the_preview_too() -> None:
+    history = [Message.user("rent?"), Message.assistant("", [CALL])]
+    history += [Message.tool(CALL.id, NOT_RUN, CALL.name, is_error=True), Message.tool(CALL.id, "900", CALL.name)]
+    view = make_view(inputs(History.of([*history, Message.user("So?")]), prompt=None))
+    assert [(e.position, e.message.content) for e in view.entries if e.message.role == "tool"] == [(3, "900")]
+    assert [(o.lo, o.reason) for o in view.omitted] == [(2, "replaced")]
+    assert "stored message 3" in view.to_text() and "replaced by the result supplied after it" in view.to_text()

@@ -23,7 +23,7 @@ from .inputs import Counting as Counting  # re-exported: it was defined here
 from .inputs import ViewInputs
 
 EntryKind = Literal["system", "history", "elided", "summary", "compaction", "context", "workflow", "new", "not_run"]
-OmitReason = Literal["compacted", "filtered", "excluded", "beyond", "blank"]
+OmitReason = Literal["compacted", "filtered", "excluded", "beyond", "blank", "replaced"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +179,7 @@ class View:
                 "excluded": "excluded: the model never sees it",
                 "beyond": "beyond what the budget can hold: the next turn folds them",
                 "blank": "blank: nothing to send",
+                "replaced": 'a "not run" answer, replaced by the result supplied after it',
             }[gap.reason]
             where = stored_range(gap.lo, gap.hi)
             shown.append((gap.lo, f"    … {plural(gap.count, 'stored message')} {what} ({where})"))
@@ -291,6 +292,7 @@ def _gap_row(lo: int, hi: int, reason: str) -> OmittedRow:
         "excluded": "excluded: the model never sees it",
         "beyond": "beyond what the budget can hold: the next turn folds them",
         "blank": "blank: nothing to send",
+        "replaced": 'a "not run" answer, replaced by the result supplied after it',
     }.get(reason, f"left out ({reason})")
     where = stored_range(lo, hi)
     return {

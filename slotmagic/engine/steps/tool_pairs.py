@@ -4,7 +4,8 @@ Both APIs refuse a request otherwise (see :mod:`slotmagic.core.repair`), and a s
 can break it: a turn cut between a call and its result, a focused view starting after a call.
 Repaired here, the preview, the budget and the request hold the same messages: a call no result
 answers gets a "not run" result (a ``not_run`` entry, counted like any other), a result without
-its call becomes a user message saying so, clashing call ids are told apart.
+its call becomes a user message saying so, clashing call ids are told apart, and a stored "not
+run" answer that a result supplied by hand follows gives way to it (left out as ``replaced``).
 
 It runs after ``counted`` and counts what it changes or adds itself: a changed message is not
 the stored one its position's count is kept for. The wire modules still repair what they are
@@ -15,7 +16,7 @@ directly); on a list repaired here that changes nothing.
 from __future__ import annotations
 
 from ...core.repair import repair_plan
-from ..view import ViewBuild, ViewEntry
+from ..view import Omitted, ViewBuild, ViewEntry
 from . import step
 
 
@@ -38,4 +39,8 @@ def tool_pairs(build: ViewBuild) -> None:
         out.append(
             entry if message is entry.message else ViewEntry(message, entry.kind, entry.position, count(message))
         )
+    kept = {index for _, index in plan}
+    for index, entry in enumerate(entries):  # a "not run" answer a result supplied later took the place of
+        if index not in kept and entry.position is not None:
+            build.omitted.append(Omitted(entry.position, entry.position + 1, "replaced"))
     entries[:] = out
