@@ -287,7 +287,8 @@ class TurnEngine:
         model = model or slot.config.model or self.model
         # The history stands when nothing was written since it was read (here or, once noticed,
         # by another connection): then what the steps read from it lazily is what it was.
-        stands = history.generation is not None and history.generation == self.store.generation()
+        generation = self.store.generation()
+        stands = history.generation == generation
         inputs = ViewInputs(
             slot=slot.id,
             config=slot.config,
@@ -299,7 +300,7 @@ class TurnEngine:
             compaction=compaction,
             new=new,
             tools=tuple(tools.specs()) if tools is not None else (),
-            workflow=self._active_workflow(),
+            workflow=self._active_workflow(generation),
             context_turns=self.working_context_turns,
         )
         view = self._views.get(inputs)
@@ -310,14 +311,19 @@ class TurnEngine:
             self._views.put(inputs, view)
         return view
 
-    def _active_workflow(self) -> Workflow | None:
-        """The session's active workflow; one that cannot be read is left out of the request
-        (a warning says how to repair it), so it never stops a turn."""
-        try:
-            return self.store.active_workflow(self.session_id)
-        except DamagedRecord as exc:
-            self.warn_once(f"{exc}; requests go without it meanwhile")
-            return None
+    def _active_workflow(self, generation: int) -> Workflow | None:
+        """The session's active workflow as of the store's ``generation`` (read once per
+        generation: every view asks); one that cannot be read is left out of the request (a
+        warning says how to repair it), so it never stops a turn."""
+
+        def read() -> Workflow | None:
+            try:
+                return self.store.active_workflow(self.session_id)
+            except DamagedRecord as exc:
+                self.warn_once(f"{exc}; requests go without it meanwhile")
+                return None
+
+        return self._views.workflow(generation, read)
 
     def warn_once(self, line: str) -> None:
         """Log ``line`` as a warning, once per session."""

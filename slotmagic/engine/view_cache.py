@@ -4,13 +4,17 @@ Widgets, the sidebar and ``%slot preview`` ask for the same slot's view again an
 is kept under its :class:`~slotmagic.engine.inputs.ViewInputs`, which hold everything the
 pipeline reads (the history as of the store's generation, which any write moves on): a view
 asked for with equal inputs is the one made before. Only previews are kept (see
-``ViewInputs.preview``): a turn's view holds its new message and is made once.
+``ViewInputs.preview``): a turn's view holds its new message and is made once. The session's
+active workflow, one of those inputs, is kept alike, per generation: it is read for every view,
+kept preview or not.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
+from ..core.workflow import Workflow
 from .inputs import ViewInputs
 from .view import View
 
@@ -26,7 +30,18 @@ class ViewCache:
 
     def __init__(self) -> None:
         self._views: dict[str, tuple[ViewInputs, View]] = {}
+        self._workflow: tuple[int, Workflow | None] | None = None  # (store generation, active workflow)
         self._lock = threading.Lock()
+
+    def workflow(self, generation: int, read: Callable[[], Workflow | None]) -> Workflow | None:
+        """The active workflow at the store's ``generation``: ``read()`` once per generation
+        (any write moves it on, so what was read at one generation stands while it does)."""
+        kept = self._workflow
+        if kept is not None and kept[0] == generation:
+            return kept[1]
+        workflow = read()
+        self._workflow = (generation, workflow)
+        return workflow
 
     def get(self, inputs: ViewInputs) -> View | None:
         """The view made before from equal inputs, if it is kept."""
