@@ -29,6 +29,7 @@ _LABELS = {
     "compaction": "compaction summary",
     "new": "new message",
     "elided": "older tool result, shortened",
+    "not_run": "added: the call was not run",
 }
 NAMESPACE_REF = re.compile(r"namespace://[^\s)\]>\"']+")
 

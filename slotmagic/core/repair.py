@@ -5,9 +5,11 @@ assistant message ("tool_calls must be followed by tool messages responding to e
 'tool_call_id'"); Anthropic wants a ``tool_result`` block for every ``tool_use`` in the next
 user message ("tool_use ids were found without tool_result blocks"), and both refuse a result
 whose call is not just before it. A stored history can break that: a turn cut between a call
-and its result, tools switched off, a focused view that starts after a call. So the wire
-modules send :func:`repair_tool_pairs` of a request's messages, and the engine can show the
-same in previews:
+and its result, tools switched off, a focused view that starts after a call. So a step of
+the view pipeline repairs what a request is made of (``engine/steps/tool_pairs.py``, through
+:func:`repair_plan`), and the preview and the budget show and count the same messages; the
+wire modules repair again what they are sent, for requests made without the pipeline (a tool
+round, a summary, a provider called directly): on repaired messages that changes nothing.
 
 - a call no result answers gets a synthetic one that says it was not run (``is_error``),
   after the results that are there, right after its assistant message;
@@ -47,25 +49,35 @@ _NOT_ID = re.compile(r"[^A-Za-z0-9_-]")
 def repair_tool_pairs(messages: Sequence[Message], note: str = NOT_RUN) -> tuple[Message, ...]:
     """``messages`` with every tool call answered right after it and every result after its
     call (see the module docstring); the messages themselves when nothing needed repair.
-    ``note`` is the text of the synthetic results."""
-    out: list[Message] = []
+    ``note`` is the text of the synthetic results. Repairing a repaired list changes nothing."""
+    plan = repair_plan(messages, note)
+    return tuple(messages) if plan is None else tuple(m for m, _ in plan)
+
+
+def repair_plan(messages: Sequence[Message], note: str = NOT_RUN) -> tuple[tuple[Message, int | None], ...] | None:
+    """What :func:`repair_tool_pairs` makes of ``messages``, each with the index of the message
+    it stands for (None for a synthetic "not run" result); None when nothing needed repair.
+    The view pipeline uses it to keep each repaired message's place and origin."""
+    if not any(m.tool_calls or m.role == "tool" for m in messages):
+        return None  # most requests: no tool exchange at all
+    out: list[tuple[Message, int | None]] = []
     used: set[str] = set()  # call ids of earlier messages
     i, n = 0, len(messages)
     while i < n:
         message = messages[i]
         i += 1
         if message.role == "tool":
-            out.append(orphan_as_text(message))  # no assistant tool call just before it
+            out.append((orphan_as_text(message), i - 1))  # no assistant tool call just before it
             continue
         if message.role != "assistant" or not message.tool_calls:
-            out.append(message)
+            out.append((message, i - 1))
             continue
         calls, pending = _distinct_ids(message.tool_calls, used)
         used.update(c.id for c in calls)
-        out.append(message if calls == message.tool_calls else replace(message, tool_calls=calls))
+        out.append((message if calls == message.tool_calls else replace(message, tool_calls=calls), i - 1))
         stood_for = {original: list(ids) for original, ids in pending.items()}
-        answers: dict[str, Message] = {}
-        strays: list[Message] = []
+        answers: dict[str, tuple[Message, int]] = {}
+        strays: list[int] = []
         while i < n and messages[i].role == "tool":
             result = messages[i]
             i += 1
@@ -74,16 +86,17 @@ def repair_tool_pairs(messages: Sequence[Message], note: str = NOT_RUN) -> tuple
                 call_id = queue.pop(0)
             else:  # a second result: it replaces a "not run" answer, else it is told apart
                 ids = stood_for.get(result.tool_call_id or "", [])
-                call_id = next((c for c in ids if c in answers and is_not_run(answers[c])), "")
+                call_id = next((c for c in ids if c in answers and is_not_run(answers[c][0])), "")
                 if not call_id:
-                    strays.append(result)
+                    strays.append(i - 1)
                     continue
-            answers[call_id] = result if result.tool_call_id == call_id else replace(result, tool_call_id=call_id)
+            answer = result if result.tool_call_id == call_id else replace(result, tool_call_id=call_id)
+            answers[call_id] = (answer, i - 1)
         out.extend(answers.values())  # as they came; a hand-supplied result where its "not run" was
-        out.extend(Message.tool(c.id, note, c.name, is_error=True) for c in calls if c.id not in answers)
-        out.extend(orphan_as_text(stray, "which was answered above") for stray in strays)
-    if len(out) == n and all(a is b for a, b in zip(out, messages, strict=True)):
-        return tuple(messages)
+        out.extend((Message.tool(c.id, note, c.name, is_error=True), None) for c in calls if c.id not in answers)
+        out.extend((orphan_as_text(messages[k], "which was answered above"), k) for k in strays)
+    if len(out) == n and all(k == j and m is messages[j] for j, (m, k) in enumerate(out)):
+        return None
     return tuple(out)
 
 

@@ -1,17 +1,13 @@
-"""Two steps of the view pipeline: the workflow block and the working-context block.
+"""A step of the view pipeline: the working-context block.
 
-Both go on the system side of the request, after the system prompt, a compaction's summary
-and whatever the slot's mode keeps there, so they count in the budget's system share and
-lower the compaction threshold (seed T1). Each adds one system message, or nothing:
-
-- ``workflow_block``: the session's active workflow (:meth:`Workflow.block`); none active,
-  nothing added.
-- ``context_block``: the slot's working context as of the history the request is made from
-  (:meth:`WorkingContext.injection`): the current step always, the other kinds when they
-  changed within the last ``context_turns`` turns, and everything in the first request after
-  a compaction (the history has not grown since it was made).
-
-When neither adds anything the request is exactly what it was without them.
+It goes on the system side of the request, after the system prompt, a compaction's summary,
+whatever the slot's mode keeps there and the workflow block (``steps/workflow.py``), so it
+counts in the budget's system share and lowers the compaction threshold (seed T1). It adds one
+system message, or nothing: the slot's working context as of the history the request is made
+from (:meth:`WorkingContext.injection`): the current step always, the other kinds when they
+changed within the last ``context_turns`` turns, and everything in the first request after a
+compaction (the history has not grown since it was made). When it adds nothing the request is
+exactly what it was without it.
 """
 
 from __future__ import annotations
@@ -19,6 +15,7 @@ from __future__ import annotations
 from ..core.messages import Message
 from ..errors import ConfigError, DamagedRecord
 from ..store.base import History
+from .steps import step
 from .view import ViewBuild
 
 
@@ -31,11 +28,7 @@ def next_turn(history: History) -> int:
     return history.tip.turns + 1
 
 
-def workflow_block(build: ViewBuild) -> None:
-    if build.workflow is not None:
-        build.system.append(build.inject(Message.system(build.workflow.block()), "workflow"))
-
-
+@step("context_turns", "config", "source")
 def context_block(build: ViewBuild) -> None:
     if build.context_turns is None or not build.config.working_context:  # switched off (%ctx off)
         return

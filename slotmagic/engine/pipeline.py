@@ -1,14 +1,18 @@
 """The view pipeline: from a slot's stored history to what the model is sent.
 
-An ordered list of small steps, each one concern, works on a ``ViewBuild``: the system prompt,
-the latest compaction (its summary in place of the messages it folded), the slot's mode, the
-workflow and working-context blocks (``blocks.py``), then token counts, older tool results
-shortened when space is short (``tool_results.py``) and the budget.
-``Session.view()``, ``%slot preview``, ``%slot budget`` and the real request all go through it,
-so what is previewed is what is sent. Every entry says where it came from (a stored message and
-its position, or something a step injected), and what the steps left out is kept as ranges of
-positions with the reason, so a preview can show it greyed where it was. A later feature that
-changes what the model sees adds a step.
+An ordered list of small steps, each one concern, works on a ``ViewBuild`` made from one
+``ViewInputs`` (``inputs.py``; each step declares the fields it reads, see ``steps/``): the
+system prompt, the latest compaction (its summary in place of the messages it folded), the
+slot's mode, the workflow and working-context blocks (``steps/workflow.py``, ``blocks.py``),
+blank messages left out (``steps/blank.py``), then token counts, images left out for a model
+that takes none (``steps/images.py``), tool calls and results paired as the APIs require
+(``steps/tool_pairs.py``), older tool results shortened when space is short
+(``tool_results.py``) and the budget. ``Session.view()``, ``%slot preview``, ``%slot budget``
+and the real request all go through it, so what is previewed, counted and sent are the same
+messages. Every entry says where it came from (a stored message and its position, or something
+a step injected), and what the steps left out is kept as ranges of positions with the reason,
+so a preview can show it greyed where it was. A later feature that changes what the model sees
+adds a step.
 
 Steps read the history lazily: a focused or compacted view of a long history reads its tail,
 and token counts come from the store (each message is counted once per encoding).
@@ -26,23 +30,32 @@ from ..core.slots import SlotConfig, SlotMode
 from ..core.workflow import Workflow
 from ..providers.base import ToolSpec
 from ..store.base import History
-from .blocks import context_block, workflow_block
+from .blocks import context_block
+from .inputs import Counting, Source, ViewInputs
+from .steps import Step, step
+from .steps.blank import blank_messages
+from .steps.images import images_for_model
+from .steps.tool_pairs import tool_pairs
+from .steps.workflow import workflow_block
 from .tool_results import aged_tool_results, system_side
-from .view import Counting, Omitted, Step, View, ViewBuild, ViewEntry
+from .view import Omitted, View, ViewBuild, ViewEntry
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 
 
+@step("prompt")
 def system_prompt(build: ViewBuild) -> None:
     """The system prompt in effect (the turn's, else the slot's, else the session's)."""
     if build.prompt:
         build.system.append(build.inject(Message.system(build.prompt), "system"))
 
 
+@step("compaction", "source")
 def compacted(build: ViewBuild) -> None:
     """The latest compaction this history sees: its summary goes on the system side, and the
     conversation starts after the messages it folded."""
-    compaction = build.compaction if build.pending_compaction else build.history.compaction()
+    pending = build.inputs.compaction
+    compaction = pending if pending is not None else build.history.compaction()
     build.compaction = compaction
     if compaction is None:
         return
@@ -51,6 +64,7 @@ def compacted(build: ViewBuild) -> None:
     build.omitted.append(Omitted(0, compaction.upto, "compacted"))
 
 
+@step("config", "source", "counting", "budget")
 def mode_filter(build: ViewBuild) -> None:
     """Full and readonly slots see every stored message (after a compaction's folded part). A
     focused slot sees the first system message (if ``keep_system``), the summary override, then
@@ -141,6 +155,7 @@ def _gaps(kept: Sequence[int], start: int, length: int) -> list[tuple[int, int]]
     return out
 
 
+@step("source")
 def pins_and_exclusions(build: ViewBuild) -> None:
     """An excluded message is never sent; a pinned one is sent even when the focused filter
     or a compaction left it out, at its place in the conversation."""
@@ -178,12 +193,14 @@ def _without(gap: Omitted, positions: frozenset[int]) -> list[Omitted]:
     return out
 
 
+@step("new")
 def new_message(build: ViewBuild) -> None:
     """The turn's new message, last and never filtered out: it counts against the budget."""
     if build.new is not None:
         build.conversation.append(ViewEntry(build.new, "new"))
 
 
+@step("counting", "source")
 def counted(build: ViewBuild) -> None:
     """Each entry's tokens as the model counts them. Stored messages are read from the store's
     counts (counted once per encoding, then kept); injected ones are counted now."""
@@ -217,6 +234,7 @@ def _runs(positions: Sequence[int]) -> list[tuple[int, int]]:
     return out
 
 
+@step("counting", "budget", "reserve", "tools")
 def budgeted(build: ViewBuild) -> None:
     """The request against the slot's budget by category; past the threshold (the history and
     tool-result budgets less everything on the system side) it needs compaction."""
@@ -236,11 +254,33 @@ STEPS: tuple[Step, ...] = (
     pins_and_exclusions,
     workflow_block,
     context_block,
+    blank_messages,
     new_message,
     counted,
+    images_for_model,
+    tool_pairs,
     aged_tool_results,
     budgeted,
 )
+
+
+def make_view(inputs: ViewInputs, steps: Sequence[Step] = STEPS) -> View:
+    """Run the steps over ``inputs``: what the model is sent, entry by entry."""
+    build = ViewBuild(inputs)
+    for one in steps:
+        one(build)
+    return View(
+        inputs.slot,
+        (*build.system, *build.conversation),
+        tuple(build.omitted),
+        len(build.history),
+        build.report,
+        inputs.budget,
+        inputs.counting.encoding,
+        build.compaction,
+        build.pinned,
+        tuple(build.problems),
+    )
 
 
 def assemble(
@@ -259,24 +299,13 @@ def assemble(
     workflow: Workflow | None = None,
     context_turns: int | None = DEFAULT_RECENT_TURNS,
 ) -> View:
-    """Run the steps. ``compaction`` is one not stored yet, to apply instead of the history's;
-    ``new`` is the turn's new message (a preview has none); ``workflow`` the session's active
-    workflow and ``context_turns`` how long a working-context change is sent (see ``blocks``)."""
-    build = ViewBuild(
-        config, history, prompt, counting, budget, reserve, compaction, compaction is not None, new, tuple(tools)
-    )
-    build.workflow, build.context_turns = workflow, context_turns
-    for step in steps:
-        step(build)
-    return View(
-        slot,
-        (*build.system, *build.conversation),
-        tuple(build.omitted),
-        len(history),
-        build.report,
-        budget,
-        counting.encoding,
-        build.compaction,
-        build.pinned,
-        tuple(build.problems),
-    )
+    """:func:`make_view` with its inputs given one by one (``history`` taken as it is, never
+    as a key: see :class:`~slotmagic.engine.inputs.Source`). ``compaction`` is one not stored
+    yet, to apply instead of the history's; ``new`` is the turn's new message (a preview has
+    none); ``workflow`` the session's active workflow and ``context_turns`` how long a
+    working-context change is sent (see ``blocks``)."""
+    inputs = ViewInputs(
+        slot, config, Source(history), prompt, counting, budget, reserve, compaction, new, tuple(tools), workflow,
+        context_turns,
+    )  # fmt: skip
+    return make_view(inputs, steps)

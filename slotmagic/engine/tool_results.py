@@ -21,6 +21,7 @@ from ..core.messages import Message
 from ..namespace import PREFIX, content_key, parse_reference
 from ..store.base import History
 from .reading import RECALL
+from .steps import step
 from .view import ViewBuild, ViewEntry
 
 KEEP_TOOL_RESULT_TURNS = 2  # the results of the latest turns stay whole
@@ -35,6 +36,7 @@ def system_side(build: ViewBuild) -> tuple[int, int]:
     return sum(e.tokens for e in build.system), tools
 
 
+@step("counting", "budget", "reserve", "tools")
 def aged_tool_results(build: ViewBuild) -> None:
     system, tools = system_side(build)
     room = build.budget.history_available(system + tools, build.reserve)

@@ -10,7 +10,6 @@ from, and its footer says so. Nothing is lost and no reply sits after messages i
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
@@ -47,9 +46,10 @@ from .calibration import Calibrator
 from .compactor import Fold, Summarizer, plan_fold, summary_limit
 from .effects import Steps
 from .fit import RequestFit
+from .inputs import Source, ViewInputs
 from .loop import ToolRounds, steps_of
 from .pending import PendingTurn, TurnOptions, counted, request_for
-from .pipeline import assemble
+from .pipeline import make_view
 from .plan import CellPlan, plan_cell_turn, refuse_far_fork
 from .pool import ProviderPool
 from .reading import PageRoom, read_namespace_tool, recall_tool
@@ -58,6 +58,7 @@ from .storing import TurnWriter
 from .streams import AsyncTurnStream, TurnStream
 from .tool_results import to_shelve
 from .view import Counting, View
+from .view_cache import ViewCache
 
 # The streams and a turn's options have modules of their own; importers know them by this one too.
 __all__ = ["AUTO_COMPACT", "AsyncTurnStream", "TurnEngine", "TurnOptions", "TurnStream", "counted"]
@@ -66,7 +67,6 @@ OPT_IN = frozenset(("read_variable",))  # built-in tools offered only when named
 AutoCompact = Literal["on", "ask", "off"]
 AUTO_COMPACT: tuple[AutoCompact, ...] = ("on", "ask", "off")
 _SUMMARY_PARTS = 4  # the most requests one compaction's summary takes
-_KEPT_VIEWS, _KEPT_ENTRIES = 8, 50_000  # previews kept (see TurnEngine.view), and their entries in all
 
 
 @cache
@@ -105,8 +105,7 @@ class TurnEngine:
         self.calibrator = Calibrator(store)
         self.writer = TurnWriter(store, session_id, self.namespace)
         self._windows_noted: set[str] = set()
-        self._views: dict[str, tuple[tuple[object, ...], View]] = {}  # see view()
-        self._views_lock = threading.Lock()
+        self._views = ViewCache()  # previews kept while their inputs stand (see view())
         self._warned: set[str] = set()  # warnings given (see warn_once)
 
     # -- providers -------------------------------------------------------------------------
@@ -164,59 +163,48 @@ class TurnEngine:
         tools: ToolRegistry | None = None,
     ) -> View:
         """What the model would be sent for the slot's next turn (``new`` last, if given;
-        ``tools`` counted in the budget's tools share)."""
+        ``tools`` counted in the budget's tools share). A preview is kept until anything it was
+        made from changes (its inputs are the key): widgets and %slot preview ask again and again."""
         model = model or slot.config.model or self.model
-        prompt = system if system is not None else slot.config.system or self.system
-        counting, budget = self.counting(model), self.budget(slot, model)
-        # A preview of the store as it stands is kept until anything it was made from may have
-        # changed: the store's generation (any write, or another connection's noticed), the
-        # slot, and the settings below. Widgets and %slot preview ask again and again.
-        key: tuple[object, ...] | None = None
-        if compaction is None and new is None and tools is None and history.generation is not None:
-            generation = self.store.generation()
-            if generation == history.generation:
-                key = (generation, slot, prompt, model, counting.factor, budget, reserve, self.working_context_turns)
-                with self._views_lock:
-                    kept = self._views.get(slot.id)
-                if kept is not None and kept[0] == key:
-                    return kept[1]
-        view = assemble(
-            slot.id,
-            slot.config,
-            history,
-            prompt,
-            counting,
-            budget,
+        # The history stands when nothing was written since it was read (here or, once noticed,
+        # by another connection): then what the steps read from it lazily is what it was.
+        generation = self.store.generation()
+        stands = history.generation == generation
+        inputs = ViewInputs(
+            slot=slot.id,
+            config=slot.config,
+            source=Source(history, stands),
+            prompt=system if system is not None else slot.config.system or self.system,
+            counting=self.counting(model),
+            budget=self.budget(slot, model),
             reserve=reserve,
             compaction=compaction,
             new=new,
-            tools=tools.specs() if tools is not None else (),
-            workflow=self._active_workflow(),
+            tools=tuple(tools.specs()) if tools is not None else (),
+            workflow=self._active_workflow(generation),
             context_turns=self.working_context_turns,
         )
-        for problem in view.problems:
-            self.warn_once(problem)
-        if key is not None:
-            with self._views_lock:  # widgets following other kernels ask from a background thread
-                self._views.pop(slot.id, None)
-                self._views[slot.id] = (key, view)
-                # The least recently made go first, past 8 views or past 50,000 entries in all
-                # (a full slot's view holds an entry per message); the newest always stays.
-                while len(self._views) > 1 and (
-                    len(self._views) > _KEPT_VIEWS
-                    or sum(len(v.entries) for _, v in self._views.values()) > _KEPT_ENTRIES
-                ):
-                    del self._views[next(iter(self._views))]
+        view = self._views.get(inputs)
+        if view is None:
+            view = make_view(inputs)
+            for problem in view.problems:
+                self.warn_once(problem)
+            self._views.put(inputs, view)
         return view
 
-    def _active_workflow(self) -> Workflow | None:
-        """The session's active workflow; one that cannot be read is left out of the request
-        (a warning says how to repair it), so it never stops a turn."""
-        try:
-            return self.store.active_workflow(self.session_id)
-        except DamagedRecord as exc:
-            self.warn_once(f"{exc}; requests go without it meanwhile")
-            return None
+    def _active_workflow(self, generation: int) -> Workflow | None:
+        """The session's active workflow as of the store's ``generation`` (read once per
+        generation: every view asks); one that cannot be read is left out of the request (a
+        warning says how to repair it), so it never stops a turn."""
+
+        def read() -> Workflow | None:
+            try:
+                return self.store.active_workflow(self.session_id)
+            except DamagedRecord as exc:
+                self.warn_once(f"{exc}; requests go without it meanwhile")
+                return None
+
+        return self._views.workflow(generation, read)
 
     def warn_once(self, line: str) -> None:
         """Log ``line`` as a warning, once per session."""

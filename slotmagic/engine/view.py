@@ -7,24 +7,23 @@ sent, and escaped HTML (where widgets are not available: GitHub, nbconvert).
 from __future__ import annotations
 
 import html
-import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
 from ..core.budget import BudgetReport, ContextBudget
 from ..core.compaction import Compaction
-from ..core.context import DEFAULT_RECENT_TURNS
 from ..core.messages import Message
 from ..core.slots import SlotConfig
 from ..core.workflow import Workflow
 from ..providers.base import ToolSpec
 from ..render import BODY_LIMIT, NAMESPACE_REF, ROW_LIMIT, entry_label, plural
 from ..store.base import History
-from ..tokens import ESTIMATE, TokenCounter
+from ..tokens import ESTIMATE
+from .inputs import Counting as Counting  # re-exported: it was defined here
+from .inputs import ViewInputs
 
-EntryKind = Literal["system", "history", "elided", "summary", "compaction", "context", "workflow", "new"]
-OmitReason = Literal["compacted", "filtered", "excluded", "beyond"]
+EntryKind = Literal["system", "history", "elided", "summary", "compaction", "context", "workflow", "new", "not_run"]
+OmitReason = Literal["compacted", "filtered", "excluded", "beyond", "blank", "replaced"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +31,10 @@ class ViewEntry:
     """One message of a view: ``history`` entries carry their position in the stored history
     (and so do ``elided`` ones: an older tool result shortened to its reference); the others
     were put there by a step (the ``system`` prompt, a focused slot's ``summary``, a
-    ``compaction``'s summary) or are the turn's ``new`` message. ``tokens`` is the message's
-    count as the model will count it (exact, or a calibrated estimate)."""
+    ``compaction``'s summary) or are the turn's ``new`` message. A ``not_run`` entry answers a
+    tool call no stored result answers (APIs refuse a call without its result): it carries the
+    call's position, so it shows beside it. ``tokens`` is the message's count as the model will
+    count it (exact, or a calibrated estimate)."""
 
     message: Message
     kind: EntryKind
@@ -55,67 +56,67 @@ class Omitted:
 
 
 @dataclass
-class Counting:
-    """How a view's tokens are counted: the model's counter, and for models counted by an
-    estimate, the factor that calibrates it."""
-
-    counter: TokenCounter
-    factor: float = 1.0
-
-    @property
-    def encoding(self) -> str:
-        return self.counter.encoding
-
-    @property
-    def counts_key(self) -> str:
-        """What the store keeps this counting's counts under (see ``TokenCounter.counts_key``)."""
-        return self.counter.counts_key
-
-    def scale(self, estimate: int) -> int:
-        return estimate if self.factor == 1.0 else math.ceil(estimate * self.factor - 1e-9)
-
-    def count(self, message: Message) -> int:
-        if self.counter.exact:
-            return self.counter.count_message(message)
-        if message.images:  # an image costs what its provider's rule says: it is not scaled
-            images = self.counter.count_images(message)
-            return self.scale(self.counter.count_message(message) - images) + images
-        return self.scale(message.tokens or self.counter.count_message(message))
-
-
-@dataclass
 class ViewBuild:
-    """What the steps work on. ``system`` is the system side of the request (prompt, summaries,
-    injected blocks), ``conversation`` the rest, in order; ``start`` the first stored position
-    the conversation may draw from (after a compaction's folded part)."""
+    """What the steps work on: the ``inputs`` (read-only, each step reads the fields it
+    declares) and the view taking shape. ``system`` is the system side of the request (prompt,
+    summaries, injected blocks), ``conversation`` the rest, in order; ``start`` the first stored
+    position the conversation may draw from (after a compaction's folded part)."""
 
-    config: SlotConfig
-    history: History
-    prompt: str | None
-    counting: Counting
-    budget: ContextBudget
-    reserve: int = 0  # what the reply may take (the turn's max_tokens), for the budget report
-    compaction: Compaction | None = None  # the one to apply; None: the history's latest
-    pending_compaction: bool = False  # ``compaction`` is not stored yet
-    new: Message | None = None  # the turn's new message (None for a preview)
-    tools: tuple[ToolSpec, ...] = ()  # the tool definitions the request carries
+    inputs: ViewInputs
     system: list[ViewEntry] = field(default_factory=list)
     conversation: list[ViewEntry] = field(default_factory=list)
     omitted: list[Omitted] = field(default_factory=list)
     start: int = 0
     report: BudgetReport | None = None
-    workflow: Workflow | None = None  # the session's active workflow
-    context_turns: int | None = DEFAULT_RECENT_TURNS  # turns a working-context change is sent (None: off)
+    compaction: Compaction | None = None  # the one applied (set by the ``compacted`` step)
     pinned: frozenset[int] = frozenset()  # stored positions kept whatever the filter or a compaction
     problems: list[str] = field(default_factory=list)  # what a step left out because it could not be read
     beyond: int = 0  # tokens (estimated) of stored messages beyond the budget, left out unread
 
+    # The inputs by name, as the steps read them (each read goes through ``inputs``).
+    @property
+    def config(self) -> SlotConfig:
+        return self.inputs.config
+
+    @property
+    def history(self) -> History:
+        return self.inputs.source.history
+
+    @property
+    def prompt(self) -> str | None:
+        return self.inputs.prompt
+
+    @property
+    def counting(self) -> Counting:
+        return self.inputs.counting
+
+    @property
+    def budget(self) -> ContextBudget:
+        return self.inputs.budget
+
+    @property
+    def reserve(self) -> int:
+        return self.inputs.reserve
+
+    @property
+    def new(self) -> Message | None:
+        return self.inputs.new
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        return self.inputs.tools
+
+    @property
+    def workflow(self) -> Workflow | None:
+        return self.inputs.workflow
+
+    @property
+    def context_turns(self) -> int | None:
+        return self.inputs.context_turns
+
     def inject(self, message: Message, kind: EntryKind) -> ViewEntry:
         """An entry for a message a step made."""
         return ViewEntry(message, kind)
-
-
-Step = Callable[["ViewBuild"], None]
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ class View:
             "context": " · working context",
             "new": " · new",
             "elided": " · older tool result, shortened",
+            "not_run": " · added: the call was not run",
         }
         for number, entry in enumerate(self.entries, 1):
             label = (
@@ -176,6 +178,8 @@ class View:
                 "filtered": "left out by the focused filter",
                 "excluded": "excluded: the model never sees it",
                 "beyond": "beyond what the budget can hold: the next turn folds them",
+                "blank": "blank: nothing to send",
+                "replaced": 'a "not run" answer, replaced by the result supplied after it',
             }[gap.reason]
             where = stored_range(gap.lo, gap.hi)
             shown.append((gap.lo, f"    … {plural(gap.count, 'stored message')} {what} ({where})"))
@@ -287,6 +291,8 @@ def _gap_row(lo: int, hi: int, reason: str) -> OmittedRow:
         "filtered": "left out by the focused filter",
         "excluded": "excluded: the model never sees it",
         "beyond": "beyond what the budget can hold: the next turn folds them",
+        "blank": "blank: nothing to send",
+        "replaced": 'a "not run" answer, replaced by the result supplied after it',
     }.get(reason, f"left out ({reason})")
     where = stored_range(lo, hi)
     return {

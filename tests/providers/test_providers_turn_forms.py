@@ -95,7 +95,7 @@ def stored(session: Session) -> dict[str, Any]:
         messages = [
             (m.role, m.content, m.tool_calls, m.tool_call_id, m.is_error, m.tokens) for m in session.messages(slot.id)
         ]
-        turns = [(t.number, t.start, t.count, t.info) for t in session.turns(slot.id)]
+        turns = [(t.number, t.start, t.count, t.info) for t in session.history.turns(slot.id)]
         compactions = [c.replace(created_at=0.0) for c in session.compactions(slot.id)]
         rows[slot.id] = (messages, turns, compactions, slot.meta.turns)
     rows["current"] = session.current_slot

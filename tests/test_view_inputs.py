@@ -1,0 +1,248 @@
+"""The view pipeline's inputs are one frozen, hashable value, and the key a preview is kept under:
+every input a step declares is part of that key, and every step reads only what it declares (so
+no step can read something a kept preview would not be made again for)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image as PILImage
+
+from slotmagic import Session, SlotConfig
+from slotmagic.core.budget import ContextBudget
+from slotmagic.core.compaction import Compaction, SummaryCard
+from slotmagic.core.images import Image
+from slotmagic.core.messages import Message, ToolCall
+from slotmagic.core.repair import NOT_RUN, repair_tool_pairs
+from slotmagic.core.slots import SlotMode
+from slotmagic.core.workflow import Workflow
+from slotmagic.engine.inputs import INPUTS, Counting, Source, ViewInputs
+from slotmagic.engine.pipeline import STEPS, make_view
+from slotmagic.engine.steps import Step, step
+from slotmagic.engine.view import View
+from slotmagic.engine.view_cache import ViewCache
+from slotmagic.providers.base import ToolSpec
+from slotmagic.store.base import History
+from slotmagic.tokens import TokenCounter
+
+ECHO = Counting(TokenCounter.for_model("echo"))
+CALL = ToolCall("c1", "lookup", '{"q": "rent"}')
+COMPACTION = Compaction(2, 4, SummaryCard(), "they talked", None, "keyword", 10, 3, 2)
+
+
+def inputs(history: History, **changes: object) -> ViewInputs:
+    made = ViewInputs("s", SlotConfig(), Source(history), "be brief", ECHO, ContextBudget())
+    return dataclasses.replace(made, **changes)  # type: ignore[arg-type]
+
+
+def chat(n: int) -> list[Message]:
+    out = [Message.system("stored prompt")]
+    for i in range(n):
+        out += [Message.user(f"u{i} " + "words " * 40), Message.assistant("", [ToolCall(f"k{i}", "lookup", "{}")])]
+        out += [Message.tool(f"k{i}", "result " * 200, "lookup"), Message.assistant(f"a{i}")]
+    return out
+
+
+def looking() -> Message:
+    buffer = io.BytesIO()
+    PILImage.new("RGB", (32, 32), (10, 120, 200)).save(buffer, format="PNG")
+    return Message.from_parts("user", ["And this?", Image.from_bytes(buffer.getvalue())])
+
+
+# A different value for each input: an input added without one here fails the key test below.
+OTHER: dict[str, object] = {
+    "slot": "t",
+    "config": SlotConfig(mode=SlotMode.FOCUSED),
+    "source": Source(History.of([Message.user("another history")])),
+    "prompt": "be long",
+    "counting": Counting(TokenCounter.for_model("echo"), 1.5),
+    "budget": ContextBudget.auto(9_000),
+    "reserve": 100,
+    "compaction": COMPACTION,
+    "new": Message.user("q"),
+    "tools": (ToolSpec("lookup", "Looks up.", {"type": "object", "properties": {"q": {"type": "string"}}}),),
+    "workflow": Workflow.define("claim", "draft -> file"),
+    "context_turns": None,
+}
+
+
+def test_every_input_a_step_reads_is_part_of_the_key() -> None:
+    base = inputs(History.of(chat(1)))
+    fields = {f.name: f for f in dataclasses.fields(ViewInputs)}
+    for one in STEPS:
+        assert isinstance(one, Step), one
+        for name in one.reads:
+            assert name in fields and fields[name].compare, f"step {one.name} reads {name}, which is not in the key"
+            assert name in OTHER, f"give {name} a different value in OTHER"
+            other = dataclasses.replace(base, **{name: OTHER[name]})  # type: ignore[arg-type]
+            assert other != base, f"step {one.name} reads {name}, but inputs differing in it are equal"
+    assert set(OTHER) == INPUTS  # every input is compared, and tested above when a step reads it
+
+
+def test_a_step_may_declare_only_inputs() -> None:
+    with pytest.raises(TypeError, match="not \\['model'\\]"):
+        step("model")
+
+
+def test_inputs_are_frozen_and_hashable_and_equal_when_made_alike() -> None:
+    history = History.of(chat(1))
+    every = {name: OTHER[name] for name in ("config", "compaction", "tools", "workflow", "counting")}
+    a = inputs(history, new=looking(), **every)
+    b = inputs(history, new=looking(), **every)
+    assert a == b and hash(a) == hash(b)
+    assert Counting(TokenCounter.for_model("echo")) == ECHO  # a counter is made from its model alone
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.prompt = "changed"  # type: ignore[misc]
+    assert inputs(History.of(chat(1))) != inputs(history)  # a history not read from a store: only itself
+
+
+def test_a_history_that_stands_is_known_by_its_generation_and_tip(tmp_path: Path) -> None:
+    with Session.open("key", db_path=tmp_path / "s.db", model="echo") as session:
+        session.append([Message.user("hi"), Message.assistant("hello")])
+        read = [session.store.history(session.session_id, "default") for _ in range(2)]
+        assert read[0] is not read[1]
+        assert Source(read[0], True) == Source(read[1], True)
+        assert hash(Source(read[0], True)) == hash(Source(read[1], True))
+        assert Source(read[0]) != Source(read[1])  # not known to stand: compared as objects
+        session.pin(0)  # a write: the generation moves on, the tip stays
+        again = session.store.history(session.session_id, "default")
+        assert again.tip == read[0].tip and Source(again, True) != Source(read[0], True)
+
+
+# -- each step reads only what it declares -----------------------------------------------------
+
+
+class Recording(ViewInputs):
+    """Inputs that note which of them are read (into ``seen``)."""
+
+    seen: set[str] = set()  # noqa: RUF012 - one test at a time
+
+    def __getattribute__(self, name: str) -> object:
+        if name in INPUTS:
+            Recording.seen.add(name)
+        return object.__getattribute__(self, name)
+
+
+def recorded_view(made: ViewInputs) -> tuple[View, dict[str, set[str]]]:
+    """The view of ``made``, and what each step read of its inputs."""
+    read: dict[str, set[str]] = {}
+
+    def watched(one: Step) -> Step:
+        def run(build: object) -> None:
+            Recording.seen = set()
+            one(build)  # type: ignore[arg-type]
+            read[one.name] = set(Recording.seen)
+
+        return Step(one.name, one.reads, run)
+
+    recording = Recording(**{f.name: getattr(made, f.name) for f in dataclasses.fields(ViewInputs)})
+    return make_view(recording, [watched(one) for one in STEPS]), read
+
+
+def scenarios(tmp_path: Path) -> Iterator[ViewInputs]:
+    spec = OTHER["tools"]
+    dangling = [*chat(2), Message.assistant(" "), looking(), Message.assistant("", [CALL])]
+    yield inputs(History.of(dangling), new=Message.user("q"), tools=spec, workflow=OTHER["workflow"], reserve=50)
+    focused = SlotConfig.focused_mode(recent_messages=3, summary_override="earlier: rent")
+    yield inputs(History.of(chat(3)), config=focused, compaction=COMPACTION, counting=OTHER["counting"])
+    # past the budget: older results shortened, and a long history read from its end
+    yield inputs(History.of(chat(300)), budget=ContextBudget.auto(4_000), context_turns=None, tools=spec)
+    with Session.open("steps", db_path=tmp_path / "s.db", model="echo") as session:
+        session.append(chat(2))
+        session.pin(1)
+        session.exclude(5)
+        session.add_goal("settle the deposit")
+        session.workflow("claim", "draft -> file")
+        history = session.store.history(session.session_id, "default")
+        workflow = session.store.active_workflow(session.session_id)
+        yield inputs(history, source=Source(history, True), workflow=workflow, prompt=None)
+
+
+def test_each_step_reads_only_the_inputs_it_declares(tmp_path: Path) -> None:
+    read_by: dict[str, set[str]] = {one.name: set() for one in STEPS}
+    kinds: set[str] = set()
+    for made in scenarios(tmp_path):
+        view, read = recorded_view(made)
+        assert view.messages == make_view(made).messages  # the recording changes nothing
+        kinds |= {e.kind for e in view.entries} | {o.reason for o in view.omitted}
+        for name, seen in read.items():
+            read_by[name] |= seen
+    # the scenarios take every step through the paths that read its inputs
+    assert {"compaction", "summary", "workflow", "context", "new", "elided", "not_run"} <= kinds
+    assert {"excluded", "beyond", "filtered", "compacted", "blank"} <= kinds  # what was left out, and why
+    for one in STEPS:
+        assert read_by[one.name] <= one.reads, f"step {one.name} reads {read_by[one.name] - one.reads} undeclared"
+        assert read_by[one.name] == one.reads, f"step {one.name} declares {one.reads - read_by[one.name]} unread"
+
+
+# -- the wire's own repair, on what the pipeline repaired, changes nothing ------------------------
+
+IDS = st.sampled_from(["a", "b", "", "0"])
+RESULT_IDS = st.sampled_from(["a", "b", "0", "x"])
+MESSAGES = st.one_of(
+    st.builds(Message.user, st.sampled_from(["q", "next"])),
+    st.builds(lambda ids: Message.assistant("", [ToolCall(i, "f", "{}") for i in ids]), st.lists(IDS, max_size=3)),
+    st.builds(lambda i: Message.tool(i, "r", "f"), RESULT_IDS),
+    st.builds(lambda i: Message.tool(i, NOT_RUN, "f", is_error=True), RESULT_IDS),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(MESSAGES, max_size=10))
+def test_repairing_a_repaired_list_changes_nothing(messages: list[Message]) -> None:
+    repaired = repair_tool_pairs(messages)
+    again = repair_tool_pairs(repaired)
+    assert again is repaired  # the very same messages, not a copy
+    view = make_view(inputs(History.of(messages)))
+    assert repair_tool_pairs(view.messages) == view.messages
+
+
+def test_a_compaction_between_a_call_and_its_result_sends_the_result_as_text() -> None:
+    history = [Message.user("q"), Message.assistant("", [CALL]), Message.tool(CALL.id, "900", CALL.name)]
+    history += [Message.assistant("900 a month"), Message.user("thanks")]
+    view = make_view(inputs(History.of(history), compaction=COMPACTION))  # it folded the first 2
+    first = view.entries[2]
+    assert first.kind == "history" and first.position == 2 and first.message.role == "user"
+    assert first.message.content.endswith("900") and first.tokens == ECHO.count(first.message)
+    assert view.messages == repair_tool_pairs(view.messages)
+
+
+def test_a_preview_is_kept_under_its_inputs(tmp_path: Path) -> None:
+    with Session.open("kept", db_path=tmp_path / "s.db", model="echo") as session:
+        session.append([Message.user("hi"), Message.assistant("hello")])
+        sid = session.session_id
+
+        def fresh(**changes: object) -> ViewInputs:
+            history = session.store.history(sid, "default")
+            assert history.slot is not None
+            return inputs(history, slot="default", config=history.slot.config, source=Source(history, True), **changes)
+
+        cache = ViewCache()
+        view = make_view(fresh())
+        cache.put(fresh(), view)
+        assert cache.get(fresh()) is view  # read again, equal: the same view
+        assert cache.get(fresh(prompt="be long")) is None  # any input differs: made again
+        session.pin(0)
+        assert cache.get(fresh()) is None  # a write moved the generation on
+        turn = fresh(new=Message.user("q"))
+        cache.put(turn, make_view(turn))  # a turn's view is not kept
+        assert cache.get(turn) is None
+        standing = fresh()
+        cache.put(standing, make_view(standing))
+        history = standing.source.history
+        assert cache.get(dataclasses.replace(standing, source=Source(history))) is None  # not known to stand
+
+
+def test_a_result_supplied_by_hand_takes_the_place_of_not_run_in_the_preview_too() -> None:
+    history = [Message.user("rent?"), Message.assistant("", [CALL])]
+    history += [Message.tool(CALL.id, NOT_RUN, CALL.name, is_error=True), Message.tool(CALL.id, "900", CALL.name)]
+    view = make_view(inputs(History.of([*history, Message.user("So?")]), prompt=None))
+    assert [(e.position, e.message.content) for e in view.entries if e.message.role == "tool"] == [(3, "900")]
+    assert [(o.lo, o.reason) for o in view.omitted] == [(2, "replaced")]
+    assert "stored message 3" in view.to_text() and "replaced by the result supplied after it" in view.to_text()
