@@ -110,7 +110,7 @@ def test_a_history_that_stands_is_known_by_its_generation_and_tip(tmp_path: Path
         assert Source(read[0], True) == Source(read[1], True)
         assert hash(Source(read[0], True)) == hash(Source(read[1], True))
         assert Source(read[0]) != Source(read[1])  # not known to stand: compared as objects
-        session.pin(0)  # a write: the generation moves on, the tip stays
+        session.history.pin(0)  # a write: the generation moves on, the tip stays
         again = session.store.history(session.session_id, "default")
         assert again.tip == read[0].tip and Source(again, True) != Source(read[0], True)
 
@@ -155,10 +155,10 @@ def scenarios(tmp_path: Path) -> Iterator[ViewInputs]:
     yield inputs(History.of(chat(300)), budget=ContextBudget.auto(4_000), context_turns=None, tools=spec)
     with Session.open("steps", db_path=tmp_path / "s.db", model="echo") as session:
         session.append(chat(2))
-        session.pin(1)
-        session.exclude(5)
-        session.add_goal("settle the deposit")
-        session.workflow("claim", "draft -> file")
+        session.history.pin(1)
+        session.history.exclude(5)
+        session.context.add_goal("settle the deposit")
+        session.workflows.define("claim", "draft -> file")
         history = session.store.history(session.session_id, "default")
         workflow = session.store.active_workflow(session.session_id)
         yield inputs(history, source=Source(history, True), workflow=workflow, prompt=None)
@@ -228,7 +228,7 @@ def test_a_preview_is_kept_under_its_inputs(tmp_path: Path) -> None:
         cache.put(fresh(), view)
         assert cache.get(fresh()) is view  # read again, equal: the same view
         assert cache.get(fresh(prompt="be long")) is None  # any input differs: made again
-        session.pin(0)
+        session.history.pin(0)
         assert cache.get(fresh()) is None  # a write moved the generation on
         turn = fresh(new=Message.user("q"))
         cache.put(turn, make_view(turn))  # a turn's view is not kept
