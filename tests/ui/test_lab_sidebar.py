@@ -149,6 +149,10 @@ def test_panel_follows_the_notebook_and_updates_live(
 
 
 def test_context_menu_dark_theme_restart_no_kernel(lab: Any, page: Any, built_extension: Path, artifacts: Path) -> None:
+    # The panel's settings, before the page loads them: no token counts
+    settings = lab.root.parent / "lab-home" / "settings" / "slotmagic"
+    settings.mkdir(parents=True)
+    (settings / "plugin.jupyterlab-settings").write_text('{"showTokenCounts": false}')
     open_new_notebook(
         page,
         lab,
@@ -158,10 +162,6 @@ def test_context_menu_dark_theme_restart_no_kernel(lab: Any, page: Any, built_ex
         "%slot list",
         "%%turn\nA question only this branch has.",
     )
-    # The panel's settings: no token counts
-    settings = lab.root.parent / "lab-home" / "settings" / "slotmagic"
-    settings.mkdir(parents=True)
-    (settings / "plugin.jupyterlab-settings").write_text('{"showTokenCounts": false}')
     show_panel(page)
     run_cell(page, 0)
     run_cell(page, 1)
