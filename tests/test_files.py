@@ -25,7 +25,7 @@ import pytest
 
 import slotmagic
 from slotmagic import ConfigError, Message, Session, SQLiteStore, StoreError
-from slotmagic.store import files, opening
+from slotmagic.store import files, opening, recovery
 from slotmagic.store.files import APPLICATION_ID
 from slotmagic.store.migrations import MIGRATIONS, migrate
 
@@ -234,6 +234,63 @@ def test_recover_a_truncated_file(store_copy: Path) -> None:
     assert report.target == str(store_copy.with_name("saved.sqlite3"))
     assert report.sessions == 2 and report.messages > 0
     check_whole(Path(report.target))
+
+
+def queries_on_the_damaged_file(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement recover() runs on the file it reads, as it runs it."""
+    seen: list[str] = []
+
+    def counted(path: str, timeout: float) -> sqlite3.Connection:
+        db = opening.connect_readonly(path, timeout)
+        db.set_trace_callback(seen.append)
+        return db
+
+    monkeypatch.setattr(recovery, "connect_readonly", counted)
+    return seen
+
+
+@pytest.mark.parametrize("kept", [0.3, 0.5, 2 / 3, 0.8, 0.95])
+def test_recover_reads_a_cut_file_in_a_bounded_number_of_queries(
+    store_copy: Path, monkeypatch: pytest.MonkeyPatch, kept: float
+) -> None:
+    # A page past the end of a cut file can read as rows of another place, out of rowid order
+    # (a reader trusting them went round in circles); the turns_cached index moves the turns'
+    # pages to the cut part.
+    with sqlite3.connect(store_copy) as db:
+        assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'turns_cached'").fetchone()
+    pages = store_copy.stat().st_size // 4096
+    with open(store_copy, "r+b") as f:
+        f.truncate(int(store_copy.stat().st_size * kept))
+    seen = queries_on_the_damaged_file(monkeypatch)
+    report = slotmagic.recover(store_copy, store_copy.with_name("saved.sqlite3"))
+    tables = len([q for q in seen if q.startswith("PRAGMA table_info")])
+    assert len(seen) <= 20 + tables * (recovery.PROBES_PER_STRETCH * (pages + 2) + 1)  # the bound, by design
+    assert len(seen) < 1_000  # and what it takes here (~250)
+    assert report.sessions == 2 and report.unreadable and not report.complete
+    check_whole(Path(report.target))
+
+
+def test_recover_stops_reading_a_table_whose_queries_ran_out_and_counts_the_rest_as_lost(
+    store_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = histories(store_copy, "nb")
+    with open(store_copy, "r+b") as f:
+        f.truncate(store_copy.stat().st_size * 9 // 10)
+    pages = store_copy.stat().st_size // 4096
+    # A query a page and a row a query: the ~80 messages need more queries than the file has pages.
+    monkeypatch.setattr(recovery, "PROBES_PER_STRETCH", 1)
+    monkeypatch.setattr(recovery, "_BATCH", 1)
+    seen = queries_on_the_damaged_file(monkeypatch)
+    report = slotmagic.recover(store_copy, store_copy.with_name("saved.sqlite3"))
+    assert len([q for q in seen if "FROM messages WHERE rowid" in q]) == pages + 3
+    assert report.sessions == 2 and 0 < report.messages < 80
+    assert report.unreadable["messages"] >= 1 and not report.complete
+    assert "unreadable" in one_line(Exception(str(report)))
+    check_whole(Path(report.target))
+    recovered = histories(Path(report.target), "nb")
+    for slot, messages in recovered.items():
+        old = iter(expected[slot])
+        assert all(message in old for message in messages), slot
 
 
 def test_recover_reads_turns_still_in_the_wal(store_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:

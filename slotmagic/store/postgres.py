@@ -43,7 +43,7 @@ import psycopg
 from ..core.messages import Message
 from ..errors import StoreError
 from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line
-from .postgres_schema import CELL_ID_SQL, CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
+from .postgres_schema import CACHED_SQL, CELL_ID_SQL, CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
 from .rows import Connection, RowStore
 from .urls import parse_postgres_url
 
@@ -60,7 +60,7 @@ class PostgresStore(RowStore):
     _CELL_ID_SQL: ClassVar[str] = CELL_ID_SQL
     _UNIQUE_VIOLATION: ClassVar[tuple[type[Exception], ...]] = (_UniqueViolation,)
     _CONTAINS_KEY_SQL: ClassVar[str] = "strpos(m.content, namespace.key) > 0"
-    _CACHED_SQL: ClassVar[str] = "COALESCE((info::jsonb #>> '{usage,cached_tokens}')::bigint, 0) > 0"
+    _CACHED_SQL: ClassVar[str] = CACHED_SQL
 
     def __init__(
         self, url: str, *, durability: Literal["normal", "full"] = "normal", timeout: float = 10.0, create: bool = True
