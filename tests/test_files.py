@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,56 @@ def test_a_truncated_file_is_refused_without_a_write(store_copy: Path) -> None:
         Session.open("nb", db_path=store_copy)
     one_line(caught.value)
     assert digest(store_copy) == before
+
+
+def checks_at_open(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The integrity checks every SQLite connection made from now on runs."""
+    seen: list[str] = []
+    connect = sqlite3.connect
+
+    def tracing(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(lambda sql: seen.append(sql) if "quick_check" in sql else None)
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", tracing)
+    return seen
+
+
+def test_a_file_found_whole_is_not_checked_again_until_it_changes(
+    store_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    time.sleep(2 * opening.SETTLED_NS / 1e9)  # a check begun this soon after a change counts for nothing
+    checks = checks_at_open(monkeypatch)
+    with Session.open("nb", db_path=store_copy) as session:
+        assert len(checks) == 1  # checked, through the connection the store keeps
+        expected = session.messages()
+    with Session.open("nb", db_path=store_copy) as session:
+        assert len(checks) == 1 and session.messages() == expected  # unchanged since: not again
+        session.submit_turn("a change")
+    with Session.open("nb", db_path=store_copy):
+        assert len(checks) == 2  # written since: checked again
+    time.sleep(2 * opening.SETTLED_NS / 1e9)
+    with Session.open("nb", db_path=store_copy):
+        assert len(checks) == 3
+    # Damage written in place, the size unchanged, right after a whole check: refused.
+    overwrite_page(store_copy, pages_of(store_copy, "messages")[1])
+    before = digest(store_copy)
+    with pytest.raises(StoreError, match="is damaged"):
+        Session.open("nb", db_path=store_copy)
+    assert len(checks) == 4 and digest(store_copy) == before and wal_bytes(store_copy) == 0
+
+
+def test_a_file_changed_within_a_clock_tick_of_its_check_is_checked_again(
+    store_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """File times come from a clock that may tick every 10 ms: a change that soon after the
+    one before can keep the same times, so a check begun that soon is not taken as lasting."""
+    monkeypatch.setattr(opening, "SETTLED_NS", 10**12)  # every change counts as that soon
+    checks = checks_at_open(monkeypatch)
+    for _ in range(3):
+        Session.open("nb", db_path=store_copy).close()
+    assert len(checks) == 3
 
 
 def test_damage_found_by_a_read_stops_every_write(store_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -638,7 +689,7 @@ def test_a_file_read_while_another_process_makes_it_is_not_taken_for_someone_els
     class MadeMeanwhile(sqlite3.Connection):
         def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
             cursor = super().execute(sql, *args)
-            if sql.startswith("PRAGMA user_version"):
+            if "user_version" in sql:
                 migrate(maker)  # the other process commits the whole store right now
             return cursor
 
