@@ -17,10 +17,9 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .attach import attach_all
-from .compare import Comparison, compare_slots
 from .core import context as wc
 from .core.checks import check_flag, check_json_mapping, check_optional_text, check_text, check_whole
 from .core.compaction import Compaction
@@ -59,6 +58,9 @@ from .store.base import GcReport, History, Mark, SearchHit, UndoStep
 from .tools import Tool, ToolRegistry
 from .tools.variables import READ_VARIABLE, read_variable_tool
 from .tree import SlotTree, build_tree
+
+if TYPE_CHECKING:
+    from .compare import Comparison
 
 DEFAULT_DB_PATH = Path(".slotmagic") / "state.sqlite3"
 
@@ -611,6 +613,8 @@ class Session:
     def compare(self, *slots: str, since_fork: bool = False) -> Comparison:
         """Several slots side by side: each one's last reply, or with ``since_fork`` every
         turn since the point where they part (``print()`` it, or show it in a notebook)."""
+        from .compare import compare_slots  # here: importing it (and its columns) costs every kernel
+
         return compare_slots(self.store, self.session_id, [self._slot_id(s) for s in slots], since_fork=since_fork)
 
     def export(self, path: str | os.PathLike[str], slot: str | None = None) -> Path:
