@@ -181,6 +181,7 @@ class FileInfo:
 
     version: int  # PRAGMA user_version: the schema version
     empty: bool  # no tables yet: a new store
+    marked: bool = False  # slotmagic's mark is set (PRAGMA application_id)
 
 
 def identify(db: sqlite3.Connection, path: str) -> FileInfo:
@@ -195,7 +196,7 @@ def identify(db: sqlite3.Connection, path: str) -> FileInfo:
     ).fetchone()
     tables = set(names.split("\n")) if names else set()
     if app == APPLICATION_ID:
-        return FileInfo(version, False)
+        return FileInfo(version, False, marked=True)
     if app != 0:
         raise StoreError(foreign_message(path, f"it is marked as another application's, application_id {app:#x}"))
     if not tables and version == 0:
@@ -254,12 +255,12 @@ def _stamp(path: str) -> tuple[tuple[int, int], tuple[int, int, int], bool] | No
     return (found.st_dev, found.st_ino), (found.st_size, found.st_mtime_ns, found.st_ctime_ns), settled
 
 
-def check_integrity(db: sqlite3.Connection, path: str, *, limit: int | None = None) -> None:
+def check_integrity(db: sqlite3.Connection, path: str, *, limit: int | None = None, size: int | None = None) -> None:
     """Refuse a damaged file: every page checked when the file is up to ``limit`` bytes, the
     small tables (sessions, slots, turns) beyond; not again while the file stays as this
     process found it whole. Damage found later, by a read or a write, is refused then
-    (``translate``)."""
-    full = file_bytes(path) <= (FULL_CHECK_BYTES if limit is None else limit)
+    (``translate``). ``size``: the file's and its WAL's, when the caller has just read it."""
+    full = (file_bytes(path) if size is None else size) <= (FULL_CHECK_BYTES if limit is None else limit)
     stamp = _stamp(path) if path != ":memory:" else None
     if stamp is not None:
         seen = _FOUND_WHOLE.get(stamp[0])

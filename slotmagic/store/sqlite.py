@@ -120,14 +120,18 @@ class SQLiteStore(RowStore):
         db = self._connect(self.path)
         try:
             info = FileInfo(0, True)
-            if not created:
-                check_header(self.path, db)
-            if file_bytes(self.path) > 0:
-                info = identify(db, self.path)
-                check_integrity(db, self.path)
+            size = file_bytes(self.path)
+            if size > 0:
+                try:
+                    info = identify(db, self.path)
+                except StoreError:
+                    if not created:
+                        check_header(self.path, db)  # not a database at all: says so instead
+                    raise
+                check_integrity(db, self.path, size=size)
             if info.version > len(MIGRATIONS):
                 raise StoreError(newer_schema_message(info.version))
-            self._prepare(db, durability)
+            self._prepare(db, durability, current=info.marked and info.version == len(MIGRATIONS))
         except BaseException:
             _close_without_checkpoint(db, self.path, self.timeout)
             raise
@@ -169,11 +173,13 @@ class SQLiteStore(RowStore):
             if checker is not None:
                 checker.close()
 
-    def _prepare(self, db: GuardedConnection, durability: Durability) -> None:
-        # (the busy timeout is the connection's own: see _connect)
+    def _prepare(self, db: GuardedConnection, durability: Durability, *, current: bool = False) -> None:
+        """WAL, the durability asked, the newest schema (``current``: marked and at the newest
+        schema already, as just read). The busy timeout is the connection's own (``_connect``)."""
         use_wal(db, self.path, self.timeout)
         db.execute(f"PRAGMA synchronous = {durability.upper()}")
-        migrate(db, backup=backup_before_migrating)
+        if not current:
+            migrate(db, backup=backup_before_migrating)
 
     def _found_damage(self, message: str) -> None:
         self.damaged = True
