@@ -7,7 +7,8 @@
 In a notebook: ``%load_ext slotmagic``.
 """
 
-from .compare import Comparison
+import typing as _typing
+
 from .core import (
     DEFAULT_SLOT,
     ContextBudget,
@@ -56,8 +57,23 @@ from .errors import (
 from .providers import ProviderSettings
 from .session import Session
 from .store import SQLiteStore
-from .store.files import RecoveryReport, recover
 from .tools import Tool, ToolRegistry, ToolResult, default_registry, tool
+
+if _typing.TYPE_CHECKING:
+    from .compare import Comparison
+    from .store.recovery import RecoveryReport, recover
+
+# Imported when first named: every kernel imports slotmagic, few compare slots or recover a file.
+_LAZY = {"Comparison": ".compare", "RecoveryReport": ".store.recovery", "recover": ".store.recovery"}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 

@@ -146,8 +146,7 @@ def build_tree(
     ``slots``: the slot list to build from, when the caller has just read it."""
     cache = cache if cache is not None else LastUserCache()
     slots = slots if slots is not None else session.list_slots()
-    cache.keep_only(session, slots)
-    cache.fill(session, slots)
+    texts = cache.texts(session, slots)
     current = next((s.id for s in slots if s.current), None) or session.current_slot
     if previous is not None:
         updated = _updated(previous, slots, current, session, cache)
@@ -158,42 +157,52 @@ def build_tree(
     for slot in slots:  # the store's order within each parent
         parent = slot.meta.parent_id if slot.meta.parent_id in ids else None
         children.setdefault(parent, []).append(slot.id)
-    by_id = {s.id: s for s in slots}
+    by_id = {s.id: (s, text) for s, text in zip(slots, texts, strict=True)}
     nodes: list[TreeNode] = []
-
-    def visit(slot_id: str, parent: str | None, depth: int, guides: tuple[bool, ...], last: bool) -> None:
-        slot = by_id.pop(slot_id, None)
-        if slot is None:  # seen already (never for a store's tree; a guard against cycles)
-            return
-        kids = children.get(slot_id, [])
-        nodes.append(
-            TreeNode(
-                id=slot.id,
-                parent=parent,
-                mode=slot.mode.value,
-                source=slot.source.kind,
-                messages=slot.meta.message_count,
-                tokens=slot.meta.total_tokens,
-                turns=slot.meta.turns,
-                fork_at=slot.meta.fork_at,
-                current=slot.id == current,
-                last_user=cache.get(session, slot),
-                depth=depth,
-                children=tuple(kids),
-                last=last,
-                guides=guides,
-            )
-        )
-        below = (*guides, not last) if depth else ()
-        for i, kid in enumerate(kids):
-            visit(kid, slot_id, depth + 1, below, i == len(kids) - 1)
-
+    # Depth first without recursion (a chain of 5,000 derived slots is 5,000 deep): each entry
+    # is (slot id, parent, depth, guides, last), pushed in reverse so children come in order.
+    stack: list[tuple[str, str | None, int, tuple[bool, ...], bool]] = []
     roots = children.get(None, [])
-    for i, root in enumerate(roots):
-        visit(root, None, 0, (), i == len(roots) - 1)
-    for slot_id in list(by_id):  # unreachable (a cycle): shown at the top level all the same
-        visit(slot_id, None, 0, (), True)
+    tops = [(root, None, 0, (), i == len(roots) - 1) for i, root in enumerate(roots)]
+    while True:
+        if not stack:
+            if tops:
+                stack.append(tops.pop(0))
+            elif by_id:  # unreachable (a cycle): shown at the top level all the same
+                stack.append((next(iter(by_id)), None, 0, (), True))
+            else:
+                break
+        slot_id, parent, depth, guides, last = stack.pop()
+        found = by_id.pop(slot_id, None)
+        if found is None:  # seen already (never for a store's tree; a guard against cycles)
+            continue
+        slot, text = found
+        kids = children.get(slot_id, [])
+        meta = slot.meta
+        nodes.append(
+            _node(
+                slot.id, parent, slot.config.mode.value, slot.config.source.kind, meta.message_count,
+                meta.total_tokens, meta.turns, meta.fork_at, slot.id == current, text, depth, tuple(kids), last,
+                guides,
+            )
+        )  # fmt: skip
+        below = (*guides, not last) if depth else ()
+        end = len(kids) - 1
+        stack.extend((kid, slot_id, depth + 1, below, i == end) for i, kid in reversed(list(enumerate(kids))))
     return SlotTree(session.session_id, current, session.model, tuple(nodes))
+
+
+_NODE_SETTERS = tuple(getattr(TreeNode, name).__set__ for name in _FIELDS)
+
+
+def _node(*values: Any) -> TreeNode:
+    """A TreeNode of its fields' values in order, set straight into its slots: the frozen
+    dataclass's ``__init__`` sets each through ``object.__setattr__``, a tree of 5,000
+    slots makes 5,000 of them."""
+    node = object.__new__(TreeNode)
+    for put, value in zip(_NODE_SETTERS, values):  # noqa: B905 - as many values as fields, by the one caller
+        put(node, value)
+    return node
 
 
 def _updated(

@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import pytest
 
 import slotmagic
 from slotmagic import ConfigError, Message, Session, SQLiteStore, StoreError
-from slotmagic.store import files, opening
+from slotmagic.store import files, opening, recovery
 from slotmagic.store.files import APPLICATION_ID
 from slotmagic.store.migrations import MIGRATIONS, migrate
 
@@ -142,6 +143,56 @@ def test_a_truncated_file_is_refused_without_a_write(store_copy: Path) -> None:
     assert digest(store_copy) == before
 
 
+def checks_at_open(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The integrity checks every SQLite connection made from now on runs."""
+    seen: list[str] = []
+    connect = sqlite3.connect
+
+    def tracing(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(lambda sql: seen.append(sql) if "quick_check" in sql else None)
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", tracing)
+    return seen
+
+
+def test_a_file_found_whole_is_not_checked_again_until_it_changes(
+    store_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    time.sleep(2 * opening.SETTLED_NS / 1e9)  # a check begun this soon after a change counts for nothing
+    checks = checks_at_open(monkeypatch)
+    with Session.open("nb", db_path=store_copy) as session:
+        assert len(checks) == 1  # checked, through the connection the store keeps
+        expected = session.messages()
+    with Session.open("nb", db_path=store_copy) as session:
+        assert len(checks) == 1 and session.messages() == expected  # unchanged since: not again
+        session.submit_turn("a change")
+    with Session.open("nb", db_path=store_copy):
+        assert len(checks) == 2  # written since: checked again
+    time.sleep(2 * opening.SETTLED_NS / 1e9)
+    with Session.open("nb", db_path=store_copy):
+        assert len(checks) == 3
+    # Damage written in place, the size unchanged, right after a whole check: refused.
+    overwrite_page(store_copy, pages_of(store_copy, "messages")[1])
+    before = digest(store_copy)
+    with pytest.raises(StoreError, match="is damaged"):
+        Session.open("nb", db_path=store_copy)
+    assert len(checks) == 4 and digest(store_copy) == before and wal_bytes(store_copy) == 0
+
+
+def test_a_file_changed_within_a_clock_tick_of_its_check_is_checked_again(
+    store_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """File times come from a clock that may tick every 10 ms: a change that soon after the
+    one before can keep the same times, so a check begun that soon is not taken as lasting."""
+    monkeypatch.setattr(opening, "SETTLED_NS", 10**12)  # every change counts as that soon
+    checks = checks_at_open(monkeypatch)
+    for _ in range(3):
+        Session.open("nb", db_path=store_copy).close()
+    assert len(checks) == 3
+
+
 def test_damage_found_by_a_read_stops_every_write(store_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the size checked whole at open (here: as if the file were larger), damage is found
     by the read that meets it; from then on nothing is written, and reads elsewhere work."""
@@ -234,6 +285,63 @@ def test_recover_a_truncated_file(store_copy: Path) -> None:
     assert report.target == str(store_copy.with_name("saved.sqlite3"))
     assert report.sessions == 2 and report.messages > 0
     check_whole(Path(report.target))
+
+
+def queries_on_the_damaged_file(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement recover() runs on the file it reads, as it runs it."""
+    seen: list[str] = []
+
+    def counted(path: str, timeout: float) -> sqlite3.Connection:
+        db = opening.connect_readonly(path, timeout)
+        db.set_trace_callback(seen.append)
+        return db
+
+    monkeypatch.setattr(recovery, "connect_readonly", counted)
+    return seen
+
+
+@pytest.mark.parametrize("kept", [0.3, 0.5, 2 / 3, 0.8, 0.95])
+def test_recover_reads_a_cut_file_in_a_bounded_number_of_queries(
+    store_copy: Path, monkeypatch: pytest.MonkeyPatch, kept: float
+) -> None:
+    # A page past the end of a cut file can read as rows of another place, out of rowid order
+    # (a reader trusting them went round in circles); the turns_cached index moves the turns'
+    # pages to the cut part.
+    with sqlite3.connect(store_copy) as db:
+        assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'turns_cached'").fetchone()
+    pages = store_copy.stat().st_size // 4096
+    with open(store_copy, "r+b") as f:
+        f.truncate(int(store_copy.stat().st_size * kept))
+    seen = queries_on_the_damaged_file(monkeypatch)
+    report = slotmagic.recover(store_copy, store_copy.with_name("saved.sqlite3"))
+    tables = len([q for q in seen if q.startswith("PRAGMA table_info")])
+    assert len(seen) <= 20 + tables * (recovery.PROBES_PER_STRETCH * (pages + 2) + 1)  # the bound, by design
+    assert len(seen) < 1_000  # and what it takes here (~250)
+    assert report.sessions == 2 and report.unreadable and not report.complete
+    check_whole(Path(report.target))
+
+
+def test_recover_stops_reading_a_table_whose_queries_ran_out_and_counts_the_rest_as_lost(
+    store_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = histories(store_copy, "nb")
+    with open(store_copy, "r+b") as f:
+        f.truncate(store_copy.stat().st_size * 9 // 10)
+    pages = store_copy.stat().st_size // 4096
+    # A query a page and a row a query: the ~80 messages need more queries than the file has pages.
+    monkeypatch.setattr(recovery, "PROBES_PER_STRETCH", 1)
+    monkeypatch.setattr(recovery, "_BATCH", 1)
+    seen = queries_on_the_damaged_file(monkeypatch)
+    report = slotmagic.recover(store_copy, store_copy.with_name("saved.sqlite3"))
+    assert len([q for q in seen if "FROM messages WHERE rowid" in q]) == pages + 3
+    assert report.sessions == 2 and 0 < report.messages < 80
+    assert report.unreadable["messages"] >= 1 and not report.complete
+    assert "unreadable" in one_line(Exception(str(report)))
+    check_whole(Path(report.target))
+    recovered = histories(Path(report.target), "nb")
+    for slot, messages in recovered.items():
+        old = iter(expected[slot])
+        assert all(message in old for message in messages), slot
 
 
 def test_recover_reads_turns_still_in_the_wal(store_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -581,7 +689,7 @@ def test_a_file_read_while_another_process_makes_it_is_not_taken_for_someone_els
     class MadeMeanwhile(sqlite3.Connection):
         def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
             cursor = super().execute(sql, *args)
-            if sql.startswith("PRAGMA user_version"):
+            if "user_version" in sql:
                 migrate(maker)  # the other process commits the whole store right now
             return cursor
 

@@ -19,7 +19,7 @@ from slotmagic import ConfigError, Message, Session, StoreError
 from slotmagic.core.cells import CellRecord
 from slotmagic.store import open_store
 from slotmagic.store.postgres import PostgresStore
-from slotmagic.store.postgres_schema import MIGRATIONS
+from slotmagic.store.postgres_schema import CACHED_SQL, MIGRATIONS
 from slotmagic.store.urls import parse_postgres_url, shown_target
 
 SECRET = "Planted-Secret-pw-4711"
@@ -414,6 +414,7 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
         db.execute(f"DROP TABLE {schema}.marks")
         db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN undo")
         db.execute(f"DROP TABLE {schema}.cells")
+        db.execute(f"DROP INDEX {schema}.turns_cached")
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 1")
     with Session.open("old", db_path=postgres_url) as s:
         kept = s.store.record_cell("old", "cell-1", CellRecord("%slot pin 0", "changes", current="default"))
@@ -426,6 +427,33 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
         assert s.history.marks() == {0: "pin"} and s.history.gc().messages == 0
     with psycopg.connect(POSTGRES) as db:
         assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)]
+
+
+def test_a_schema_of_version_3_gains_the_index_of_turns_a_prompt_cache_served(postgres_url: str) -> None:
+    from slotmagic.core.records import TurnInfo
+    from slotmagic.core.usage import Usage
+
+    schema = schema_of(postgres_url)
+    with Session.open("old", db_path=postgres_url) as s:
+        for i in range(6):
+            turn = [Message.user(f"q{i}"), Message.assistant(f"a{i}")]
+            usage = Usage(1_000, 10, 300 if i % 3 == 0 else 0)
+            s.store.append_turn("old", "default", turn, TurnInfo(model="openai:gpt-4o", usage=usage))
+    with psycopg.connect(POSTGRES, autocommit=True) as db:  # back to the store before version 4
+        db.execute(f"DROP INDEX {schema}.turns_cached")
+        db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 3")
+    with Session.open("old", db_path=postgres_url) as s:
+        assert s.budget().cached_tokens == 600
+    with psycopg.connect(POSTGRES) as db:
+        assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)] == [(4,)]
+        db.execute(f"SET search_path = {schema}")
+        db.execute("SET enable_seqscan = off")  # a table this small is read whole otherwise
+        plan = db.execute(
+            f"EXPLAIN SELECT start FROM turns WHERE slot = 1 AND start >= 0 AND start < 99 AND {CACHED_SQL}"
+        ).fetchall()
+        assert "turns_cached" in " ".join(row[0] for row in plan), plan
+        found = db.execute(f"SELECT start FROM turns WHERE {CACHED_SQL} ORDER BY start").fetchall()
+        assert found == [(0,), (6,)]
 
 
 def connections(url: str) -> int:

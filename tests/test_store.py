@@ -178,6 +178,31 @@ def test_a_version_8_file_gains_cell_records(db_path: Path) -> None:
     store.close()
 
 
+def test_a_version_9_file_gains_the_index_of_turns_a_prompt_cache_served(db_path: Path) -> None:
+    """Version 10 indexes the turns a prompt cache served, so a slot's first budget reads those
+    and not every turn it holds; turns stored before the upgrade are in the index too."""
+    from slotmagic.core.records import TurnInfo
+    from slotmagic.core.usage import Usage
+
+    with Session.open("nb", db_path=db_path) as session:
+        for i in range(6):
+            turn = [Message.user(f"q{i}"), Message.assistant(f"a{i}")]
+            usage = Usage(1_000, 10, 300 if i % 3 == 0 else 0)
+            session.store.append_turn("nb", "default", turn, TurnInfo(model="openai:gpt-4o", usage=usage))
+    with sqlite3.connect(db_path, isolation_level=None) as db:  # back to version 9
+        db.execute("DROP INDEX turns_cached")
+        db.execute("PRAGMA user_version = 9")
+    SQLiteStore(db_path).close()
+    assert user_version(db_path) == len(MIGRATIONS) == 10
+    query = f"SELECT start FROM turns WHERE slot = 1 AND start >= 0 AND {SQLiteStore._CACHED_SQL} ORDER BY start"
+    with sqlite3.connect(db_path) as db:
+        plan = " ".join(row[-1] for row in db.execute(f"EXPLAIN QUERY PLAN {query}"))
+        assert "turns_cached" in plan, plan
+        assert [start for (start,) in db.execute(query)] == [0, 6]
+    with Session.open("nb", db_path=db_path) as session:
+        assert session.budget().cached_tokens == 600
+
+
 def test_messages_read_back_are_whole_and_small(db_path: Path) -> None:
     """A full slot's history stays in memory: a message read back holds slots, not a dict,
     and every field (the defaults of a message with no extra included) reads as stored."""

@@ -93,6 +93,19 @@ def test_the_tree_of_a_session(session: Session) -> None:
     assert json.loads(json.dumps(tree.to_dict()))["nodes"][1]["children"] == ["short"]
 
 
+def test_the_tree_of_a_chain_deeper_than_pythons_recursion_limit(session: Session) -> None:
+    import sys
+
+    depth = sys.getrecursionlimit() + 50
+    parent = "default"
+    for i in range(depth):
+        session.derive_slot(f"c{i}", parent=parent)
+        parent = f"c{i}"
+    tree = session.tree()
+    assert [n.depth for n in tree.nodes] == list(range(depth + 1))
+    assert tree.node(parent).guides == (False,) * (depth - 1) and tree.node(parent).last
+
+
 def test_html_of_a_view_and_a_budget_escapes_every_text(session: Session) -> None:
     session.submit_turn(XSS)
     for page in (session.preview()._repr_html_(), session.budget()._repr_html_()):

@@ -7,7 +7,7 @@ whatever the OS account is: hub spawners often run everyone as ``jovyan``), else
 
 from __future__ import annotations
 
-import getpass
+import functools
 import os
 
 from ..errors import ConfigError
@@ -28,9 +28,25 @@ def current_user() -> str | None:
             except ConfigError:
                 continue  # a variable slotmagic cannot record is skipped, never fatal
     try:
-        return check_user(getpass.getuser())
+        return check_user(_login_name())
     except (OSError, KeyError, ImportError, ConfigError):  # no login name (a container without one)
         return None
+
+
+def _login_name() -> str:
+    """``getpass.getuser()``, with the account database read once per process (every store
+    opened asks, and the lookup reads the system's user database)."""
+    for variable in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if value := os.environ.get(variable):
+            return value
+    return _account_name()
+
+
+@functools.cache
+def _account_name() -> str:
+    import pwd  # not on Windows: ImportError, as getpass.getuser() raises there
+
+    return pwd.getpwuid(os.getuid())[0]
 
 
 def check_user(value: object) -> str:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..compare import Comparison, compare_slots
 from ..core.checks import check_flag, check_text, check_whole
 from ..core.messages import Message
 from ..core.records import TurnRecord
@@ -28,6 +28,9 @@ from ..explore import Explorer, Merge
 from ..export import export_slot
 from ..store.base import GcReport, Mark, SearchHit, UndoStep
 from .checks import optional_slot
+
+if TYPE_CHECKING:
+    from ..compare import Comparison
 
 
 class SessionHistory:
@@ -93,6 +96,8 @@ class SessionHistory:
     def compare(self, *slots: str, since_fork: bool = False) -> Comparison:
         """Several slots side by side: each one's last reply, or with ``since_fork`` every
         turn since the point where they part (``print()`` it, or show it in a notebook)."""
+        from ..compare import compare_slots  # here: importing it (and its columns) costs every kernel
+
         return compare_slots(self.store, self.session_id, [self._slot_id(s) for s in slots], since_fork=since_fork)
 
     def export(self, path: str | os.PathLike[str], slot: str | None = None) -> Path:

@@ -13,6 +13,8 @@ A damaged file is never written to.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .connection import (
     GuardedConnection,
     GuardedCursor,
@@ -35,11 +37,25 @@ from .opening import (
     create_private,
     file_bytes,
     identify,
+    nothing_to_write_back,
     readonly_reason,
     slotmagic_tables,
     use_wal,
 )
-from .recovery import RecoveryReport, recover
+
+if TYPE_CHECKING:
+    from .recovery import RecoveryReport, recover
+
+
+def __getattr__(name: str) -> Any:
+    # recover() and its report are imported when first named: every store opens through this
+    # module, few ever recover.
+    if name in ("RecoveryReport", "recover"):
+        from . import recovery
+
+        return getattr(recovery, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "APPLICATION_ID",
@@ -61,6 +77,7 @@ __all__ = [
     "foreign_message",
     "guarded",
     "identify",
+    "nothing_to_write_back",
     "readonly_message",
     "readonly_reason",
     "recover",

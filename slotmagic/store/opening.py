@@ -113,8 +113,9 @@ def readonly_reason(path: str) -> str | None:
     return None
 
 
-def check_header(path: str) -> None:
-    """Refuse a file that is not an SQLite database, in one line, before anything is written.
+def check_header(path: str, db: sqlite3.Connection | None = None) -> None:
+    """Refuse a file that is not an SQLite database, in one line, before anything is written;
+    read through ``db`` when given (the caller's, left open), else a read-only connection.
 
     SQLite reads the header, never a file object of ours: POSIX advisory locks belong to the
     process, and closing any descriptor of the file drops every lock the process holds on it
@@ -122,12 +123,14 @@ def check_header(path: str) -> None:
     the middle of a write would lose its lock and another process could write under it.
     SQLite's own descriptors are kept open while another connection of the process holds a lock.
     """
+    own = db is None
+    if db is None:
+        try:
+            db = connect_readonly(path, 0.0)
+        except sqlite3.Error:
+            return  # opening it for the checks that follow says why, in their words
     try:
-        db = connect_readonly(path, 0.0)
-    except sqlite3.Error:
-        return  # opening it for the checks that follow says why, in their words
-    try:
-        db.execute("PRAGMA schema_version").fetchone()  # reads page 1, header first
+        sqlite3.Connection.execute(db, "PRAGMA schema_version").fetchone()  # reads page 1, header first
     except sqlite3.DatabaseError as exc:
         code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
         if code == _NOTADB:
@@ -139,7 +142,19 @@ def check_header(path: str) -> None:
             raise StoreError(f"cannot read the state file {path} (permission denied)") from None
         # busy (another process is making it) and the rest: the checks that follow wait or say why
     finally:
-        db.close()
+        if own:
+            db.close()
+
+
+def nothing_to_write_back(path: str) -> bool:
+    """Whether a connection that may write can read the file to check it without changing it:
+    no WAL holding frames (closing the last connection would copy them into the file) and no
+    rollback journal (a hot one would be played back into it). Then opening checks the file
+    through the connection it keeps; else first through a read-only one."""
+    with contextlib.suppress(OSError):
+        if os.path.getsize(path + "-wal") > 0:
+            return False
+    return not os.path.exists(path + "-journal")
 
 
 def connect_readonly(
@@ -166,28 +181,22 @@ class FileInfo:
 
     version: int  # PRAGMA user_version: the schema version
     empty: bool  # no tables yet: a new store
+    marked: bool = False  # slotmagic's mark is set (PRAGMA application_id)
 
 
 def identify(db: sqlite3.Connection, path: str) -> FileInfo:
     """Whose file this is: slotmagic's (marked, or a slotmagic file from before the mark), a
     new empty database, or someone else's (refused, untouched)."""
-    # One read transaction: another process may be making the store right now, and its mark,
-    # version and tables must be seen as of one moment (a file read between two of its
-    # commits looked like someone else's).
-    db.execute("BEGIN")
-    try:
-        app = db.execute("PRAGMA application_id").fetchone()[0]
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        tables = {
-            name
-            for (name,) in db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            )
-        }
-    finally:
-        db.execute("COMMIT")
+    # One statement, so one read transaction: another process may be making the store right
+    # now, and its mark, version and tables must be seen as of one moment (a file read between
+    # two of its commits looked like someone else's).
+    app, version, names = db.execute(
+        "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version),"
+        " (SELECT group_concat(name, char(10)) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%')"
+    ).fetchone()
+    tables = set(names.split("\n")) if names else set()
     if app == APPLICATION_ID:
-        return FileInfo(version, False)
+        return FileInfo(version, False, marked=True)
     if app != 0:
         raise StoreError(foreign_message(path, f"it is marked as another application's, application_id {app:#x}"))
     if not tables and version == 0:
@@ -219,11 +228,45 @@ def file_bytes(path: str) -> int:
     return total
 
 
-def check_integrity(db: sqlite3.Connection, path: str, *, limit: int | None = None) -> None:
+# Files this process found whole: (device, inode) -> (size, mtime, ctime, whether every page
+# was checked). A file whose stamp is still the same has not been written since, by anyone
+# through any means (a copy is a new inode, and nothing sets a ctime back), so opening it again
+# skips the check. Only a check that began well after the file's last change is kept: a change
+# within the same tick of the file system's clock would keep its timestamps.
+_FOUND_WHOLE: dict[tuple[int, int], tuple[int, int, int, bool]] = {}
+SETTLED_NS = (
+    25_000_000  # 25 ms: over a tick of the clock file times are taken from (10 ms at HZ=100, 15.6 ms on Windows)
+)
+
+
+def _stamp(path: str) -> tuple[tuple[int, int], tuple[int, int, int], bool] | None:
+    """The file's identity and timestamps, and whether it last changed long enough ago to be
+    told apart from a later change; None with a WAL that holds frames (the file is not all)."""
+    now = time.time_ns()
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        if os.path.getsize(path + "-wal") > 0:
+            return None
+    coarse = found.st_mtime_ns % 1_000_000_000 == 0  # a file system that keeps whole seconds
+    settled = now - max(found.st_mtime_ns, found.st_ctime_ns) > (3_000_000_000 if coarse else SETTLED_NS)
+    return (found.st_dev, found.st_ino), (found.st_size, found.st_mtime_ns, found.st_ctime_ns), settled
+
+
+def check_integrity(db: sqlite3.Connection, path: str, *, limit: int | None = None, size: int | None = None) -> None:
     """Refuse a damaged file: every page checked when the file is up to ``limit`` bytes, the
-    small tables (sessions, slots, turns) beyond. Damage found later, by a read or a write,
-    is refused then (``translate``)."""
-    if file_bytes(path) <= (FULL_CHECK_BYTES if limit is None else limit):
+    small tables (sessions, slots, turns) beyond; not again while the file stays as this
+    process found it whole. Damage found later, by a read or a write, is refused then
+    (``translate``). ``size``: the file's and its WAL's, when the caller has just read it."""
+    full = (file_bytes(path) if size is None else size) <= (FULL_CHECK_BYTES if limit is None else limit)
+    stamp = _stamp(path) if path != ":memory:" else None
+    if stamp is not None:
+        seen = _FOUND_WHOLE.get(stamp[0])
+        if seen is not None and seen[:3] == stamp[1] and (seen[3] or not full):
+            return
+    if full:
         checks = ["quick_check(1)"]
     else:
         names = {n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -232,6 +275,8 @@ def check_integrity(db: sqlite3.Connection, path: str, *, limit: int | None = No
         found = db.execute(f"PRAGMA {pragma}").fetchone()
         if found is None or found[0] != "ok":
             raise StoreError(damaged_message(path, found[0] if found else "the check found nothing to read"))
+    if stamp is not None and stamp[2]:
+        _FOUND_WHOLE[stamp[0]] = (*stamp[1], full)
 
 
 def backup_before_migrating(db: sqlite3.Connection, version: int) -> Path | None:

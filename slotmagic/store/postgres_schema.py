@@ -20,6 +20,9 @@ MIGRATION_LOCK = 0x536C4D67
 CHANNEL = "slotmagic"
 # How a turn's cell id is read (the expression of the turns_by_cell index, to the letter).
 CELL_ID_SQL = "((turns.info::jsonb -> 'cell') ->> 'id')"
+# A turn some of whose input a prompt cache served (the condition of the turns_cached index, to
+# the letter). A jsonb comparison, not a cast: a value that is no integer cannot fail a write.
+CACHED_SQL = "(info::jsonb #> '{usage,cached_tokens}') > '0'::jsonb"
 
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS slotmagic_schema (version INTEGER NOT NULL)"
 
@@ -149,10 +152,15 @@ CREATE TABLE cells (
 """
 
 
+# Version 4: the SQLite store's version 10 (the first budget of a slot reads only the turns a
+# prompt cache served, not every turn it holds).
+_V4 = f"CREATE INDEX turns_cached ON turns (slot, start) WHERE {CACHED_SQL}"
+
+
 def _statements(sql: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in sql.split(";") if s.strip())
 
 
 # Each step is a list of statements; version N (version 1 is the SQLite store's version 6,
-# version 2 its version 7, version 3 its version 9).
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_statements(_V1), _statements(_V2), _statements(_V3))
+# version 2 its version 7, version 3 its version 9, version 4 its version 10).
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_statements(_V1), _statements(_V2), _statements(_V3), _statements(_V4))

@@ -83,26 +83,61 @@ _STATE_WORDS = {  # table -> (one, several)
 
 
 _END = 2**63 - 1  # the largest rowid
+_BATCH = 256  # rows read at once where the table reads well
+# Queries a damaged stretch costs at most: a failing batch halved down to one row (twice 9
+# sizes), a look at that row's rowid, then galloping and bisecting a 63-bit rowid range.
+PROBES_PER_STRETCH = 2 * 9 + 1 + 2 * 63
+
+
+class _Damaged(Exception):
+    """A read that failed, or that handed back rows out of rowid order (a page past the end of
+    a cut file, or overwritten, can read as rows of another place)."""
+
+
+class _Exhausted(Exception):
+    """A table's queries ran out (see ``_TableReader``)."""
 
 
 class _TableReader:
-    """Reads a table's rows in rowid order, going around pages that cannot be read."""
+    """Reads a table's rows in rowid order, going around pages that cannot be read.
 
-    def __init__(self, db: sqlite3.Connection, table: str, columns: Sequence[str]) -> None:
+    Every query on the damaged file counts (``probes``). A file of N pages has at most N
+    damaged stretches and each costs at most ``PROBES_PER_STRETCH`` queries, so a table is read
+    in at most ``limit`` of them; should they run out, the rest of the table counts as one more
+    unreadable stretch.
+    """
+
+    def __init__(self, db: sqlite3.Connection, table: str, columns: Sequence[str], pages: int) -> None:
         self.db, self.table = db, table
         self.select = f"SELECT rowid, {', '.join(columns)} FROM {table}"
         self.unreadable = 0  # stretches of rows that could not be read
+        self.probes = 0
+        self.limit = PROBES_PER_STRETCH * (pages + 2)
 
-    def _probe(self, after: int) -> int | None:
-        """The first rowid after ``after`` (None at the end); raises on a damaged page."""
-        found = self.db.execute(f"SELECT rowid FROM {self.table} WHERE rowid > ? ORDER BY rowid LIMIT 1", (after,))
-        row = found.fetchone()
-        return None if row is None else int(row[0])
+    def _query(self, sql: str, args: tuple[int, ...], after: int) -> list[tuple[Any, ...]]:
+        """The rows of ``sql``, each with a rowid above ``after``, in order; or ``_Damaged``."""
+        self.probes += 1
+        if self.probes > self.limit:
+            raise _Exhausted
+        try:
+            rows = self.db.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError:
+            raise _Damaged from None
+        for row in rows:
+            if not isinstance(row[0], int) or row[0] <= after:
+                raise _Damaged
+            after = row[0]
+        return rows
+
+    def _next(self, after: int) -> int | None:
+        """The first rowid after ``after`` (None at the end), or ``_Damaged``."""
+        found = self._query(f"SELECT rowid FROM {self.table} WHERE rowid > ? ORDER BY rowid LIMIT 1", (after,), after)
+        return int(found[0][0]) if found else None
 
     def _readable(self, after: int) -> bool:
         try:
-            self._probe(after)
-        except sqlite3.DatabaseError:
+            self._next(after)
+        except _Damaged:
             return False
         return True
 
@@ -110,7 +145,6 @@ class _TableReader:
         """A rowid past the damaged stretch that starts after ``after``: the smallest bound
         from which the table reads again, found by galloping then bisecting; ``_END`` when
         the rest of the table cannot be read."""
-        self.unreadable += 1
         step = 1
         while not self._readable(after + step):
             step *= 2
@@ -125,37 +159,44 @@ class _TableReader:
                 low = mid
         return after + high
 
+    def _past(self, after: int) -> int | None:
+        """Where to read on when the row after ``after`` cannot be read: past that row if only
+        it is damaged (its own overflow pages), else past the damaged stretch; None at the end."""
+        self.unreadable += 1
+        try:
+            rowid = self._next(after)
+        except _Damaged:
+            rowid = self._skip(after)
+        return None if rowid is None or rowid >= _END else rowid
+
     def rows(self) -> Iterator[tuple[Any, ...]]:
-        after = -1  # slotmagic's rows have positive rowids
-        while True:
-            try:
-                batch = self.db.execute(f"{self.select} WHERE rowid > ? ORDER BY rowid LIMIT 256", (after,)).fetchall()
-            except sqlite3.DatabaseError:
-                batch = None
-            if batch is not None:
+        after: int | None = -1  # slotmagic's rows have positive rowids
+        size = _BATCH
+        try:
+            while after is not None:
+                try:
+                    batch = self._query(f"{self.select} WHERE rowid > ? ORDER BY rowid LIMIT ?", (after, size), after)
+                except _Damaged:
+                    if size > 1:  # read up to the damage in smaller batches
+                        size //= 2
+                    else:
+                        after, size = self._past(after), _BATCH
+                    continue
                 if not batch:
                     return
                 yield from batch
-                after = batch[-1][0]
-                continue
-            # Row by row through the damaged stretch.
-            try:
-                rowid = self._probe(after)
-            except sqlite3.DatabaseError:
-                after = self._skip(after)
-                if after >= _END:
-                    return
-                continue
-            if rowid is None:
-                return
-            try:
-                row = self.db.execute(f"{self.select} WHERE rowid = ?", (rowid,)).fetchone()
-            except sqlite3.DatabaseError:
-                row = None
-                self.unreadable += 1
-            if row is not None:
-                yield row
-            after = rowid
+                after, size = batch[-1][0], min(_BATCH, size * 2)
+        except _Exhausted:
+            self.unreadable += 1
+
+
+def _pages(path: str, db: sqlite3.Connection) -> int:
+    """Pages the damaged file and its WAL hold (not what its header claims)."""
+    held = 0
+    for name in (path, f"{path}-wal"):
+        with contextlib.suppress(OSError):
+            held += os.path.getsize(name)
+    return held // max(512, int(db.execute("PRAGMA page_size").fetchone()[0])) + 1
 
 
 def _columns(db: sqlite3.Connection, table: str) -> list[str]:
@@ -220,13 +261,14 @@ def recover(
         try:
             migrate(dst)
             dst.execute("BEGIN IMMEDIATE")
+            pages = _pages(source, src)
             for table in ("sessions", "slots", "turns", "messages", *STATE_TABLES):
                 if table not in names:
                     if table in STATE_TABLES and version < len(MIGRATIONS):
                         continue  # a file from before the table existed
                     report.unreadable[table] = report.unreadable.get(table, 0)
                     continue
-                _copy_table(src, dst, table, report)
+                _copy_table(src, dst, table, pages, report)
             keep_state(dst, make_consistent(dst, report), report)
             dst.execute("COMMIT")
             check = dst.execute("PRAGMA integrity_check").fetchone()[0]
@@ -260,7 +302,9 @@ def _move_aside(path: str) -> str:
     return aside
 
 
-def _copy_table(src: sqlite3.Connection, dst: sqlite3.Connection, table: str, report: RecoveryReport) -> None:
+def _copy_table(
+    src: sqlite3.Connection, dst: sqlite3.Connection, table: str, pages: int, report: RecoveryReport
+) -> None:
     try:
         theirs = _columns(src, table)
     except sqlite3.DatabaseError:
@@ -269,7 +313,7 @@ def _copy_table(src: sqlite3.Connection, dst: sqlite3.Connection, table: str, re
     if not columns:
         report.unreadable[table] = report.unreadable.get(table, 0) + 1
         return
-    reader = _TableReader(src, table, columns)
+    reader = _TableReader(src, table, columns, pages)
     insert = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
     batch: list[tuple[Any, ...]] = []
     for row in reader.rows():

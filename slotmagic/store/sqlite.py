@@ -36,6 +36,7 @@ from .files import (
     file_bytes,
     guarded,
     identify,
+    nothing_to_write_back,
     readonly_message,
     readonly_reason,
     use_wal,
@@ -85,9 +86,9 @@ class SQLiteStore(RowStore):
         return guarded_db
 
     def _open(self, durability: Durability) -> GuardedConnection:
-        """Check the file through a read-only connection, then open it for writing (or keep
-        that one, for a file that cannot be written). Nothing is written to a file that is
-        damaged, someone else's or from a newer slotmagic."""
+        """Check the file, then open it for writing (or keep a read-only connection, for a file
+        that cannot be written). Nothing is written to a file that is damaged, someone else's
+        or from a newer slotmagic."""
         if self.path == ":memory:":
             db = self._connect(self.path)
             migrate(db)
@@ -99,9 +100,46 @@ class SQLiteStore(RowStore):
                 f"cannot create the state file {self.path} ({exc.strerror or exc}); "
                 "point SLOTMAGIC_DB (or db_path) at a writable place"
             ) from None
-        if not created:
-            check_header(self.path)
         reason = readonly_reason(self.path)
+        try:
+            if reason is None and nothing_to_write_back(self.path):
+                return self._open_checked(durability, created)
+            if not created:
+                check_header(self.path)
+            return self._open_after_checking(durability, reason)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"cannot use {self.path} as a slotmagic store ({exc}); move the file aside "
+                "or point SLOTMAGIC_DB at another path"
+            ) from None
+
+    def _open_checked(self, durability: Durability, created: bool) -> GuardedConnection:
+        """Open the connection the store keeps and check the file through it before anything
+        is written: nothing beside the file (a WAL with frames, a rollback journal) that a
+        read or a close could write into it (``nothing_to_write_back``)."""
+        db = self._connect(self.path)
+        try:
+            info = FileInfo(0, True)
+            size = file_bytes(self.path)
+            if size > 0:
+                try:
+                    info = identify(db, self.path)
+                except StoreError:
+                    if not created:
+                        check_header(self.path, db)  # not a database at all: says so instead
+                    raise
+                check_integrity(db, self.path, size=size)
+            if info.version > len(MIGRATIONS):
+                raise StoreError(newer_schema_message(info.version))
+            self._prepare(db, durability, current=info.marked and info.version == len(MIGRATIONS))
+        except BaseException:
+            _close_without_checkpoint(db, self.path, self.timeout)
+            raise
+        return db
+
+    def _open_after_checking(self, durability: Durability, reason: str | None) -> GuardedConnection:
+        """Check the file through a read-only connection first, then open it for writing (or
+        keep that one, for a file that cannot be written)."""
         checker: GuardedConnection | None = None
         try:
             info = FileInfo(0, True)
@@ -126,22 +164,22 @@ class SQLiteStore(RowStore):
                 return db
             db = self._connect(self.path)
             try:
-                db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-                use_wal(db, self.path, self.timeout)
-                db.execute(f"PRAGMA synchronous = {durability.upper()}")
-                migrate(db, backup=backup_before_migrating)
+                self._prepare(db, durability)
             except BaseException:
                 db.close()
                 raise
             return db
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"cannot use {self.path} as a slotmagic store ({exc}); move the file aside "
-                "or point SLOTMAGIC_DB at another path"
-            ) from None
         finally:
             if checker is not None:
                 checker.close()
+
+    def _prepare(self, db: GuardedConnection, durability: Durability, *, current: bool = False) -> None:
+        """WAL, the durability asked, the newest schema (``current``: marked and at the newest
+        schema already, as just read). The busy timeout is the connection's own (``_connect``)."""
+        use_wal(db, self.path, self.timeout)
+        db.execute(f"PRAGMA synchronous = {durability.upper()}")
+        if not current:
+            migrate(db, backup=backup_before_migrating)
 
     def _found_damage(self, message: str) -> None:
         self.damaged = True
@@ -252,21 +290,26 @@ class SQLiteStore(RowStore):
             watcher.stop()
         with self._lock:
             if self.damaged and not self.readonly:
-                # The last connection to close a file checkpoints its WAL into it; a read-only
-                # one left open meanwhile keeps this one from being the last.
-                try:
-                    keeper: sqlite3.Connection | None = connect_readonly(self.path, self.timeout)
-                    assert keeper is not None
-                    keeper.execute("BEGIN")
-                    keeper.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # holds a read lock
-                except sqlite3.Error:
-                    keeper = None
-                self._db.close()
-                if keeper is not None:
-                    keeper.close()
+                _close_without_checkpoint(self._db, self.path, self.timeout)
             else:
                 self._db.close()
             self._forget()
+
+
+def _close_without_checkpoint(db: sqlite3.Connection, path: str, timeout: float) -> None:
+    """Close a connection to a file found damaged (or refused) without writing to it: the last
+    connection to close a file checkpoints its WAL into it, so a read-only one is held open
+    meanwhile, to keep this one from being the last."""
+    try:
+        keeper: sqlite3.Connection | None = connect_readonly(path, timeout)
+        assert keeper is not None
+        keeper.execute("BEGIN")
+        keeper.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # holds a read lock
+    except sqlite3.Error:
+        keeper = None
+    db.close()
+    if keeper is not None:
+        keeper.close()
 
 
 class _Watcher(threading.Thread):

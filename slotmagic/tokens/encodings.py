@@ -16,7 +16,6 @@ process.
 from __future__ import annotations
 
 import binascii
-import gzip
 import hashlib
 import threading
 from dataclasses import dataclass
@@ -109,6 +108,8 @@ def load_ranks(spec: EncodingSpec) -> dict[bytes, int]:
     """The mergeable ranks of ``spec``, read from the shipped file and checked against its SHA-256."""
     try:
         packed = resources.files(__package__).joinpath("data").joinpath(spec.filename).read_bytes()
+        import gzip  # here: only a count of exact tokens needs it
+
         text = gzip.decompress(packed)
     except (OSError, EOFError) as error:
         raise RankFileError(

@@ -17,13 +17,15 @@ from ...core.messages import Message
 from ...core.records import TurnInfo, TurnRecord
 from ...errors import DamagedRecord
 from ..history import MARKS, History, Mark, Tip
+from ..postgres_schema import CACHED_SQL as POSTGRES_CACHED_SQL
 from .cache import Segment, SessionRows, SlotRow
 from .common import MESSAGE_COLUMNS, Dialect, RowsBase
 
-# A turn some of whose input the provider's prompt cache served (the budget's savings line).
+# A turn some of whose input the provider's prompt cache served (the budget's savings line): the
+# condition of the turns_cached index to the letter (migrations.py v10, postgres_schema.py v4).
 CACHED_SQL: dict[Dialect, str] = {
     "sqlite": "COALESCE(json_extract(info, '$.usage.cached_tokens'), 0) > 0",
-    "postgresql": "COALESCE((info::jsonb #>> '{usage,cached_tokens}')::bigint, 0) > 0",
+    "postgresql": POSTGRES_CACHED_SQL,
 }
 
 
