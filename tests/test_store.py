@@ -183,6 +183,7 @@ def test_a_version_9_file_gains_the_index_of_turns_a_prompt_cache_served(db_path
     and not every turn it holds; turns stored before the upgrade are in the index too."""
     from slotmagic.core.records import TurnInfo
     from slotmagic.core.usage import Usage
+    from slotmagic.store.rows.segments import CACHED_SQL
 
     with Session.open("nb", db_path=db_path) as session:
         for i in range(6):
@@ -194,7 +195,7 @@ def test_a_version_9_file_gains_the_index_of_turns_a_prompt_cache_served(db_path
         db.execute("PRAGMA user_version = 9")
     SQLiteStore(db_path).close()
     assert user_version(db_path) == len(MIGRATIONS) == 10
-    query = f"SELECT start FROM turns WHERE slot = 1 AND start >= 0 AND {SQLiteStore._CACHED_SQL} ORDER BY start"
+    query = f"SELECT start FROM turns WHERE slot = 1 AND start >= 0 AND {CACHED_SQL['sqlite']} ORDER BY start"
     with sqlite3.connect(db_path) as db:
         plan = " ".join(row[-1] for row in db.execute(f"EXPLAIN QUERY PLAN {query}"))
         assert "turns_cached" in plan, plan
