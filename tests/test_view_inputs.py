@@ -246,3 +246,25 @@ def test_a_result_supplied_by_hand_takes_the_place_of_not_run_in_the_preview_too
     assert [(e.position, e.message.content) for e in view.entries if e.message.role == "tool"] == [(3, "900")]
     assert [(o.lo, o.reason) for o in view.omitted] == [(2, "replaced")]
     assert "stored message 3" in view.to_text() and "replaced by the result supplied after it" in view.to_text()
+
+
+@pytest.mark.parametrize("history_budget", [10**8, 30_000])
+@pytest.mark.parametrize("factor", [1.0, 1.5])
+def test_a_long_full_view_carries_each_messages_own_count(history_budget: int, factor: float) -> None:
+    """Past a read block, the full view counts its messages on the way in (``mode_filter``);
+    each entry still carries the count ``counted`` would give it, with or without a cut
+    "beyond the budget" inside a block."""
+    stored = chat(400)  # 1,601 messages: more than one read block
+    stored[700] = Message.assistant("   ")  # blank: left out, not counted
+    counting = Counting(TokenCounter.for_model("echo"), factor)
+    view = make_view(
+        inputs(History.of(stored), counting=counting, budget=ContextBudget(history=history_budget, tool_results=0))
+    )
+    history = [e for e in view.entries if e.kind == "history"]
+    assert len(history) > 100 and all(e.tokens == counting.count(stored[e.position or 0]) for e in history)
+    assert 700 not in {e.position for e in history}
+    beyond = [o for o in view.omitted if o.reason == "beyond"]
+    assert bool(beyond) == (history_budget < 10**6)
+    if beyond:  # everything after the cut is in the view (older tool results shortened)
+        shown = sorted(e.position or 0 for e in view.entries if e.kind in ("history", "elided"))
+        assert shown == [p for p in range(beyond[0].hi, len(stored)) if p != 700]

@@ -21,6 +21,7 @@ and token counts come from the store (each message is counted once per encoding)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 
 from ..core.budget import ContextBudget
 from ..core.compaction import Compaction
@@ -72,8 +73,15 @@ def mode_filter(build: ViewBuild) -> None:
     the call it answers."""
     history = build.history
     if build.config.mode is not SlotMode.FOCUSED:
-        lo = _in_reach(build)
-        build.conversation.extend(ViewEntry(m, "history", i) for i, m in enumerate(history.messages(lo), lo))
+        lo, counts = _in_reach(build)
+        messages = history.messages(lo)
+        if counts is None:
+            build.conversation.extend(ViewEntry(m, "history", i) for i, m in enumerate(messages, lo))
+            return
+        # Counted on the way (each message once): the entries carry their tokens already,
+        # and ``counted`` leaves the history entries from ``lo`` on as they are.
+        build.conversation.extend(map(ViewEntry, messages, repeat("history"), range(lo, lo + len(counts)), counts))
+        build.counted_from = lo
         return
     focus = build.config.focused
     kept_system = _first_system(build) if focus.keep_system else None
@@ -95,30 +103,35 @@ def mode_filter(build: ViewBuild) -> None:
 _READ_BLOCK = 1_024  # positions a full view reads at a time, newest first, on a very long history
 
 
-def _in_reach(build: ViewBuild) -> int:
+def _in_reach(build: ViewBuild) -> tuple[int, list[int] | None]:
     """The first position a full view reads: where the conversation starts, or later when what
     follows holds more than the whole budget — what lies before that could never be sent, only
     folded, so it is not read (a first turn on a huge slot stays quick). It is left out of the
-    view as "beyond the budget", its tokens estimated from what was read."""
+    view as "beyond the budget", its tokens estimated from what was read. With it, the token
+    counts of the positions from there on, when a long history had them counted here."""
     history, start, n = build.history, build.start, len(build.history)
     if n - start <= _READ_BLOCK:
-        return start
-    counting, total, hi = build.counting, 0, n
+        return start, None
+    counting, total, hi, limit = build.counting, 0, n, build.budget.total
+    count, exact = counting.count, counting.counter.exact
+    blocks: list[list[int]] = []  # newest first
     while hi > start:
         lo = max(start, hi - _READ_BLOCK)
-        if counting.counter.exact:
-            counts = history.token_counts(lo, hi, counting.counts_key, counting.count)
+        if exact:
+            counts = history.token_counts(lo, hi, counting.counts_key, count)
         else:
-            counts = [counting.count(m) for m in history.messages(lo, hi)]
+            counts = [count(m) for m in history.messages(lo, hi)]
+        blocks.append(counts)
         for position in range(hi - 1, lo - 1, -1):
             total += counts[position - lo]
-            if total > build.budget.total:
+            if total > limit:
                 seen = n - position
                 build.beyond = round((position - start) * total / seen)
                 build.omitted.append(Omitted(start, position + 1, "beyond"))
-                return position + 1
+                blocks[-1] = counts[position + 1 - lo :]
+                return position + 1, [c for block in reversed(blocks) for c in block]
         hi = lo
-    return start
+    return start, [c for block in reversed(blocks) for c in block]
 
 
 def _tail_without_exclusions(history: History, count: int) -> tuple[int, list[Message]]:
@@ -204,10 +217,16 @@ def new_message(build: ViewBuild) -> None:
 def counted(build: ViewBuild) -> None:
     """Each entry's tokens as the model counts them. Stored messages are read from the store's
     counts (counted once per encoding, then kept); injected ones are counted now."""
-    counting, history = build.counting, build.history
+    counting, history, done = build.counting, build.history, build.counted_from
+
+    def fresh(entry: ViewEntry) -> bool:  # counted already, by ``mode_filter``
+        return done is not None and entry.kind == "history" and entry.position is not None and entry.position >= done
+
     counts: dict[int, int] = {}
     if counting.counter.exact:
-        stored = sorted(e.position for e in (*build.system, *build.conversation) if e.position is not None)
+        stored = sorted(
+            e.position for e in (*build.system, *build.conversation) if e.position is not None and not fresh(e)
+        )
         for lo, hi in _runs(stored):
             counts.update(
                 zip(range(lo, hi), history.token_counts(lo, hi, counting.counts_key, counting.count), strict=True)
@@ -219,8 +238,10 @@ def counted(build: ViewBuild) -> None:
         return counting.count(entry.message)
 
     # New entries rather than dataclasses.replace: this runs for every message of a view.
-    build.system[:] = [ViewEntry(e.message, e.kind, e.position, tokens(e)) for e in build.system]
-    build.conversation[:] = [ViewEntry(e.message, e.kind, e.position, tokens(e)) for e in build.conversation]
+    build.system[:] = [e if fresh(e) else ViewEntry(e.message, e.kind, e.position, tokens(e)) for e in build.system]
+    build.conversation[:] = [
+        e if fresh(e) else ViewEntry(e.message, e.kind, e.position, tokens(e)) for e in build.conversation
+    ]
 
 
 def _runs(positions: Sequence[int]) -> list[tuple[int, int]]:

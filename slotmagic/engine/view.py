@@ -72,6 +72,7 @@ class ViewBuild:
     pinned: frozenset[int] = frozenset()  # stored positions kept whatever the filter or a compaction
     problems: list[str] = field(default_factory=list)  # what a step left out because it could not be read
     beyond: int = 0  # tokens (estimated) of stored messages beyond the budget, left out unread
+    counted_from: int | None = None  # history entries from this position on carry their tokens already
 
     # The inputs by name, as the steps read them (each read goes through ``inputs``).
     @property

@@ -26,7 +26,8 @@ def blank(message: Message) -> bool:
 @step()
 def blank_messages(build: ViewBuild) -> None:
     for entries in (build.system, build.conversation):
-        left = [e for e in entries if blank(e.message)]
+        # Text first: most messages have some, and the check runs for every one of a long view.
+        left = [e for e in entries if (not (c := e.message.content) or c.isspace()) and blank(e.message)]
         if left:
             entries[:] = [e for e in entries if not blank(e.message)]
             build.omitted += [Omitted(e.position, e.position + 1, "blank") for e in left if e.position is not None]
