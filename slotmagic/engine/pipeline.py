@@ -39,7 +39,7 @@ from .steps.images import images_for_model
 from .steps.tool_pairs import tool_pairs
 from .steps.workflow import workflow_block
 from .tool_results import aged_tool_results, system_side
-from .view import Omitted, View, ViewBuild, ViewEntry
+from .view import EntryKind, Omitted, View, ViewBuild, ViewEntry
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 
@@ -80,7 +80,8 @@ def mode_filter(build: ViewBuild) -> None:
             return
         # Counted on the way (each message once): the entries carry their tokens already,
         # and ``counted`` leaves the history entries from ``lo`` on as they are.
-        build.conversation.extend(map(ViewEntry, messages, repeat("history"), range(lo, lo + len(counts)), counts))
+        kind: EntryKind = "history"
+        build.conversation.extend(map(ViewEntry, messages, repeat(kind), range(lo, lo + len(counts)), counts))
         build.counted_from = lo
         return
     focus = build.config.focused
