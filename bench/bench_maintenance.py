@@ -24,6 +24,8 @@ import statistics
 import string
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -65,12 +67,34 @@ def plain_vacuum(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+def traced_gc(session: Session, parts: list[float]) -> Callable[[], object]:
+    """``session.history.gc`` with the time of its own VACUUM and of the checkpoint after it
+    noted in ``parts`` (each statement runs until the next one starts, or gc returns)."""
+    starts: list[tuple[float, str]] = []
+
+    def run() -> object:
+        starts.clear()
+        db = session.store._db  # type: ignore[attr-defined]
+        db.set_trace_callback(lambda sql: starts.append((time.perf_counter(), sql)))
+        try:
+            return session.history.gc()
+        finally:
+            end = time.perf_counter()
+            db.set_trace_callback(None)
+            ends = [t for t, _ in starts[1:]] + [end]
+            vacuum = [i for i, (_, sql) in enumerate(starts) if sql.strip() == "VACUUM"]
+            after = vacuum[0] + next(i for i, (_, sql) in enumerate(starts[vacuum[0] :]) if "wal_checkpoint" in sql)
+            parts.append(sum((ends[i] - starts[i][0]) * 1e3 for i in (vacuum[0], after)))
+
+    return run
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="10,000 messages, fewer samples")
     args = parser.parse_args()
     messages, samples = (10_000, 4) if args.quick else (100_000, 4)
-    gc_ms, vacuum_ms, search_ms, plain_ms = [], [], [], []
+    gc_ms, vacuum_ms, search_ms, plain_ms, own_vacuum_ms = [], [], [], [], []
     with tempfile.TemporaryDirectory(prefix="slotmagic-bench-") as tmp:
         ours, copy = Path(tmp) / "ours.sqlite3", Path(tmp) / "plain.sqlite3"
         filled(ours, messages)
@@ -84,7 +108,7 @@ def main() -> int:
                 "SELECT m.slot, m.seq, m.turn, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) FROM messages_fts"
                 " JOIN messages m ON m.rowid = messages_fts.rowid WHERE messages_fts MATCH ? ORDER BY rank LIMIT 20"
             )
-            pairs = [(gc_ms, session.history.gc), (vacuum_ms, lambda: plain_vacuum(plain))]
+            pairs = [(gc_ms, traced_gc(session, own_vacuum_ms)), (vacuum_ms, lambda: plain_vacuum(plain))]
             for i in range(samples):  # alternating, each first in turn: the second of a pair runs faster
                 for times, run in pairs if i % 2 else pairs[::-1]:
                     times.append(ms(run))
@@ -98,7 +122,10 @@ def main() -> int:
     print(f"slotmagic maintenance benchmark - {messages:,} messages ({size / 2**20:.0f} MiB), medians")
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")  # fmt: skip
+    own = statistics.median(own_vacuum_ms)
     print(f"%slot gc, nothing to free   {gc:9.1f} ms | plain VACUUM {vacuum:8.1f} ms | {gc / vacuum:.2f}x")
+    print(f"  of which its own VACUUM and checkpoint {own:9.1f} ms ({own / vacuum:.2f}x the plain one); "
+          f"the rest {gc - own:.1f} ms")  # fmt: skip
     print(f"search '{WORD}' ({hits:,} hits), limit 20 {search:6.2f} ms | plain FTS5 query {base:6.2f} ms | "
           f"{search / base:.2f}x")  # fmt: skip
     checks = [
