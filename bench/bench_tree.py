@@ -191,7 +191,7 @@ def main() -> int:
     checks = [
         ("session.tree() / plain slot query <= 3", ours / plain, 3.0),
         ("%slot tree (text), first, ms <= 200", shell["text_first"], 200.0),
-        (f"%load_ext less the file check, {slots:,} / 100 slots <= 1.5", rest_big / rest_small, 1.5),
+        (f"%load_ext less its file check, {slots:,}/100 slots <= 1.5", rest_big / rest_small, 1.5),
         ("%%turn with 3 tree widgets, extra ms <= 50", extra, 50.0),
     ]
     print("\ntargets:")
