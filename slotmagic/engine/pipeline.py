@@ -80,6 +80,7 @@ def mode_filter(build: ViewBuild) -> None:
             return
         # Counted on the way (each message once): the entries carry their tokens already,
         # and ``counted`` leaves the history entries from ``lo`` on as they are.
+        assert len(counts) == len(messages)  # both from ``lo`` to the end
         kind: EntryKind = "history"
         build.conversation.extend(map(ViewEntry, messages, repeat(kind), range(lo, lo + len(counts)), counts))
         build.counted_from = lo
