@@ -263,18 +263,18 @@ def test_a_turn_whose_commit_went_through_is_not_reported_failed(
     one lost before its COMMIT reached the server still fails and stores nothing."""
     from slotmagic.store.postgres import _Connection
 
-    real = _Connection.execute
+    real = _Connection.script  # a write's last round trip: its NOTIFY and COMMIT
     when: list[str] = []
 
-    def lose_the_connection(self: Any, sql: str, parameters: Any = (), /) -> Any:
-        if sql != "COMMIT" or not when:
+    def lose_the_connection(self: Any, sql: str, parameters: Any = (), /) -> None:
+        if not sql.endswith("COMMIT") or not when:
             return real(self, sql, parameters)
         if when.pop() == "after":
             real(self, sql, parameters)  # the server commits
         terminate(self.conn.info.backend_pid)  # and the connection is gone
-        return real(self, "SELECT 1")  # what the client sees
+        self.execute("SELECT 1")  # what the client sees
 
-    monkeypatch.setattr(_Connection, "execute", lose_the_connection)
+    monkeypatch.setattr(_Connection, "script", lose_the_connection)
     with Session.open("s", db_path=postgres_url) as session:
         when.append("after")
         reply = session.submit_turn("stored, its answer lost")
@@ -414,6 +414,8 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
         db.execute(f"DROP TABLE {schema}.marks")
         db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN undo")
         db.execute(f"DROP TABLE {schema}.cells")
+        db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN changed")
+        db.execute(f"ALTER TABLE {schema}.changes DROP COLUMN unscoped")
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 1")
     with Session.open("old", db_path=postgres_url) as s:
         kept = s.store.record_cell("old", "cell-1", CellRecord("%slot pin 0", "changes", current="default"))
@@ -476,8 +478,8 @@ def test_a_read_lost_with_its_connection_tells_subscribers_again(
         store.subscribe(heard.release)
         real_sync = PostgresStore._sync
 
-        def lose_after_the_counter(self: PostgresStore, version: int) -> None:
-            real_sync(self, version)
+        def lose_after_the_counter(self: PostgresStore, *changes: Any) -> None:
+            real_sync(self, *changes)
             terminate(self._db.conn.info.backend_pid)  # between the counter and the read itself
 
         monkeypatch.setattr(PostgresStore, "_sync", lose_after_the_counter)
@@ -508,3 +510,73 @@ def test_a_kernel_following_its_session_is_not_woken_by_other_sessions(postgres_
         mine.follow(None)
         theirs.ensure_session("another")
         assert heard.acquire(timeout=5)
+
+
+def test_a_kernel_following_its_session_hears_no_other_session(postgres_url: str) -> None:
+    """Each session has a channel of its own: a kernel following one is not even sent the
+    notifications of writes to others (50 kernels on one schema are not each woken by every
+    turn), nor of writes no view shows (token counts, calibration)."""
+    import threading
+
+    heard = threading.Semaphore(0)
+    with open_store(postgres_url) as mine, open_store(postgres_url) as theirs:
+        assert isinstance(mine, PostgresStore)
+        mine.ensure_session("mine")
+        mine.follow("mine")
+        payloads: list[str] = []
+        real = mine._notified
+
+        def received(batch: Any) -> None:
+            payloads.extend(batch)
+            real(batch)
+
+        mine._notified = received  # type: ignore[method-assign]
+        mine.subscribe(heard.release)
+        theirs.ensure_session("theirs")
+        for name in ("a", "b", "c"):
+            theirs.derive_slot("theirs", name, "default", theirs.slot("theirs", "default").config, 0)
+        theirs.update_meta("k", lambda old: "v")
+        theirs.derive_slot("mine", "side", "default", mine.slot("mine", "default").config, 0)
+        assert heard.acquire(timeout=5)  # notifications come in commit order: the others first
+        assert [p.split(" ", 3)[3] for p in payloads] == ['["mine"]']
+
+
+def test_a_write_to_another_session_leaves_a_kernels_cache_alone(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes record the sessions they changed: a kernel reads again only what another kernel
+    changed (one round trip when it changed nothing this kernel holds), and everything when a
+    write could not say which sessions it changed."""
+    from slotmagic.store.postgres import _Connection
+
+    with open_store(postgres_url) as mine, open_store(postgres_url) as theirs:
+        assert isinstance(mine, PostgresStore)
+        mine.ensure_session("mine")
+        mine.derive_slot("mine", "side", "default", mine.slot("mine", "default").config, 0)
+        assert [s.id for s in mine.slots("mine")] == ["default", "side"]
+        statements: list[str] = []
+        real = _Connection.execute
+
+        def counted(self: Any, sql: str, parameters: Any = (), /) -> Any:
+            if self is mine._held:
+                statements.append(sql)
+            return real(self, sql, parameters)
+
+        monkeypatch.setattr(_Connection, "execute", counted)
+        theirs.ensure_session("theirs")
+        theirs.derive_slot("theirs", "b", "default", theirs.slot("theirs", "default").config, 0)
+        theirs.update_meta("k", lambda old: "v")
+        assert [s.id for s in mine.slots("mine")] == ["default", "side"]
+        assert len(statements) == 1  # the counter, and the sessions changed since: none of mine
+
+        statements.clear()
+        theirs.derive_slot("mine", "new", "default", theirs.slot("mine", "default").config, 0)
+        assert [s.id for s in mine.slots("mine")] == ["default", "new", "side"]
+        assert len(statements) > 1  # its slots read again
+
+        mine.slots("theirs")
+        statements.clear()
+        theirs.record_cell("theirs", "cell-1", CellRecord("%slot list", "reads"))  # names no session
+        mine.slots("mine")
+        mine.slots("theirs")
+        assert sum("FROM slots WHERE session_id" in sql for sql in statements) == 2  # everything read again

@@ -43,7 +43,7 @@ import psycopg
 from ..core.messages import Message
 from ..errors import StoreError
 from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line
-from .postgres_schema import CELL_ID_SQL, CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
+from .postgres_schema import CELL_ID_SQL, CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE, session_channel
 from .rows import Connection, RowStore
 from .urls import parse_postgres_url
 
@@ -52,6 +52,7 @@ logger = logging.getLogger("slotmagic")
 __all__ = ["PostgresStore"]
 
 _ESCAPE = "\ue000"  # marks text stored as a JSON string (it held a NUL)
+_NEVER = 2**62  # a change counter no store reaches: "no version known yet"
 
 
 class PostgresStore(RowStore):
@@ -208,13 +209,13 @@ class PostgresStore(RowStore):
             db = self._connection()
             try:
                 try:
-                    version = db.execute("SELECT version FROM changes").fetchone()[0]
+                    version, unscoped, sessions = self._changes(db)
                 except StoreError:
                     if not db.broken:
                         raise
                     db = self._connection()  # lost while idle (a server restart): once more, on a new one
-                    version = db.execute("SELECT version FROM changes").fetchone()[0]
-                self._sync(version)
+                    version, unscoped, sessions = self._changes(db)
+                self._sync(version, unscoped, sessions)
                 yield db
             except StoreError:
                 if db.broken or self._held is not db:
@@ -224,13 +225,58 @@ class PostgresStore(RowStore):
                     self._retell_at = time.monotonic() + 1.0
                 raise
 
-    def _sync(self, version: int) -> None:
-        if version == self._version:
+    def _changes(self, db: _Connection) -> tuple[int, int, list[str]]:
+        """The change counter, the last write whose sessions are not known, and the sessions
+        written since the version this store knows: one round trip."""
+        known = _NEVER if self._version is None else self._version
+        found = db.execute(
+            "SELECT version, unscoped, ARRAY(SELECT id FROM sessions WHERE changed > ?) FROM changes", (known,)
+        ).fetchone()
+        return int(found[0]), int(found[1]), list(found[2])
+
+    def _sync(self, version: int, unscoped: int, sessions: list[str]) -> None:
+        known = self._version
+        if version == known:
             return
-        first = self._version is None
         self._version = version
-        if not first:
+        if known is not None:
+            self._others_changed(known, unscoped, sessions)
+
+    def _others_changed(self, known: int, unscoped: int, sessions: list[str]) -> None:
+        """Other connections wrote since version ``known``: what they changed is read again.
+        Writes record the sessions they changed (``sessions.changed``), so only those are
+        forgotten; a write that could not say (``changes.unscoped``) makes everything read
+        again. Writes that changed no session (token counts, calibration) cost nothing."""
+        if unscoped > known:
             self._others_wrote()
+            return
+        if not sessions:
+            return
+        self._generation += 1
+        self._others_seen += 1
+        mine: set[int] = set()
+        for session_id in sessions:
+            rows = self._sessions.pop(session_id, None)
+            if rows is not None:
+                mine.update(rows.rows)
+        others: set[int] = set()
+        for rows in self._sessions.values():
+            others.update(rows.rows)
+        # A segment whose session is not known now may be one of those: read again too.
+        keys = [key for key in self._segments if key in mine or key not in others]
+        for key in keys:
+            segment = self._segments[key]
+            segment.marks = segment.compactions = segment.context = None
+            self._created.pop(key, None)
+        if keys:
+            alive = dict(
+                self._db.execute(
+                    f"SELECT id, created_at FROM slots WHERE id IN ({','.join('?' * len(keys))})", keys
+                ).fetchall()
+            )
+            for key in keys:
+                if alive.get(key) != self._segments[key].created_at:
+                    del self._segments[key]
 
     @contextmanager
     def _transaction(self) -> Iterator[_Connection]:
@@ -243,18 +289,18 @@ class PostgresStore(RowStore):
             self._touched, self._quiet = set(), False
             try:
                 try:
-                    version, xid = self._begin(db)
+                    version, xid, unscoped, sessions = self._begin(db)
                 except StoreError:
                     if not db.broken:
                         raise
                     db = self._connection()  # lost while idle: nothing was sent yet, so once more
-                    version, xid = self._begin(db)
-                if self._version is not None and version != self._version + 1:
-                    self._others_wrote()
+                    version, xid, unscoped, sessions = self._begin(db)
+                known = self._version
                 self._version = version
+                if known is not None and version != known + 1:
+                    self._others_changed(known, unscoped, sessions)
                 yield db
-                db.execute("SELECT pg_notify(?, ?)", (CHANNEL, self._payload(version)))  # delivered on COMMIT
-                self._commit(db, xid)
+                self._commit(db, xid, version)
             except BaseException:
                 if not db.broken:
                     with suppress(Exception):
@@ -265,6 +311,22 @@ class PostgresStore(RowStore):
             finally:
                 self._in_transaction = False
                 self._touched = None
+
+    def _channels_of(self, sessions: list[str]) -> list[str]:
+        """The channels a write to ``sessions`` is told on besides ``CHANNEL`` (which kernels
+        following no one session listen to): each session's own, so that a kernel is woken
+        only by writes to the session it follows; none known, the channel every follower
+        also listens to."""
+        if not sessions or len(sessions) > 20:
+            return [session_channel(self.schema, None)]
+        return [session_channel(self.schema, session) for session in sessions]
+
+    def channels(self) -> set[str]:
+        """The channels this store's listener listens to (``follow`` chooses)."""
+        following = self.following
+        if following is None:
+            return {CHANNEL}
+        return {session_channel(self.schema, following), session_channel(self.schema, None)}
 
     def _payload(self, version: int) -> str:
         """``schema token version sessions``: the sessions the write changed (JSON), ``"-"`` for
@@ -279,30 +341,47 @@ class PostgresStore(RowStore):
             sessions = "*"
         return f"{self.schema} {self._token} {version} {sessions}"
 
-    def _begin(self, db: _Connection) -> tuple[int, int]:
-        """Open a write transaction; the change counter's new value and the transaction's id.
-        The row lock on the counter makes writers take turns: what others committed before it
-        is what this transaction builds on. BEGIN and the lock go to the server in one round
-        trip; the NOTIFY goes just before COMMIT, when the sessions the write changed are
-        known (``_payload``)."""
+    def _begin(self, db: _Connection) -> tuple[int, int, int, list[str]]:
+        """Open a write transaction: the change counter's new value, the transaction's id,
+        and what others wrote since the version this store knows (see ``_changes``). The row
+        lock on the counter makes writers take turns: what others committed before it is what
+        this transaction builds on (the sessions are read by a statement of their own, whose
+        snapshot is taken after the lock). All in one round trip."""
+        known = _NEVER if self._version is None else int(self._version)
         with db.errors():
-            # Two statements in one simple query: one round trip (a pipeline lost with its
+            # Three statements in one simple query: one round trip (a pipeline lost with its
             # connection logs a warning into the notebook as well as raising).
             counter = db.conn.execute(
-                "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current()"
+                "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current(), unscoped;"
+                f" SELECT ARRAY(SELECT id FROM sessions WHERE changed > {known})"
             )
             counter.nextset()
-            version, xid = counter.fetchone()  # type: ignore[misc]
-        return int(version), int(xid)
+            version, xid, unscoped = counter.fetchone()  # type: ignore[misc]
+            counter.nextset()
+            sessions = counter.fetchone()[0]  # type: ignore[index]
+        return int(version), int(xid), int(unscoped), list(sessions)
 
-    def _commit(self, db: _Connection, xid: int) -> None:
-        """COMMIT. When the connection is lost with it, whether the server committed is asked
-        on a new connection: a turn whose COMMIT went through, its answer lost with the
-        connection, was reported failed although it was stored. A server that cannot be
+    def _commit(self, db: _Connection, xid: int, version: int) -> None:
+        """Record which sessions the write changed, NOTIFY (delivered on commit) and COMMIT,
+        in one round trip. When the connection is lost with it, whether the server committed
+        is asked on a new connection: a turn whose COMMIT went through, its answer lost with
+        the connection, was reported failed although it was stored. A server that cannot be
         asked (restarting) is asked again until ``timeout``; if it still cannot, the error
         says the write may be stored, never that it is not."""
+        touched = sorted(self._touched or ())
+        sql, values = "COMMIT", list[Any]()
+        if touched or not self._quiet:  # (token counts, calibration: nothing a kernel keeps or shows)
+            channels = [CHANNEL, *self._channels_of(touched)]
+            sql, values = (
+                "SELECT pg_notify(c, %s) FROM unnest(%s::text[]) c; " + sql,
+                [self._payload(version), channels],
+            )
+        if touched:
+            sql, values = "UPDATE sessions SET changed = %s WHERE id = ANY(%s); " + sql, [version, touched, *values]
+        elif not self._quiet:
+            sql, values = "UPDATE changes SET unscoped = %s; " + sql, [version, *values]
         try:
-            db.execute("COMMIT")
+            db.script(sql, values)
         except StoreError as exc:
             if not db.broken:
                 raise

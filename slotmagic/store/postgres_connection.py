@@ -15,7 +15,6 @@ from psycopg import pq
 
 from ..core.secrets import redact
 from ..errors import StoreError
-from .postgres_schema import CHANNEL
 from .rows import Cursor
 from .urls import PostgresTarget
 
@@ -51,6 +50,11 @@ class _Connection:
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         with self.errors():
             return self.conn.execute(self._translate(sql), parameters)
+
+    def script(self, sql: str, parameters: Sequence[Any] = (), /) -> None:
+        """Several statements (psycopg's ``%s`` placeholders, bound here) in one round trip."""
+        with self.errors():
+            psycopg.ClientCursor(self.conn).execute(sql, parameters)
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
         with self.errors():
@@ -108,24 +112,38 @@ class _Listener(threading.Thread):
         if self is not threading.current_thread():
             self.join(2)
 
+    def _listen(self, conn: psycopg.Connection[Any], listening: set[str]) -> None:
+        """LISTEN on the channels the store wants (only its session's, when it follows one),
+        then catch up by version: LISTEN first, then the counter, so every write is either
+        counted here or notified after; a first connection learns the counter too."""
+        wanted = self._store.channels()
+        for channel in sorted(listening - wanted):
+            conn.execute(f"UNLISTEN {channel}")
+        for channel in sorted(wanted - listening):
+            conn.execute(f"LISTEN {channel}")
+        listening.clear()
+        listening.update(wanted)
+        found = conn.execute("SELECT version FROM changes").fetchone()
+        self._store._caught_up(int(found[0]) if found else 0)
+
     def run(self) -> None:
         while not self._halt.is_set():
             try:
                 with psycopg.connect(self._store.target.conninfo, **self._store._kwargs) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
-                    # Version-aware catch-up: LISTEN first, then the counter, so every write is
-                    # either counted here or notified after; a first connection learns it too.
-                    found = conn.execute("SELECT version FROM changes").fetchone()
-                    self._store._caught_up(int(found[0]) if found else 0)
+                    listening: set[str] = set()
+                    self._listen(conn, listening)
                     self.pid = conn.info.backend_pid
                     self.connected.set()
                     self.ready.set()
                     while not self._halt.is_set():
                         # Each as it comes (a batch collected until the timeout would add up to
-                        # its 0.2 s to every notification's lag); the timeout only checks _halt.
+                        # its 0.2 s to every notification's lag); the timeout only checks _halt
+                        # and whether the store follows another session now.
                         for notification in conn.notifies(timeout=0.2):
                             self._store._notified([notification.payload])
                         self._store._retell_if_due()
+                        if self._store.channels() != listening:
+                            self._listen(conn, listening)
             except psycopg.Error as exc:
                 self.connected.clear()
                 logger.debug("%s", error_line(self._store.target, exc))
