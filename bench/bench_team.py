@@ -79,6 +79,7 @@ class Config:
     idle_timeout: float = 10.0  # the URL's idle_timeout= for the run (the default is 60)
     grace: float = 3.0  # after the run: notifications still in flight may land
     idle_phase: float = 0.0  # then the workers idle this long, still following: connections are counted
+    profile: str = ""  # a file: the first worker's turns are profiled (cProfile, CPU time) into it
 
 
 # -- a server of the bench's own (it may restart it) -------------------------------------------
@@ -406,6 +407,11 @@ def run_worker(spec: dict[str, Any]) -> None:
     start = float(sys.stdin.readline())
     report.notifications = 0
     cpu_before = thread_cpu()
+    profiler = None
+    if spec.get("profile") and index == 0:  # the first worker's turns, in cProfile (``--profile``)
+        import cProfile
+
+        profiler = cProfile.Profile(time.thread_time)  # CPU time: waiting for the server or the model is not counted
     interval = cfg.workers / cfg.rate
     due = start + random.uniform(0, interval)
     end = start + cfg.seconds
@@ -431,7 +437,10 @@ def run_worker(spec: dict[str, Any]) -> None:
         _MODEL_TIME.seconds = 0.0
         began, t0, cpu0 = time.time(), time.perf_counter(), time.thread_time()
         try:
-            reply = session.submit_turn(text, slot=current)
+            if profiler is not None:
+                reply = profiler.runcall(session.submit_turn, text, slot=current)
+            else:
+                reply = session.submit_turn(text, slot=current)
         except SlotMagicError as exc:
             message = str(exc)
             report.multiline_errors += "\n" in message
@@ -463,6 +472,8 @@ def run_worker(spec: dict[str, Any]) -> None:
 
     time.sleep(max(0.0, end - time.time()))
     cpu_after = thread_cpu()
+    if profiler is not None:
+        profiler.dump_stats(spec["profile"])
     report.cpu = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
     time.sleep(max(0.0, end + cfg.grace + cfg.idle_phase - time.time()))  # all stop following together
     stop.set()
@@ -640,6 +651,7 @@ def run_team(cfg: Config, log: Any = print) -> dict[str, Any]:
                         "db": db,
                         "model_url": model.url,
                         "out": str(Path(folder) / f"w{index}.json"),
+                        "profile": cfg.profile,
                     }
                 )
             log(f"starting {cfg.workers} workers ({shared} sharing {groups} sessions) ...")
@@ -881,6 +893,7 @@ def main() -> None:
     parser.add_argument("--idle-timeout", type=float, default=10.0, help="the URL's idle_timeout= (s)")
     parser.add_argument("--idle-phase", type=float, default=0.0, metavar="S", help="idle S s after, then count")
     parser.add_argument("--json", type=Path, help="write the report here too")
+    parser.add_argument("--profile", default="", help="profile the first worker's turns (CPU time) into this file")
     args = parser.parse_args()
     cfg = Config(
         url=args.url,
@@ -893,6 +906,7 @@ def main() -> None:
         own_server=args.own_server,
         idle_timeout=args.idle_timeout,
         idle_phase=args.idle_phase,
+        profile=str(Path(args.profile).resolve()) if args.profile else "",
     )
     report = run_team(cfg)
     print(show(report))

@@ -223,6 +223,7 @@ class PostgresStore(RowStore):
                     # would show stale data until the next one, so it is told again (see
                     # _Listener.run) once the server may be back.
                     self._retell_at = time.monotonic() + 1.0
+                    self._wake_listener()
                 raise
 
     def _changes(self, db: _Connection) -> tuple[int, int, list[str]]:
@@ -521,6 +522,21 @@ class PostgresStore(RowStore):
             return following in json.loads(sessions)
         except ValueError:
             return True
+
+    def follow(self, session_id: str | None) -> None:
+        super().follow(session_id)
+        self._wake_listener()  # to listen to that session's channel
+
+    def _wake_listener(self) -> None:
+        listener = self._listener
+        if listener is not None:
+            listener.wake()
+
+    def _retell_in(self) -> float:
+        """How long the listener may sleep: until subscribers are to be told again, if they
+        are; otherwise until it is woken (the timeout is a safeguard only)."""
+        at = self._retell_at
+        return 60.0 if at is None else max(0.0, at - time.monotonic())
 
     def _retell_if_due(self) -> None:
         at = self._retell_at
