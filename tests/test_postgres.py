@@ -580,3 +580,34 @@ def test_a_write_to_another_session_leaves_a_kernels_cache_alone(
         mine.slots("mine")
         mine.slots("theirs")
         assert sum("FROM slots WHERE session_id" in sql for sql in statements) == 2  # everything read again
+
+
+def test_kernels_updating_one_value_at_once_each_see_the_others_update(postgres_url: str) -> None:
+    """A ``meta`` value (the token estimate's calibration) is updated under a lock on its key,
+    not the writers' turn: updates from several kernels at once are never lost, and a kernel
+    holding a turn's write open does not hold them up."""
+    import threading
+
+    stores = [open_store(postgres_url) for _ in range(3)]
+    try:
+
+        def add(store: Any) -> None:
+            for _ in range(20):
+                store.update_meta("counted", lambda old: str(int(old or "0") + 1))
+
+        threads = [threading.Thread(target=add, args=(store,)) for store in stores]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert stores[0].meta("counted") == "60"
+        with stores[1].atomic():  # a write transaction held open: the writers' turn is taken
+            stores[1].ensure_session("held")
+            meanwhile = threading.Thread(target=stores[2].update_meta, args=("counted", lambda old: "61"))
+            meanwhile.start()
+            meanwhile.join(10)
+            assert not meanwhile.is_alive(), "an update of a value waited for the writers' turn"
+        assert stores[0].meta("counted") == "61"
+    finally:
+        for store in stores:
+            store.close()

@@ -43,7 +43,15 @@ import psycopg
 from ..core.messages import Message
 from ..errors import StoreError
 from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line
-from .postgres_schema import CELL_ID_SQL, CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE, session_channel
+from .postgres_schema import (
+    CELL_ID_SQL,
+    CHANNEL,
+    META_LOCK,
+    MIGRATION_LOCK,
+    MIGRATIONS,
+    SCHEMA_TABLE,
+    session_channel,
+)
 from .rows import Connection, RowStore
 from .urls import parse_postgres_url
 
@@ -384,18 +392,77 @@ class PostgresStore(RowStore):
         try:
             db.script(sql, values)
         except StoreError as exc:
-            if not db.broken:
+            self._settle(db, xid, exc)
+
+    def _settle(self, db: _Connection, xid: int, exc: StoreError) -> None:
+        """A COMMIT failed: raise unless the connection was lost with it and the server says the
+        transaction committed after all."""
+        if not db.broken:
+            raise exc
+        committed = self._committed(xid)
+        if committed is None:
+            raise StoreError(
+                f"PostgreSQL store {self.path}: the connection was lost as this write committed and the "
+                f"server could not be asked within {self.timeout:g} s whether it did; it may be stored: "
+                "look (%slot list) before running it again"
+            ) from None
+        if not committed:
+            raise exc from None
+        logger.info("PostgreSQL store %s: the connection was lost as a write committed; it did", self.path)
+
+    def update_meta(self, key: str, update: Callable[[str | None], str]) -> str:
+        """A small value kept across sessions (the token estimate's calibration, after each
+        turn), replaced by ``update(old value)`` under a lock on its key alone: not the
+        writers' turn, so no other kernel's write waits for it, nothing a kernel keeps in
+        memory changes, and nobody is woken. Two round trips; two kernels updating it at once
+        still each see the other's update."""
+        with self._lock:
+            if self.refusal is not None or self._in_transaction:
+                return super().update_meta(key, update)
+            db = self._connection()
+            self._in_transaction = True  # (the idle reaper keeps away)
+            try:
+                try:
+                    found = self._lock_meta(db, key)
+                except StoreError:
+                    if not db.broken:
+                        raise
+                    db = self._connection()  # lost while idle: nothing was sent yet, so once more
+                    found = self._lock_meta(db, key)
+                xid, old = found
+                value = update(old)
+                try:
+                    db.script(
+                        "INSERT INTO meta (key, value) VALUES (%s, %s)"
+                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value; COMMIT",
+                        (key, value),
+                    )
+                except StoreError as exc:
+                    self._settle(db, xid, exc)
+                return value
+            except BaseException:
+                if not db.broken:
+                    with suppress(Exception):
+                        db.conn.execute("ROLLBACK")
                 raise
-            committed = self._committed(xid)
-            if committed is None:
-                raise StoreError(
-                    f"PostgreSQL store {self.path}: the connection was lost as this write committed and the "
-                    f"server could not be asked within {self.timeout:g} s whether it did; it may be stored: "
-                    "look (%slot list) before running it again"
-                ) from None
-            if not committed:
-                raise exc from None
-            logger.info("PostgreSQL store %s: the connection was lost as a write committed; it did", self.path)
+            finally:
+                self._in_transaction = False
+
+    def _lock_meta(self, db: _Connection, key: str) -> tuple[int, str | None]:
+        """BEGIN, lock ``key`` (an advisory lock for the transaction) and read its value."""
+        cursor = db.script(
+            "BEGIN; SELECT txid_current(), pg_advisory_xact_lock(%s, hashtext(%s));"
+            " SELECT value FROM meta WHERE key = %s",
+            (META_LOCK, f"{self.schema}.{key}", key),
+        )
+        with db.errors():
+            cursor.nextset()
+            locked = cursor.fetchone()
+            assert locked is not None
+            xid = int(locked[0])
+            cursor.nextset()
+            row = cursor.fetchone()
+        return xid, None if row is None else str(row[0])
 
     def _committed(self, xid: int) -> bool | None:
         """Whether transaction ``xid`` committed; None when the server could not be asked."""

@@ -53,10 +53,11 @@ class _Connection:
         with self.errors():
             return self.conn.execute(self._translate(sql), parameters)
 
-    def script(self, sql: str, parameters: Sequence[Any] = (), /) -> None:
-        """Several statements (psycopg's ``%s`` placeholders, bound here) in one round trip."""
+    def script(self, sql: str, parameters: Sequence[Any] = (), /) -> psycopg.ClientCursor[Any]:
+        """Several statements (psycopg's ``%s`` placeholders, bound here) in one round trip; the
+        cursor is at the first statement's result (``nextset()`` moves on)."""
         with self.errors():
-            psycopg.ClientCursor(self.conn).execute(sql, parameters)
+            return psycopg.ClientCursor(self.conn).execute(sql, parameters)
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
         with self.errors():
