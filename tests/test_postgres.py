@@ -611,3 +611,25 @@ def test_kernels_updating_one_value_at_once_each_see_the_others_update(postgres_
     finally:
         for store in stores:
             store.close()
+
+
+def test_a_write_lost_in_the_middle_of_its_rows_is_reported_in_one_line(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A turn's rows go to the server in one pipeline (``executemany``); psycopg warned, over
+    several lines, that it could not end one whose connection was lost, besides the store's
+    own one-line error."""
+    with open_store(postgres_url) as store:
+        assert isinstance(store, PostgresStore)
+        store.ensure_session("s")
+        with caplog.at_level(logging.WARNING), pytest.raises(StoreError) as lost, store._write() as db:
+
+            def rows() -> Any:  # the connection is lost once the pipeline has begun
+                yield ("a", "1")
+                terminate(db.conn.info.backend_pid)
+                yield ("b", "2")
+
+            db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", rows())
+        assert "\n" not in str(lost.value)
+        assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
+        assert store.meta("a") is None  # nothing half-stored, and the store goes on

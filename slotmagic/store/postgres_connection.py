@@ -25,6 +25,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("slotmagic")
 
+
+def _not_a_second_report(record: logging.LogRecord) -> bool:
+    """psycopg warns, lines long, when a pipeline (``executemany``) cannot be ended because its
+    connection was lost; the store raises its own one-line error for that very loss, so the
+    warning would only print the failure twice (into the notebook: no handler is set there)."""
+    return not str(record.msg).startswith("error ignored terminating")
+
+
+logging.getLogger("psycopg").addFilter(_not_a_second_report)
+
 __all__ = ["error_line"]
 
 
