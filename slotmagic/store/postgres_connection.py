@@ -4,7 +4,7 @@ one-line errors, and the listener thread that ``LISTEN``s for other kernels' wri
 from __future__ import annotations
 
 import logging
-import select
+import selectors
 import socket
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -119,7 +119,7 @@ class _Listener(threading.Thread):
         super().__init__(name="slotmagic-listen", daemon=True)
         self._store = store
         self._halt = threading.Event()
-        self._bell, self._woken = socket.socketpair()  # a socket, so select takes it on Windows too
+        self._bell, self._woken = socket.socketpair()  # sockets, which select takes on Windows too
         self._woken.setblocking(False)
         self.ready = threading.Event()
         self.connected = threading.Event()  # listening now
@@ -152,7 +152,12 @@ class _Listener(threading.Thread):
     def run(self) -> None:
         while not self._halt.is_set():
             try:
-                with psycopg.connect(self._store.target.conninfo, **self._store._kwargs) as conn:
+                with (
+                    psycopg.connect(self._store.target.conninfo, **self._store._kwargs) as conn,
+                    selectors.DefaultSelector() as waiting,  # (epoll where there is one: any fd number)
+                ):
+                    waiting.register(conn.pgconn.socket, selectors.EVENT_READ)
+                    waiting.register(self._woken, selectors.EVENT_READ)
                     listening: set[str] = set()
                     self._listen(conn, listening)
                     self.pid = conn.info.backend_pid
@@ -166,9 +171,7 @@ class _Listener(threading.Thread):
                         if self._store.channels() != listening:
                             self._listen(conn, listening)
                             continue
-                        woken = self._woken.fileno()
-                        ready, _, _ = select.select([conn.pgconn.socket, woken], [], [], self._store._retell_in())
-                        if woken in ready:
+                        if any(key.fileobj is self._woken for key, _ in waiting.select(self._store._retell_in())):
                             with suppress(OSError):
                                 self._woken.recv(64)
             except (psycopg.Error, OSError) as exc:
