@@ -79,6 +79,7 @@ class Config:
     idle_timeout: float = 10.0  # the URL's idle_timeout= for the run (the default is 60)
     grace: float = 3.0  # after the run: notifications still in flight may land
     idle_phase: float = 0.0  # then the workers idle this long, still following: connections are counted
+    profile: str = ""  # a file: the first worker's turns are profiled (cProfile, CPU time) into it
 
 
 # -- a server of the bench's own (it may restart it) -------------------------------------------
@@ -106,6 +107,8 @@ class OwnServer:
             f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c max_connections={max_connections} "
             "-c shared_buffers=128MB -c fsync=off"
         )
+        if (self.bin.parent / "lib" / "pg_stat_statements.so").exists():  # statements counted (see ServerStatements)
+            self._options += " -c shared_preload_libraries=pg_stat_statements"
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "log"), "-o", self._options, "-w", "start")
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
@@ -149,6 +152,125 @@ def team_database(url: str) -> Iterator[tuple[str, str]]:
             admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 
+# -- where the CPU goes (Linux /proc; zeros elsewhere) --------------------------------------------
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(stat: str, *, children: bool = False) -> float:
+    """User plus system CPU seconds from a /proc/.../stat file (0.0 when it cannot be read);
+    with ``children``, also those of the children it waited for (a postmaster's backends that
+    have exited)."""
+    try:
+        fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
+    return ticks / _TICK
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of each of this process's threads, by thread name."""
+    found: dict[str, float] = {}
+    for thread in threading.enumerate():
+        if thread.native_id is not None:
+            seconds = cpu_seconds(f"/proc/self/task/{thread.native_id}/stat")
+            found[thread.name] = found.get(thread.name, 0.0) + seconds
+    found["process"] = time.process_time()
+    return found
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine spent busy (all cores) since boot."""
+    try:
+        values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0.0
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    return (sum(values[:8]) - idle) / _TICK
+
+
+def server_pids(data: Path | None) -> list[int]:
+    """The processes of the bench's own server: its postmaster and the postmaster's children."""
+    if data is None:
+        return []
+    try:
+        postmaster = int((data / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return []
+    pids = [postmaster]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                    pids.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return pids
+
+
+class CpuAccount:
+    """CPU seconds spent during the run by the workers, the server (a server of the bench's
+    own only), the harness (this process: the model server, the sampler, the faults) and
+    everything else on the machine (other users of it): taken at the run's start and end."""
+
+    def __init__(self, workers: list[int], data: Path | None) -> None:
+        self.workers, self.data = workers, data
+        self.start = self._take()
+
+    def _take(self) -> dict[str, float]:
+        server = server_pids(self.data)  # backends come and go: summed over those alive now
+        return {
+            "wall": time.monotonic(),
+            "workers": sum(cpu_seconds(f"/proc/{pid}/stat") for pid in self.workers),
+            "server": sum(cpu_seconds(f"/proc/{pid}/stat", children=i == 0) for i, pid in enumerate(server)),
+            "harness": cpu_seconds("/proc/self/stat"),
+            "machine": machine_busy(),
+        }
+
+    def cores(self) -> dict[str, float]:
+        """Each part's CPU in cores (CPU seconds per second of the run)."""
+        end = self._take()
+        wall = max(1e-9, end["wall"] - self.start["wall"])
+        used = {key: max(0.0, end[key] - self.start[key]) / wall for key in ("workers", "server", "harness", "machine")}
+        used["others"] = max(0.0, used["machine"] - used["workers"] - used["server"] - used["harness"])
+        return used
+
+
+class ServerStatements:
+    """The statements the team ran on a server of the bench's own (pg_stat_statements)."""
+
+    def __init__(self, url: str, database: str) -> None:
+        import psycopg
+
+        self.url, self.database = url, database
+        self.error = ""
+        try:
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                admin.execute("SELECT pg_stat_statements_reset()")
+        except psycopg.Error as exc:
+            self.error = " ".join(str(exc).split())[:200]
+
+    def read(self) -> dict[str, Any]:
+        import psycopg
+
+        if self.error:
+            return {"error": self.error}
+        with psycopg.connect(self.url, autocommit=True) as admin:
+            rows = admin.execute(
+                "SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 90)"
+                " FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = %s"
+                " ORDER BY calls DESC",
+                (self.database,),
+            ).fetchall()
+        return {
+            "calls": sum(int(r[0]) for r in rows),
+            "exec_ms": sum(float(r[1]) for r in rows),
+            "top": [(int(calls), round(float(ms), 1), query) for calls, ms, query in rows[:14]],
+        }
+
+
 # -- a worker: one kernel-like process -----------------------------------------------------------
 
 
@@ -183,6 +305,11 @@ class WorkerReport:
     misstored: list[str] = field(default_factory=list)
     misreported: list[str] = field(default_factory=list)  # said not stored, yet stored
     multiline_errors: int = 0
+    warmup: float = (
+        0.0  # seconds of the kernel's first turn (the provider, HTTP client, tokenizer loaded), before the run
+    )
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds of each thread during the run
+    notifications: int = 0  # NOTIFY payloads the listener received during the run
 
 
 _MODEL_TIME = threading.local()
@@ -226,6 +353,13 @@ def run_worker(spec: dict[str, Any]) -> None:
     report = WorkerReport(index, session_id)
     current = f"w{index}-b0"
     session.create_slot(current)
+    # A kernel's first turn loads the provider, its HTTP client and the tokenizer (seconds, once):
+    # made before the run, on a slot of its own, so that 50 kernels starting together do not
+    # measure each other's start; its time is reported apart.
+    warm = time.perf_counter()
+    session.create_slot(f"warm{index}")
+    session.submit_turn("warm up", slot=f"warm{index}")
+    report.warmup = time.perf_counter() - warm
 
     # The tree's data, kept live: a subscriber re-reads the session's slots on each notification
     # (on a thread of its own, as a kernel's event loop does between cells) and notes when each
@@ -256,13 +390,28 @@ def run_worker(spec: dict[str, Any]) -> None:
                 except SlotMagicError as exc:  # the server away: the next notification retries
                     report.other_errors.append(f"refresh: {exc}")
 
-    session.store.follow(session_id)  # as a kernel does: other sessions' writes do not wake it
-    unsubscribe = session.store.subscribe(changed.set)  # type: ignore[attr-defined]
-    follower = threading.Thread(target=follow, daemon=True)
+    store: Any = session.store
+    heard = store._notified
+
+    def notified(payloads: Any) -> None:  # counted: every write to the schema reaches every listener
+        report.notifications += len(payloads)
+        heard(payloads)
+
+    store._notified = notified
+    store.follow(session_id)  # as a kernel does: other sessions' writes do not wake it
+    unsubscribe = store.subscribe(changed.set)
+    follower = threading.Thread(target=follow, name="tree", daemon=True)
     follower.start()
 
     print("ready", flush=True)
     start = float(sys.stdin.readline())
+    report.notifications = 0
+    cpu_before = thread_cpu()
+    profiler = None
+    if spec.get("profile") and index == 0:  # the first worker's turns, in cProfile (``--profile``)
+        import cProfile
+
+        profiler = cProfile.Profile(time.thread_time)  # CPU time: waiting for the server or the model is not counted
     interval = cfg.workers / cfg.rate
     due = start + random.uniform(0, interval)
     end = start + cfg.seconds
@@ -288,7 +437,10 @@ def run_worker(spec: dict[str, Any]) -> None:
         _MODEL_TIME.seconds = 0.0
         began, t0, cpu0 = time.time(), time.perf_counter(), time.thread_time()
         try:
-            reply = session.submit_turn(text, slot=current)
+            if profiler is not None:
+                reply = profiler.runcall(session.submit_turn, text, slot=current)
+            else:
+                reply = session.submit_turn(text, slot=current)
         except SlotMagicError as exc:
             message = str(exc)
             report.multiline_errors += "\n" in message
@@ -318,6 +470,11 @@ def run_worker(spec: dict[str, Any]) -> None:
         if reply.slot != current:  # a fork: another writer moved the slot on (never expected here)
             current = reply.slot
 
+    time.sleep(max(0.0, end - time.time()))
+    cpu_after = thread_cpu()
+    if profiler is not None:
+        profiler.dump_stats(spec["profile"])
+    report.cpu = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
     time.sleep(max(0.0, end + cfg.grace + cfg.idle_phase - time.time()))  # all stop following together
     stop.set()
     follower.join(5)
@@ -494,6 +651,7 @@ def run_team(cfg: Config, log: Any = print) -> dict[str, Any]:
                         "db": db,
                         "model_url": model.url,
                         "out": str(Path(folder) / f"w{index}.json"),
+                        "profile": cfg.profile,
                     }
                 )
             log(f"starting {cfg.workers} workers ({shared} sharing {groups} sessions) ...")
@@ -518,12 +676,17 @@ def run_team(cfg: Config, log: Any = print) -> dict[str, Any]:
                 proc.stdin.flush()
             sampler = Sampler(with_database(url, urlsplit(url).path.strip("/") or "postgres", ""), application)
             faults = Faults(cfg, sampler.url, application, start, restart)
+            statements = ServerStatements(sampler.url, urlsplit(db).path.strip("/")) if own is not None else None
+            time.sleep(max(0.0, start - time.time()))
+            account = CpuAccount([proc.pid for proc in procs], own.data if own is not None else None)
             sampler.start()
             faults.start()
             log(f"running for {cfg.seconds:g} s at {cfg.rate:g} turns/s ...")
             while time.time() < start + cfg.seconds:
                 time.sleep(min(10.0, max(0.1, start + cfg.seconds - time.time())))
                 loads.append(os.getloadavg()[0])
+            cores = account.cores()
+            server_statements = statements.read() if statements is not None else None
             faults.stop.set()
             sampler.stop.set()
             idle: int | None = None
@@ -534,7 +697,8 @@ def run_team(cfg: Config, log: Any = print) -> dict[str, Any]:
                 proc.wait(timeout=cfg.grace + cfg.idle_phase + 300)
             reports = [json.loads(Path(spec["out"]).read_text()) for spec in specs if Path(spec["out"]).exists()]
             failed_workers = sum(1 for proc in procs if proc.returncode != 0)
-            return summarise(cfg, reports, specs, sampler, faults, start, loads, failed_workers, idle)
+            report = summarise(cfg, reports, specs, sampler, faults, start, loads, failed_workers, idle)
+            return report | {"cpu_cores": cores, "server_statements": server_statements}
     finally:
         if own is not None:
             own.close()
@@ -591,6 +755,10 @@ def summarise(
                     missed.append(f"w{r['worker']} never had {s['id']}")
                 else:
                     lags.append(max(0.0, seen - committed[s["id"]]) * 1000)
+    threads: dict[str, float] = {}
+    for r in reports:
+        for name, seconds in r["cpu"].items():
+            threads[name] = threads.get(name, 0.0) + seconds
     recovery: list[float] = []
     if faults.restarted is not None:
         back = faults.restarted[1]
@@ -639,6 +807,15 @@ def summarise(
         "misreported_examples": [s["error"] for r in reports for s in r["sent"] if s["id"] in set(r["misreported"])][
             :5
         ],
+        "worker_cpu_cores": {name: seconds / cfg.seconds for name, seconds in sorted(threads.items())},
+        "worker_cpu_ms_per_turn": {
+            name: 1000 * seconds / max(1, len(sent)) for name, seconds in sorted(threads.items())
+        },
+        "notifications": sum(r["notifications"] for r in reports),
+        "warmup_ms": {
+            50: percentile([r["warmup"] * 1000 for r in reports], 50),
+            "max": max((r["warmup"] * 1000 for r in reports), default=0.0),
+        },
         "load_average": {"mean": statistics.fmean(loads), "max": max(loads)},
         **problems,
     }
@@ -670,9 +847,33 @@ def show(report: dict[str, Any]) -> str:
             else f"took {report['restart_seconds']:.1f} s, every worker stored a turn again within "
             f"{report['recovery_s']['max']:.1f} s of it (median {report['recovery_s']['median']:.1f} s)"
         ),
+        f"notifications received by the listeners: {report['notifications']} "
+        f"({report['notifications'] / report['seconds']:.0f}/s); "
+        f"a kernel's warm-up turn: p50 {report['warmup_ms'][50]:.0f} ms, max {report['warmup_ms']['max']:.0f} ms",
+        "workers' CPU by thread (cores; ms per turn): "
+        + ", ".join(
+            f"{name} {cores:.2f} ({report['worker_cpu_ms_per_turn'][name]:.1f})"
+            for name, cores in report["worker_cpu_cores"].items()
+        ),
         f"also: {report['derives']} derives, {report['switches']} switches, {report['searches']} searches, "
         f"{report['refreshes']} tree refreshes, {report['other_errors']} other errors",
     ]
+    cores = report.get("cpu_cores")
+    if cores:
+        lines.append(
+            "CPU during the run (cores of 2): "
+            + ", ".join(f"{key} {cores[key]:.2f}" for key in ("workers", "server", "harness", "others", "machine"))
+        )
+    statements = report.get("server_statements")
+    if statements and "error" not in statements:
+        lines.append(
+            f"server statements: {statements['calls']} ({statements['calls'] / report['seconds']:.0f}/s, "
+            f"{statements['calls'] / max(1, report['turns_sent']):.1f} per turn), "
+            f"executing {statements['exec_ms']:.0f} ms"
+        )
+        lines += [f"  {calls:7d} {ms:9.1f} ms  {query}" for calls, ms, query in statements["top"]]
+    elif statements:
+        lines.append(f"server statements: not counted ({statements['error']})")
     return "\n".join(lines)
 
 
@@ -692,6 +893,7 @@ def main() -> None:
     parser.add_argument("--idle-timeout", type=float, default=10.0, help="the URL's idle_timeout= (s)")
     parser.add_argument("--idle-phase", type=float, default=0.0, metavar="S", help="idle S s after, then count")
     parser.add_argument("--json", type=Path, help="write the report here too")
+    parser.add_argument("--profile", default="", help="profile the first worker's turns (CPU time) into this file")
     args = parser.parse_args()
     cfg = Config(
         url=args.url,
@@ -704,6 +906,7 @@ def main() -> None:
         own_server=args.own_server,
         idle_timeout=args.idle_timeout,
         idle_phase=args.idle_phase,
+        profile=str(Path(args.profile).resolve()) if args.profile else "",
     )
     report = run_team(cfg)
     print(show(report))

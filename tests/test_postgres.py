@@ -263,18 +263,18 @@ def test_a_turn_whose_commit_went_through_is_not_reported_failed(
     one lost before its COMMIT reached the server still fails and stores nothing."""
     from slotmagic.store.postgres import _Connection
 
-    real = _Connection.execute
+    real = _Connection.script  # a write's last round trip: its NOTIFY and COMMIT
     when: list[str] = []
 
-    def lose_the_connection(self: Any, sql: str, parameters: Any = (), /) -> Any:
-        if sql != "COMMIT" or not when:
+    def lose_the_connection(self: Any, sql: str, parameters: Any = (), /) -> None:
+        if not sql.endswith("COMMIT") or not when:
             return real(self, sql, parameters)
         if when.pop() == "after":
             real(self, sql, parameters)  # the server commits
         terminate(self.conn.info.backend_pid)  # and the connection is gone
-        return real(self, "SELECT 1")  # what the client sees
+        self.execute("SELECT 1")  # what the client sees
 
-    monkeypatch.setattr(_Connection, "execute", lose_the_connection)
+    monkeypatch.setattr(_Connection, "script", lose_the_connection)
     with Session.open("s", db_path=postgres_url) as session:
         when.append("after")
         reply = session.submit_turn("stored, its answer lost")
@@ -415,6 +415,8 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
         db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN undo")
         db.execute(f"DROP TABLE {schema}.cells")
         db.execute(f"DROP INDEX {schema}.turns_cached")
+        db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN changed")
+        db.execute(f"ALTER TABLE {schema}.changes DROP COLUMN unscoped")
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 1")
     with Session.open("old", db_path=postgres_url) as s:
         kept = s.store.record_cell("old", "cell-1", CellRecord("%slot pin 0", "changes", current="default"))
@@ -441,11 +443,13 @@ def test_a_schema_of_version_3_gains_the_index_of_turns_a_prompt_cache_served(po
             s.store.append_turn("old", "default", turn, TurnInfo(model="openai:gpt-4o", usage=usage))
     with psycopg.connect(POSTGRES, autocommit=True) as db:  # back to the store before version 4
         db.execute(f"DROP INDEX {schema}.turns_cached")
+        db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN changed")  # version 5's
+        db.execute(f"ALTER TABLE {schema}.changes DROP COLUMN unscoped")
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 3")
     with Session.open("old", db_path=postgres_url) as s:
         assert s.budget().cached_tokens == 600
     with psycopg.connect(POSTGRES) as db:
-        assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)] == [(4,)]
+        assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)] == [(5,)]
         db.execute(f"SET search_path = {schema}")
         db.execute("SET enable_seqscan = off")  # a table this small is read whole otherwise
         plan = db.execute(
@@ -504,8 +508,8 @@ def test_a_read_lost_with_its_connection_tells_subscribers_again(
         store.subscribe(heard.release)
         real_sync = PostgresStore._sync
 
-        def lose_after_the_counter(self: PostgresStore, version: int) -> None:
-            real_sync(self, version)
+        def lose_after_the_counter(self: PostgresStore, *changes: Any) -> None:
+            real_sync(self, *changes)
             terminate(self._db.conn.info.backend_pid)  # between the counter and the read itself
 
         monkeypatch.setattr(PostgresStore, "_sync", lose_after_the_counter)
@@ -536,3 +540,126 @@ def test_a_kernel_following_its_session_is_not_woken_by_other_sessions(postgres_
         mine.follow(None)
         theirs.ensure_session("another")
         assert heard.acquire(timeout=5)
+
+
+def test_a_kernel_following_its_session_hears_no_other_session(postgres_url: str) -> None:
+    """Each session has a channel of its own: a kernel following one is not even sent the
+    notifications of writes to others (50 kernels on one schema are not each woken by every
+    turn), nor of writes no view shows (token counts, calibration)."""
+    import threading
+
+    heard = threading.Semaphore(0)
+    with open_store(postgres_url) as mine, open_store(postgres_url) as theirs:
+        assert isinstance(mine, PostgresStore)
+        mine.ensure_session("mine")
+        mine.follow("mine")
+        payloads: list[str] = []
+        real = mine._notified
+
+        def received(batch: Any) -> None:
+            payloads.extend(batch)
+            real(batch)
+
+        mine._notified = received  # type: ignore[method-assign]
+        mine.subscribe(heard.release)
+        theirs.ensure_session("theirs")
+        for name in ("a", "b", "c"):
+            theirs.derive_slot("theirs", name, "default", theirs.slot("theirs", "default").config, 0)
+        theirs.update_meta("k", lambda old: "v")
+        theirs.derive_slot("mine", "side", "default", mine.slot("mine", "default").config, 0)
+        assert heard.acquire(timeout=5)  # notifications come in commit order: the others first
+        assert [p.split(" ", 3)[3] for p in payloads] == ['["mine"]']
+
+
+def test_a_write_to_another_session_leaves_a_kernels_cache_alone(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes record the sessions they changed: a kernel reads again only what another kernel
+    changed (one round trip when it changed nothing this kernel holds), and everything when a
+    write could not say which sessions it changed."""
+    from slotmagic.store.postgres import _Connection
+
+    with open_store(postgres_url) as mine, open_store(postgres_url) as theirs:
+        assert isinstance(mine, PostgresStore)
+        mine.ensure_session("mine")
+        mine.derive_slot("mine", "side", "default", mine.slot("mine", "default").config, 0)
+        assert [s.id for s in mine.slots("mine")] == ["default", "side"]
+        statements: list[str] = []
+        real = _Connection.execute
+
+        def counted(self: Any, sql: str, parameters: Any = (), /) -> Any:
+            if self is mine._held:
+                statements.append(sql)
+            return real(self, sql, parameters)
+
+        monkeypatch.setattr(_Connection, "execute", counted)
+        theirs.ensure_session("theirs")
+        theirs.derive_slot("theirs", "b", "default", theirs.slot("theirs", "default").config, 0)
+        theirs.update_meta("k", lambda old: "v")
+        assert [s.id for s in mine.slots("mine")] == ["default", "side"]
+        assert len(statements) == 1  # the counter, and the sessions changed since: none of mine
+
+        statements.clear()
+        theirs.derive_slot("mine", "new", "default", theirs.slot("mine", "default").config, 0)
+        assert [s.id for s in mine.slots("mine")] == ["default", "new", "side"]
+        assert len(statements) > 1  # its slots read again
+
+        mine.slots("theirs")
+        statements.clear()
+        theirs.record_cell("theirs", "cell-1", CellRecord("%slot list", "reads"))  # names no session
+        mine.slots("mine")
+        mine.slots("theirs")
+        assert sum("FROM slots WHERE session_id" in sql for sql in statements) == 2  # everything read again
+
+
+def test_kernels_updating_one_value_at_once_each_see_the_others_update(postgres_url: str) -> None:
+    """A ``meta`` value (the token estimate's calibration) is updated under a lock on its key,
+    not the writers' turn: updates from several kernels at once are never lost, and a kernel
+    holding a turn's write open does not hold them up."""
+    import threading
+
+    stores = [open_store(postgres_url) for _ in range(3)]
+    try:
+
+        def add(store: Any) -> None:
+            for _ in range(20):
+                store.update_meta("counted", lambda old: str(int(old or "0") + 1))
+
+        threads = [threading.Thread(target=add, args=(store,)) for store in stores]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert stores[0].meta("counted") == "60"
+        with stores[1].atomic():  # a write transaction held open: the writers' turn is taken
+            stores[1].ensure_session("held")
+            meanwhile = threading.Thread(target=stores[2].update_meta, args=("counted", lambda old: "61"))
+            meanwhile.start()
+            meanwhile.join(10)
+            assert not meanwhile.is_alive(), "an update of a value waited for the writers' turn"
+        assert stores[0].meta("counted") == "61"
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_a_write_lost_in_the_middle_of_its_rows_is_reported_in_one_line(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A turn's rows go to the server in one pipeline (``executemany``); psycopg warned, over
+    several lines, that it could not end one whose connection was lost, besides the store's
+    own one-line error."""
+    with open_store(postgres_url) as store:
+        assert isinstance(store, PostgresStore)
+        store.ensure_session("s")
+        with caplog.at_level(logging.WARNING), pytest.raises(StoreError) as lost, store._write() as db:
+
+            def rows() -> Any:  # the connection is lost once the pipeline has begun
+                yield ("a", "1")
+                terminate(db.conn.info.backend_pid)
+                yield ("b", "2")
+
+            db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", rows())
+        assert "\n" not in str(lost.value)
+        assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
+        assert store.meta("a") is None  # nothing half-stored, and the store goes on

@@ -12,12 +12,14 @@ subscribers about other connections' writes.
   committed. Under READ COMMITTED each statement after that lock sees their commits.
 - **Reads are served from memory** as in the SQLite store; each call reads the counter (one
   round trip) to learn whether another connection wrote.
-- **Live across kernels.** Each write transaction also ``NOTIFY``s channel ``slotmagic``
-  with its schema, the change counter and the sessions it changed; delivered on commit,
-  never for a rollback. ``subscribe(callback)`` starts one listener thread (its own
-  connection, ``LISTEN``, no table polling) that calls back within a fraction of a second of
-  another connection's commit to the session ``follow(session_id)`` named (any, without),
-  and, back from a lost connection, once if the counter moved meanwhile.
+- **Live across kernels.** Each write transaction also ``NOTIFY``s, with its schema, the
+  change counter and the sessions it changed, the channel of each of those sessions (and
+  ``slotmagic``); delivered on commit, never for a rollback. ``subscribe(callback)`` starts
+  one listener thread (its own connection, ``LISTEN``, no table polling) that calls back
+  within a fraction of a second of another connection's commit to the session
+  ``follow(session_id)`` named (any, without), and, back from a lost connection, once if the
+  counter moved meanwhile. A call reads again only the sessions others changed
+  (``postgres_changes.py``).
 - **Text.** PostgreSQL text cannot hold NUL characters; a message or tool result that holds
   one (or starts with U+E000) is stored as U+E000 followed by its JSON string, and read back
   exactly.
@@ -33,7 +35,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, ClassVar, Literal
 
@@ -41,9 +43,10 @@ import psycopg
 
 from ..core.messages import Message
 from ..errors import StoreError
+from .postgres_changes import _NEVER, ChangeTracking
 from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line
-from .postgres_schema import CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
-from .rows import Dialect, RowStore
+from .postgres_schema import CHANNEL, META_LOCK, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
+from .rows import Connection, Dialect
 from .urls import parse_postgres_url
 
 logger = logging.getLogger("slotmagic")
@@ -53,7 +56,7 @@ __all__ = ["PostgresStore"]
 _ESCAPE = "\ue000"  # marks text stored as a JSON string (it held a NUL)
 
 
-class PostgresStore(RowStore):
+class PostgresStore(ChangeTracking):
     """A store in a PostgreSQL schema. Safe to share between threads."""
 
     _DIALECT: ClassVar[Dialect] = "postgresql"
@@ -205,13 +208,13 @@ class PostgresStore(RowStore):
             db = self._connection()
             try:
                 try:
-                    version = db.execute("SELECT version FROM changes").fetchone()[0]
+                    version, unscoped, sessions = self._changes(db)
                 except StoreError:
                     if not db.broken:
                         raise
                     db = self._connection()  # lost while idle (a server restart): once more, on a new one
-                    version = db.execute("SELECT version FROM changes").fetchone()[0]
-                self._sync(version)
+                    version, unscoped, sessions = self._changes(db)
+                self._sync(version, unscoped, sessions)
                 yield db
             except StoreError:
                 if db.broken or self._held is not db:
@@ -219,15 +222,8 @@ class PostgresStore(RowStore):
                     # would show stale data until the next one, so it is told again (see
                     # _Listener.run) once the server may be back.
                     self._retell_at = time.monotonic() + 1.0
+                    self._wake_listener()
                 raise
-
-    def _sync(self, version: int) -> None:
-        if version == self._version:
-            return
-        first = self._version is None
-        self._version = version
-        if not first:
-            self._others_wrote()
 
     @contextmanager
     def _transaction(self) -> Iterator[_Connection]:
@@ -240,18 +236,18 @@ class PostgresStore(RowStore):
             self._touched, self._quiet = set(), False
             try:
                 try:
-                    version, xid = self._begin(db)
+                    version, xid, unscoped, sessions = self._begin(db)
                 except StoreError:
                     if not db.broken:
                         raise
                     db = self._connection()  # lost while idle: nothing was sent yet, so once more
-                    version, xid = self._begin(db)
-                if self._version is not None and version != self._version + 1:
-                    self._others_wrote()
+                    version, xid, unscoped, sessions = self._begin(db)
+                known = self._version
                 self._version = version
+                if known is not None and version != known + 1:
+                    self._others_changed(known, unscoped, sessions)
                 yield db
-                db.execute("SELECT pg_notify(?, ?)", (CHANNEL, self._payload(version)))  # delivered on COMMIT
-                self._commit(db, xid)
+                self._commit(db, xid, version)
             except BaseException:
                 if not db.broken:
                     with suppress(Exception):
@@ -263,56 +259,119 @@ class PostgresStore(RowStore):
                 self._in_transaction = False
                 self._touched = None
 
-    def _payload(self, version: int) -> str:
-        """``schema token version sessions``: the sessions the write changed (JSON), ``"-"`` for
-        none a view shows (token counts, calibration), ``"*"`` when it is not known."""
-        if self._quiet and not self._touched:
-            sessions = "-"
-        elif self._touched:
-            sessions = json.dumps(sorted(self._touched), ensure_ascii=False)
-            if len(sessions.encode()) > 6000:  # NOTIFY payloads stop at 8000 bytes
-                sessions = "*"
-        else:
-            sessions = "*"
-        return f"{self.schema} {self._token} {version} {sessions}"
-
-    def _begin(self, db: _Connection) -> tuple[int, int]:
-        """Open a write transaction; the change counter's new value and the transaction's id.
-        The row lock on the counter makes writers take turns: what others committed before it
-        is what this transaction builds on. BEGIN and the lock go to the server in one round
-        trip; the NOTIFY goes just before COMMIT, when the sessions the write changed are
-        known (``_payload``)."""
+    def _begin(self, db: _Connection) -> tuple[int, int, int, list[str]]:
+        """Open a write transaction: the change counter's new value, the transaction's id,
+        and what others wrote since the version this store knows (see ``_changes``). The row
+        lock on the counter makes writers take turns: what others committed before it is what
+        this transaction builds on (the sessions are read by a statement of their own, whose
+        snapshot is taken after the lock). All in one round trip."""
+        known = _NEVER if self._version is None else int(self._version)
         with db.errors():
-            # Two statements in one simple query: one round trip (a pipeline lost with its
+            # Three statements in one simple query: one round trip (a pipeline lost with its
             # connection logs a warning into the notebook as well as raising).
             counter = db.conn.execute(
-                "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current()"
+                "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current(), unscoped;"
+                f" SELECT ARRAY(SELECT id FROM sessions WHERE changed > {known})"
             )
             counter.nextset()
-            version, xid = counter.fetchone()  # type: ignore[misc]
-        return int(version), int(xid)
+            version, xid, unscoped = counter.fetchone()  # type: ignore[misc]
+            counter.nextset()
+            sessions = counter.fetchone()[0]  # type: ignore[index]
+        return int(version), int(xid), int(unscoped), list(sessions)
 
-    def _commit(self, db: _Connection, xid: int) -> None:
-        """COMMIT. When the connection is lost with it, whether the server committed is asked
-        on a new connection: a turn whose COMMIT went through, its answer lost with the
-        connection, was reported failed although it was stored. A server that cannot be
+    def _commit(self, db: _Connection, xid: int, version: int) -> None:
+        """Record which sessions the write changed, NOTIFY (delivered on commit) and COMMIT,
+        in one round trip. When the connection is lost with it, whether the server committed
+        is asked on a new connection: a turn whose COMMIT went through, its answer lost with
+        the connection, was reported failed although it was stored. A server that cannot be
         asked (restarting) is asked again until ``timeout``; if it still cannot, the error
         says the write may be stored, never that it is not."""
+        touched = sorted(self._touched or ())
+        sql, values = "COMMIT", list[Any]()
+        if touched or not self._quiet:  # (token counts, calibration: nothing a kernel keeps or shows)
+            channels = [CHANNEL, *self._channels_of(touched)]
+            sql, values = (
+                "SELECT pg_notify(c, %s) FROM unnest(%s::text[]) c; " + sql,
+                [self._payload(version), channels],
+            )
+        if touched:
+            sql, values = "UPDATE sessions SET changed = %s WHERE id = ANY(%s); " + sql, [version, touched, *values]
+        elif not self._quiet:
+            sql, values = "UPDATE changes SET unscoped = %s; " + sql, [version, *values]
         try:
-            db.execute("COMMIT")
+            db.script(sql, values)
         except StoreError as exc:
-            if not db.broken:
+            self._settle(db, xid, exc)
+
+    def _settle(self, db: _Connection, xid: int, exc: StoreError) -> None:
+        """A COMMIT failed: raise unless the connection was lost with it and the server says the
+        transaction committed after all."""
+        if not db.broken:
+            raise exc
+        committed = self._committed(xid)
+        if committed is None:
+            raise StoreError(
+                f"PostgreSQL store {self.path}: the connection was lost as this write committed and the "
+                f"server could not be asked within {self.timeout:g} s whether it did; it may be stored: "
+                "look (%slot list) before running it again"
+            ) from None
+        if not committed:
+            raise exc from None
+        logger.info("PostgreSQL store %s: the connection was lost as a write committed; it did", self.path)
+
+    def update_meta(self, key: str, update: Callable[[str | None], str]) -> str:
+        """A small value kept across sessions (the token estimate's calibration, after each
+        turn), replaced by ``update(old value)`` under a lock on its key alone: not the
+        writers' turn, so no other kernel's write waits for it, nothing a kernel keeps in
+        memory changes, and nobody is woken. Two round trips; two kernels updating it at once
+        still each see the other's update."""
+        with self._lock:
+            if self.refusal is not None or self._in_transaction:
+                return super().update_meta(key, update)
+            db = self._connection()
+            self._in_transaction = True  # (the idle reaper keeps away)
+            try:
+                try:
+                    found = self._lock_meta(db, key)
+                except StoreError:
+                    if not db.broken:
+                        raise
+                    db = self._connection()  # lost while idle: nothing was sent yet, so once more
+                    found = self._lock_meta(db, key)
+                xid, old = found
+                value = update(old)
+                try:
+                    db.script(
+                        "INSERT INTO meta (key, value) VALUES (%s, %s)"
+                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value; COMMIT",
+                        (key, value),
+                    )
+                except StoreError as exc:
+                    self._settle(db, xid, exc)
+                return value
+            except BaseException:
+                if not db.broken:
+                    with suppress(Exception):
+                        db.conn.execute("ROLLBACK")
                 raise
-            committed = self._committed(xid)
-            if committed is None:
-                raise StoreError(
-                    f"PostgreSQL store {self.path}: the connection was lost as this write committed and the "
-                    f"server could not be asked within {self.timeout:g} s whether it did; it may be stored: "
-                    "look (%slot list) before running it again"
-                ) from None
-            if not committed:
-                raise exc from None
-            logger.info("PostgreSQL store %s: the connection was lost as a write committed; it did", self.path)
+            finally:
+                self._in_transaction = False
+
+    def _lock_meta(self, db: _Connection, key: str) -> tuple[int, str | None]:
+        """BEGIN, lock ``key`` (an advisory lock for the transaction) and read its value."""
+        cursor = db.script(
+            "BEGIN; SELECT txid_current(), pg_advisory_xact_lock(%s, hashtext(%s));"
+            " SELECT value FROM meta WHERE key = %s",
+            (META_LOCK, f"{self.schema}.{key}", key),
+        )
+        with db.errors():
+            cursor.nextset()
+            locked = cursor.fetchone()
+            assert locked is not None
+            xid = int(locked[0])
+            cursor.nextset()
+            row = cursor.fetchone()
+        return xid, None if row is None else str(row[0])
 
     def _committed(self, xid: int) -> bool | None:
         """Whether transaction ``xid`` committed; None when the server could not be asked."""
@@ -381,56 +440,3 @@ class PostgresStore(RowStore):
                 with suppress(Exception):
                     held.conn.close()
             self._forget()
-
-    # -- live across kernels -------------------------------------------------------------------
-
-    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call ``callback()`` (on a background thread) after another connection commits a
-        write to this schema; returns a function that stops it."""
-        unsubscribe = self._add_subscriber(callback)
-        with self._lock:
-            if self._listener is None:
-                self._listener = _Listener(self)
-                self._listener.start()
-                self._listener.ready.wait(self.timeout)
-        return unsubscribe
-
-    def _notified(self, payloads: Sequence[str]) -> None:
-        news = False
-        for payload in payloads:
-            schema, token, version, sessions = [*payload.split(" ", 3), "", "", ""][:4]
-            if schema != self.schema:
-                continue
-            if version.isdigit():
-                self._heard = max(self._heard, int(version))
-            news = news or (token != self._token and self._concerns(sessions))
-        if news:
-            self._tell_subscribers()
-
-    def _concerns(self, sessions: str) -> bool:
-        """Whether a write to ``sessions`` (a payload's last part) is news to the subscribers:
-        with ``follow(session_id)`` only writes to that session (or to ones not known) are; a
-        team's kernels on one schema are then not woken by each other's sessions."""
-        if sessions == "-":
-            return False
-        following = self.following
-        if following is None or not sessions.startswith("["):
-            return True
-        try:
-            return following in json.loads(sessions)
-        except ValueError:
-            return True
-
-    def _retell_if_due(self) -> None:
-        at = self._retell_at
-        if at is not None and time.monotonic() >= at:
-            self._retell_at = None
-            self._tell_subscribers()
-
-    def _caught_up(self, version: int) -> None:
-        """The listener (re)connected and the counter reads ``version``: writes made while it
-        was not listening are news unless the version is one this store already knew."""
-        known = max(self._heard, self._version or 0)
-        self._heard = max(self._heard, version)
-        if version != known:
-            self._tell_subscribers()

@@ -4,9 +4,11 @@ one-line errors, and the listener thread that ``LISTEN``s for other kernels' wri
 from __future__ import annotations
 
 import logging
+import selectors
+import socket
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -15,7 +17,6 @@ from psycopg import pq
 
 from ..core.secrets import redact
 from ..errors import StoreError
-from .postgres_schema import CHANNEL
 from .rows import Cursor
 from .urls import PostgresTarget
 
@@ -23,6 +24,16 @@ if TYPE_CHECKING:
     from .postgres import PostgresStore
 
 logger = logging.getLogger("slotmagic")
+
+
+def _not_a_second_report(record: logging.LogRecord) -> bool:
+    """psycopg warns, lines long, when a pipeline (``executemany``) cannot be ended because its
+    connection was lost; the store raises its own one-line error for that very loss, so the
+    warning would only print the failure twice (into the notebook: no handler is set there)."""
+    return not str(record.msg).startswith("error ignored terminating")
+
+
+logging.getLogger("psycopg").addFilter(_not_a_second_report)
 
 __all__ = ["error_line"]
 
@@ -51,6 +62,12 @@ class _Connection:
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         with self.errors():
             return self.conn.execute(self._translate(sql), parameters)
+
+    def script(self, sql: str, parameters: Sequence[Any] = (), /) -> psycopg.ClientCursor[Any]:
+        """Several statements (psycopg's ``%s`` placeholders, bound here) in one round trip; the
+        cursor is at the first statement's result (``nextset()`` moves on)."""
+        with self.errors():
+            return psycopg.ClientCursor(self.conn).execute(sql, parameters)
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
         with self.errors():
@@ -93,41 +110,74 @@ def error_line(target: PostgresTarget, exc: BaseException) -> str:
 
 
 class _Listener(threading.Thread):
-    """LISTENs on its own connection and hands each batch of notifications to the store."""
+    """LISTENs on its own connection and hands each notification to the store. It sleeps in
+    ``select`` until the server sends one or it is woken (``wake``: stopped, the store follows
+    another session, a read to retry): an idle kernel's listener costs no CPU (psycopg's own
+    wait wakes ten times a second, 50 kernels' listeners 500 times)."""
 
     def __init__(self, store: PostgresStore) -> None:
         super().__init__(name="slotmagic-listen", daemon=True)
         self._store = store
         self._halt = threading.Event()
+        self._bell, self._woken = socket.socketpair()  # sockets, which select takes on Windows too
+        self._woken.setblocking(False)
         self.ready = threading.Event()
         self.connected = threading.Event()  # listening now
         self.pid: int | None = None  # the server process of its connection (pg_stat_activity)
 
+    def wake(self) -> None:
+        with suppress(OSError):  # closed (stopped), or already ringing
+            self._bell.send(b"!")
+
     def stop(self) -> None:
         self._halt.set()
+        self.wake()
         if self is not threading.current_thread():
             self.join(2)
+
+    def _listen(self, conn: psycopg.Connection[Any], listening: set[str]) -> None:
+        """LISTEN on the channels the store wants (only its session's, when it follows one),
+        then catch up by version: LISTEN first, then the counter, so every write is either
+        counted here or notified after; a first connection learns the counter too."""
+        wanted = self._store.channels()
+        for channel in sorted(listening - wanted):
+            conn.execute(f"UNLISTEN {channel}")
+        for channel in sorted(wanted - listening):
+            conn.execute(f"LISTEN {channel}")
+        listening.clear()
+        listening.update(wanted)
+        found = conn.execute("SELECT version FROM changes").fetchone()
+        self._store._caught_up(int(found[0]) if found else 0)
 
     def run(self) -> None:
         while not self._halt.is_set():
             try:
-                with psycopg.connect(self._store.target.conninfo, **self._store._kwargs) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
-                    # Version-aware catch-up: LISTEN first, then the counter, so every write is
-                    # either counted here or notified after; a first connection learns it too.
-                    found = conn.execute("SELECT version FROM changes").fetchone()
-                    self._store._caught_up(int(found[0]) if found else 0)
+                with (
+                    psycopg.connect(self._store.target.conninfo, **self._store._kwargs) as conn,
+                    selectors.DefaultSelector() as waiting,  # (epoll where there is one: any fd number)
+                ):
+                    waiting.register(conn.pgconn.socket, selectors.EVENT_READ)
+                    waiting.register(self._woken, selectors.EVENT_READ)
+                    listening: set[str] = set()
+                    self._listen(conn, listening)
                     self.pid = conn.info.backend_pid
                     self.connected.set()
                     self.ready.set()
                     while not self._halt.is_set():
-                        # Each as it comes (a batch collected until the timeout would add up to
-                        # its 0.2 s to every notification's lag); the timeout only checks _halt.
-                        for notification in conn.notifies(timeout=0.2):
+                        # Each as it comes, those that came with another command's answer first.
+                        for notification in conn.notifies(timeout=0):
                             self._store._notified([notification.payload])
                         self._store._retell_if_due()
-            except psycopg.Error as exc:
+                        if self._store.channels() != listening:
+                            self._listen(conn, listening)
+                            continue
+                        if any(key.fileobj is self._woken for key, _ in waiting.select(self._store._retell_in())):
+                            with suppress(OSError):
+                                self._woken.recv(64)
+            except (psycopg.Error, OSError) as exc:
                 self.connected.clear()
                 logger.debug("%s", error_line(self._store.target, exc))
                 self.ready.set()
                 self._halt.wait(1.0)  # the server went away: try again
+        self._bell.close()
+        self._woken.close()

@@ -14,15 +14,28 @@ appending its PostgreSQL form here.
 
 from __future__ import annotations
 
+import hashlib
+
 # The advisory lock key migrations run under (any constant; "SlMg" as in the SQLite header).
 MIGRATION_LOCK = 0x536C4D67
-# Every kernel LISTENs on this channel; a write transaction NOTIFYs it with its schema.
+# The advisory lock key an update of a ``meta`` value runs under (with the value's key).
+META_LOCK = MIGRATION_LOCK + 1
+# A write transaction NOTIFYs this channel with its schema (kernels following no one session
+# LISTEN on it), and the channel of each session it changed (``session_channel``).
 CHANNEL = "slotmagic"
 # How a turn's cell id is read (the expression of the turns_by_cell index, to the letter).
 CELL_ID_SQL = "((turns.info::jsonb -> 'cell') ->> 'id')"
 # A turn some of whose input a prompt cache served (the condition of the turns_cached index, to
 # the letter). A jsonb comparison, not a cast: a value that is no integer cannot fail a write.
 CACHED_SQL = "(info::jsonb #> '{usage,cached_tokens}') > '0'::jsonb"
+
+
+def session_channel(schema: str, session_id: str | None) -> str:
+    """The channel writes to one session of a schema are told on (None: writes whose sessions
+    are not known); a name within PostgreSQL's 63 bytes whatever the session's id."""
+    digest = hashlib.sha256(f"{schema}\0{'' if session_id is None else '=' + session_id}".encode()).hexdigest()
+    return f"slotmagic_{digest[:24]}"
+
 
 SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS slotmagic_schema (version INTEGER NOT NULL)"
 
@@ -157,10 +170,26 @@ CREATE TABLE cells (
 _V4 = f"CREATE INDEX turns_cached ON turns (slot, start) WHERE {CACHED_SQL}"
 
 
+# Version 5: which sessions each write changed, so that a kernel reads again only those
+# (``PostgresStore._sync``): ``sessions.changed`` is the change counter of the last write to
+# the session, ``changes.unscoped`` that of the last write whose sessions are not known.
+_V5 = """
+ALTER TABLE sessions ADD COLUMN changed BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE changes ADD COLUMN unscoped BIGINT NOT NULL DEFAULT 0
+"""
+
+
 def _statements(sql: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in sql.split(";") if s.strip())
 
 
 # Each step is a list of statements; version N (version 1 is the SQLite store's version 6,
-# version 2 its version 7, version 3 its version 9, version 4 its version 10).
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_statements(_V1), _statements(_V2), _statements(_V3), _statements(_V4))
+# version 2 its version 7, version 3 its version 9, version 4 its version 10, version 5
+# PostgreSQL's own).
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    _statements(_V1),
+    _statements(_V2),
+    _statements(_V3),
+    _statements(_V4),
+    _statements(_V5),
+)
