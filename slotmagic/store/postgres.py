@@ -46,7 +46,7 @@ from ..errors import StoreError
 from .postgres_changes import _NEVER, ChangeTracking
 from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line
 from .postgres_schema import CHANNEL, META_LOCK, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
-from .rows import Connection, Dialect
+from .rows import Dialect
 from .urls import parse_postgres_url
 
 logger = logging.getLogger("slotmagic")
