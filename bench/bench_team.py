@@ -874,7 +874,21 @@ def show(report: dict[str, Any]) -> str:
         lines += [f"  {calls:7d} {ms:9.1f} ms  {query}" for calls, ms, query in statements["top"]]
     elif statements:
         lines.append(f"server statements: not counted ({statements['error']})")
-    return "\n".join(lines)
+    return "\n".join([*lines, "targets:", *targets(report)])
+
+
+def targets(report: dict[str, Any]) -> list[str]:
+    """The issue's targets, each "ok" or "over" (bench/run_all.py collects these lines)."""
+    wrong = sum(report[k] for k in ("lost", "duplicated", "misstored", "misreported"))
+    checks = [
+        ("lost, duplicated, mis-stored or mis-reported turns = 0", wrong, wrong == 0),
+        ("slotmagic's time per turn p99, ms <= 20", report["overhead_ms"][99], report["overhead_ms"][99] <= 20),
+        ("notification lag p99, ms <= 500", report["lag_ms"][99], report["lag_ms"][99] <= 500),
+        ("missed live updates = 0", report["missed_updates"], report["missed_updates"] == 0),
+        ("server connections per worker <= 2", report["connections"]["per_worker_max"],
+         report["connections"]["per_worker_max"] <= 2),
+    ]  # fmt: skip
+    return [f"  {'ok  ' if ok else 'over'} {what:<56} {value:g}" for what, value, ok in checks]
 
 
 def main() -> None:
@@ -894,7 +908,10 @@ def main() -> None:
     parser.add_argument("--idle-phase", type=float, default=0.0, metavar="S", help="idle S s after, then count")
     parser.add_argument("--json", type=Path, help="write the report here too")
     parser.add_argument("--profile", default="", help="profile the first worker's turns (CPU time) into this file")
+    parser.add_argument("--quick", action="store_true", help="5 workers for 20 s at 5 turns/s (bench/run_all.py)")
     args = parser.parse_args()
+    if args.quick:
+        args.workers, args.seconds, args.rate = 5, 20.0, 5.0
     cfg = Config(
         url=args.url,
         workers=args.workers,
