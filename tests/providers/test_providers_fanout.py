@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,27 @@ def slow_reply(text: str, seconds: float = 1.0) -> list[object]:
     return [Pause(seconds), *sse_response(oa_text_stream(text))]
 
 
-@pytest.fixture
-def session(db_path: Path, settings: ProviderSettings) -> Iterator[Session]:
+@contextmanager
+def fan_session(db_path: Path, settings: ProviderSettings) -> Iterator[Session]:
     with Session.open("fan", db_path=db_path, model="openai:gpt-4o-mini", settings=settings) as s:
         for slot in SLOTS:
             s.create_slot(slot, SlotConfig(system=f"You are {slot}."))
         s.switch_slot("default")
+        yield s
+
+
+@pytest.fixture
+def session(db_path: Path, settings: ProviderSettings) -> Iterator[Session]:
+    with fan_session(db_path, settings) as s:
+        yield s
+
+
+@pytest.fixture
+def patient_session(db_path: Path, settings: ProviderSettings) -> Iterator[Session]:
+    """As ``session``, but a held reply outlasts any wait for the test's interrupt or cancel: on
+    a busy machine it can come seconds late, and a column timed out meanwhile ends the fan-out
+    (which then stores the complete replies) before the interrupt reaches it."""
+    with fan_session(db_path, settings.replace(read_timeout=120.0)) as s:
         yield s
 
 
@@ -99,13 +115,13 @@ def test_a_column_that_gets_a_500_fails_alone(wire: WireServer, session: Session
     assert "1 failed" in result.summary()
 
 
-def test_ctrl_c_stops_every_column_and_stores_nothing(wire: WireServer, session: Session) -> None:
+def test_ctrl_c_stops_every_column_and_stores_nothing(wire: WireServer, patient_session: Session) -> None:
     """A real SIGINT in the main thread while three replies stream: every connection closes
     and no slot changes, not even the ones whose reply was complete."""
     wire.route("You are alpha.", sse_response(oa_text_stream("done early")))
     for slot in ("beta", "gamma"):
         wire.route(f"You are {slot}.", sse_response(oa_text_stream("first", "second")[:2], finish=False, then=[HOLD]))
-    before = snapshot(session)
+    before = snapshot(patient_session)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     main = threading.main_thread().ident
     assert main is not None and threading.get_ident() == main
@@ -122,7 +138,7 @@ def test_ctrl_c_stops_every_column_and_stores_nothing(wire: WireServer, session:
     try:
         sender.start()
         with pytest.raises(KeyboardInterrupt):
-            session.fan_out("Go", slots="alpha,beta,gamma")
+            patient_session.fan_out("Go", slots="alpha,beta,gamma")
     finally:
         stop.set()
         sender.join()
@@ -131,16 +147,16 @@ def test_ctrl_c_stops_every_column_and_stores_nothing(wire: WireServer, session:
     while len(wire.closed_at) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert len(wire.closed_at) == 2  # both held connections were closed by the client
-    assert snapshot(session) == before
+    assert snapshot(patient_session) == before
 
 
-def test_cancelling_the_async_form_stores_nothing(wire: WireServer, session: Session) -> None:
+def test_cancelling_the_async_form_stores_nothing(wire: WireServer, patient_session: Session) -> None:
     for slot in SLOTS:
         wire.route(f"You are {slot}.", sse_response(oa_text_stream("first", "second")[:2], finish=False, then=[HOLD]))
-    before = snapshot(session)
+    before = snapshot(patient_session)
 
     async def main() -> None:
-        task = asyncio.create_task(session.afan_out("Go", slots="all"))
+        task = asyncio.create_task(patient_session.afan_out("Go", slots="all"))
         while len(wire.requests) < 4:  # default, alpha, beta, gamma
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.2)
@@ -150,7 +166,7 @@ def test_cancelling_the_async_form_stores_nothing(wire: WireServer, session: Ses
 
     asyncio.run(main())
     assert wire.client_closed.wait(2.0)
-    assert snapshot(session) == before
+    assert snapshot(patient_session) == before
 
 
 def test_a_429_paces_only_its_own_provider(wire: WireServer, session: Session) -> None:
