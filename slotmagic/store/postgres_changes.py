@@ -84,18 +84,8 @@ class ChangeTracking(RowStore):
         # A segment whose session is not known now may be one of those: read again too.
         keys = [key for key in self._segments if key in mine or key not in others]
         for key in keys:
-            segment = self._segments[key]
-            segment.marks = segment.compactions = segment.context = None
             self._created.pop(key, None)
-        if keys:
-            alive = dict(
-                self._db.execute(
-                    f"SELECT id, created_at FROM slots WHERE id IN ({','.join('?' * len(keys))})", keys
-                ).fetchall()
-            )
-            for key in keys:
-                if alive.get(key) != self._segments[key].created_at:
-                    del self._segments[key]
+        self._reread_segments(keys)
 
     def _channels_of(self, sessions: list[str]) -> list[str]:
         """The channels a write to ``sessions`` is told on besides ``CHANNEL`` (which kernels

@@ -138,11 +138,15 @@ class RowsBase:
         self._others_seen += 1
         self._sessions.clear()
         self._created.clear()
-        for segment in self._segments.values():
-            # Another connection may have pinned, excluded or compacted: those are read again.
+        self._reread_segments(list(self._segments))
+
+    def _reread_segments(self, keys: list[int]) -> None:
+        """Another connection may have changed these slots: their marks, compactions and
+        working context are read again, and a slot deleted or made anew is dropped."""
+        for key in keys:
+            segment = self._segments[key]
             segment.marks = segment.compactions = segment.context = None
-        if self._segments:
-            keys = list(self._segments)
+        if keys:
             alive = dict(
                 self._db.execute(
                     f"SELECT id, created_at FROM slots WHERE id IN ({','.join('?' * len(keys))})", keys
