@@ -45,7 +45,7 @@ from ..core.messages import Message
 from ..errors import StoreError
 from .postgres_changes import _NEVER, ChangeTracking
 from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line
-from .postgres_schema import CHANNEL, META_LOCK, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
+from .postgres_schema import CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
 from .rows import Dialect
 from .urls import parse_postgres_url
 
@@ -81,6 +81,7 @@ class PostgresStore(ChangeTracking):
         self._listener: _Listener | None = None
         self._heard = 0  # the newest change counter a notification (or the listener) has read
         self._retell_at: float | None = None  # when to tell subscribers again (a read was lost)
+        self._meta_seen: dict[str, str | None] = {}  # meta values as last read or written (see update_meta)
         # "normal": a commit does not wait for the server's disk (a server crash may lose the
         # last turns, never tear one), as the SQLite store's synchronous=NORMAL.
         synchronous = "on" if durability == "full" else "off"
@@ -266,13 +267,14 @@ class PostgresStore(ChangeTracking):
         this transaction builds on (the sessions are read by a statement of their own, whose
         snapshot is taken after the lock). All in one round trip."""
         known = _NEVER if self._version is None else int(self._version)
+        # Three statements in one simple query: one round trip (a pipeline lost with its
+        # connection logs a warning into the notebook as well as raising).
+        counter = db.script(
+            "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current(), unscoped;"
+            " SELECT ARRAY(SELECT id FROM sessions WHERE changed > %s)",
+            (known,),
+        )
         with db.errors():
-            # Three statements in one simple query: one round trip (a pipeline lost with its
-            # connection logs a warning into the notebook as well as raising).
-            counter = db.conn.execute(
-                "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current(), unscoped;"
-                f" SELECT ARRAY(SELECT id FROM sessions WHERE changed > {known})"
-            )
             counter.nextset()
             version, xid, unscoped = counter.fetchone()  # type: ignore[misc]
             counter.nextset()
@@ -321,57 +323,55 @@ class PostgresStore(ChangeTracking):
 
     def update_meta(self, key: str, update: Callable[[str | None], str]) -> str:
         """A small value kept across sessions (the token estimate's calibration, after each
-        turn), replaced by ``update(old value)`` under a lock on its key alone: not the
-        writers' turn, so no other kernel's write waits for it, nothing a kernel keeps in
-        memory changes, and nobody is woken. Two round trips; two kernels updating it at once
-        still each see the other's update."""
+        turn), replaced by ``update(old value)`` by compare-and-set: one statement, in a
+        transaction of its own, sets it only if it still holds the value ``update`` was given
+        (the one this store last read or wrote), else returns what it holds and ``update`` runs
+        again on that. Not the writers' turn: no other kernel's write waits for it, nothing a
+        kernel keeps in memory changes, and nobody is woken. One round trip when no other
+        kernel updated it meanwhile; two kernels updating it at once still each see the
+        other's update."""
         with self._lock:
             if self.refusal is not None or self._in_transaction:
                 return super().update_meta(key, update)
-            db = self._connection()
-            self._in_transaction = True  # (the idle reaper keeps away)
-            try:
+            expected = self._meta_seen.get(key)
+            deadline = time.monotonic() + self.timeout
+            while True:
+                value = update(expected)
+                db = self._connection()
                 try:
-                    found = self._lock_meta(db, key)
+                    done, held = self._set_meta(db, key, expected, value)
                 except StoreError:
                     if not db.broken:
                         raise
-                    db = self._connection()  # lost while idle: nothing was sent yet, so once more
-                    found = self._lock_meta(db, key)
-                xid, old = found
-                value = update(old)
-                try:
-                    db.script(
-                        "INSERT INTO meta (key, value) VALUES (%s, %s)"
-                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value; COMMIT",
-                        (key, value),
+                    # Lost with its connection: set or not, the value it holds now says (equal to
+                    # ours, it is as if ours was set); asked on a new connection.
+                    row = self._connection().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+                    held = None if row is None else str(row[0])
+                    done = held == value
+                if done:
+                    self._meta_seen[key] = value
+                    return value
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"PostgreSQL store {self.path}: {key!r} changed under every update for {self.timeout:g} s"
                     )
-                except StoreError as exc:
-                    self._settle(db, xid, exc)
-                return value
-            except BaseException:
-                if not db.broken:
-                    with suppress(Exception):
-                        db.conn.execute("ROLLBACK")
-                raise
-            finally:
-                self._in_transaction = False
+                expected = self._meta_seen[key] = held
 
-    def _lock_meta(self, db: _Connection, key: str) -> tuple[int, str | None]:
-        """BEGIN, lock ``key`` (an advisory lock for the transaction) and read its value."""
-        cursor = db.script(
-            "BEGIN; SELECT txid_current(), pg_advisory_xact_lock(%s, hashtext(%s));"
-            " SELECT value FROM meta WHERE key = %s",
-            (META_LOCK, f"{self.schema}.{key}", key),
-        )
-        with db.errors():
-            cursor.nextset()
-            locked = cursor.fetchone()
-            assert locked is not None
-            xid = int(locked[0])
-            cursor.nextset()
-            row = cursor.fetchone()
-        return xid, None if row is None else str(row[0])
+    def _set_meta(self, db: _Connection, key: str, expected: str | None, value: str) -> tuple[bool, str | None]:
+        """Set ``key`` to ``value`` if it holds ``expected`` (None: if it is absent): whether it
+        was set, and what it held (as of the statement's start) when it was not. An UPDATE
+        whose row another kernel changed meanwhile waits for that one and checks its value."""
+        if expected is None:
+            change = "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING RETURNING 1"
+            values: tuple[str, ...] = (key, value, key)
+        else:
+            change = "UPDATE meta SET value = ? WHERE key = ? AND value = ? RETURNING 1"
+            values = (value, key, expected, key)
+        found = db.execute(
+            f"WITH changed AS ({change}) SELECT EXISTS (SELECT 1 FROM changed), (SELECT value FROM meta WHERE key = ?)",
+            values,
+        ).fetchone()
+        return bool(found[0]), None if found[1] is None else str(found[1])
 
     def _committed(self, xid: int) -> bool | None:
         """Whether transaction ``xid`` committed; None when the server could not be asked."""

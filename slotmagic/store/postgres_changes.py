@@ -75,6 +75,7 @@ class ChangeTracking(RowStore):
         self._others_seen += 1
         mine: set[int] = set()
         for session_id in sessions:
+            self._active_workflows.pop(session_id, None)
             rows = self._sessions.pop(session_id, None)
             if rows is not None:
                 mine.update(rows.rows)

@@ -18,8 +18,6 @@ import hashlib
 
 # The advisory lock key migrations run under (any constant; "SlMg" as in the SQLite header).
 MIGRATION_LOCK = 0x536C4D67
-# The advisory lock key an update of a ``meta`` value runs under (with the value's key).
-META_LOCK = MIGRATION_LOCK + 1
 # A write transaction NOTIFYs this channel with its schema (kernels following no one session
 # LISTEN on it), and the channel of each session it changed (``session_channel``).
 CHANNEL = "slotmagic"

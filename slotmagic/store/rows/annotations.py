@@ -108,21 +108,22 @@ class AnnotationRows(SegmentRows):
 
     def active_workflow(self, session_id: str) -> Workflow | None:
         with self._read() as db:
-            # Every view asks: kept while the store's generation stands (any write moves it on).
-            kept = self._active_workflows.get(session_id)
-            if kept is not None and kept[0] == self._generation:
-                if isinstance(kept[1], DamagedRecord):
-                    raise kept[1]
-                return kept[1]
+            # Every view asks: kept until it may have changed (see _workflows_changed), so a
+            # turn, which changes none, does not make the next one read it again.
+            if session_id in self._active_workflows:
+                kept = self._active_workflows[session_id]
+                if isinstance(kept, DamagedRecord):
+                    raise kept
+                return kept
             found = db.execute(
                 "SELECT name, record FROM workflows WHERE session_id = ? AND active = 1", (session_id,)
             ).fetchone()
             try:
                 workflow = None if found is None else _workflow(found[0], found[1], True)
             except DamagedRecord as exc:
-                self._active_workflows[session_id] = (self._generation, exc)
+                self._active_workflows[session_id] = exc
                 raise
-            self._active_workflows[session_id] = (self._generation, workflow)
+            self._active_workflows[session_id] = workflow
             return workflow
 
     def update_workflow(
@@ -135,6 +136,7 @@ class AnnotationRows(SegmentRows):
     ) -> Workflow | None:
         check_workflow_name(name)
         with self._write() as db:
+            self._workflows_changed(session_id)
             found = db.execute(
                 "SELECT record, active FROM workflows WHERE session_id = ? AND name = ?", (session_id, name)
             ).fetchone()
@@ -166,6 +168,7 @@ class AnnotationRows(SegmentRows):
 
     def use_workflow(self, session_id: str, name: str | None) -> Workflow | None:
         with self._write() as db:
+            self._workflows_changed(session_id)
             if name is None:
                 db.execute("UPDATE workflows SET active = 0 WHERE session_id = ? AND active = 1", (session_id,))
                 return None
@@ -178,6 +181,13 @@ class AnnotationRows(SegmentRows):
             if not found[1]:
                 self._activate(db, session_id, name)
             return _workflow(name, found[0], True)
+
+    def _workflows_changed(self, session_id: str) -> None:
+        """A write to the session's workflows: its active one is read again, and the write
+        names the session (other kernels then read again that session's, not everything)."""
+        self._active_workflows.pop(session_id, None)
+        if self._touched is not None:
+            self._touched.add(session_id)
 
     def _activate(self, db: Connection, session_id: str, name: str) -> None:
         db.execute("UPDATE workflows SET active = 0 WHERE session_id = ? AND active = 1", (session_id,))

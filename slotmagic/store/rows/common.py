@@ -34,6 +34,10 @@ Dialect = Literal["sqlite", "postgresql"]
 
 ROW_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo"
 MESSAGE_COLUMNS = "role, content, tokens, extra"
+_SESSION_ROWS = (
+    f"SELECT s.current_slot, {', '.join('r.' + c for c in ROW_COLUMNS.split(', '))}"
+    " FROM sessions s LEFT JOIN slots r ON r.session_id = s.id WHERE s.id = ?"
+)
 
 
 class Cursor(Protocol):
@@ -86,8 +90,9 @@ class RowsBase:
         self._generation = 0  # see generation(): bumped by every write and every change noticed
         self._others_seen = 0  # writes of other connections noticed so far (see SQLiteStore.subscribe)
         self._subscribers: list[Callable[[], None]] = []  # told of other connections' writes
-        # session -> (generation, the active workflow, or why it cannot be read)
-        self._active_workflows: dict[str, tuple[int, Workflow | DamagedRecord | None]] = {}
+        # session -> the active workflow, or why it cannot be read: kept until a workflow write
+        # here, another connection's write to the session (or one naming none), or a rollback
+        self._active_workflows: dict[str, Workflow | DamagedRecord | None] = {}
 
     def _read(self) -> AbstractContextManager[Connection]:
         raise NotImplementedError
@@ -138,6 +143,7 @@ class RowsBase:
         self._others_seen += 1
         self._sessions.clear()
         self._created.clear()
+        self._active_workflows.clear()
         self._reread_segments(list(self._segments))
 
     def _reread_segments(self, keys: list[int]) -> None:
@@ -178,6 +184,7 @@ class RowsBase:
 
     def _forget(self) -> None:
         self._generation += 1
+        self._active_workflows.clear()
         self._sessions.clear()
         self._segments.clear()
         self._created.clear()
@@ -196,11 +203,26 @@ class RowsBase:
         cached = self._sessions.get(session_id)
         if cached is not None:
             return cached
-        found = db.execute("SELECT current_slot FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        found = None
         rows = {}
-        for key, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo in db.execute(
-            f"SELECT {ROW_COLUMNS} FROM slots WHERE session_id = ?", (session_id,)
-        ):
+        # the session's current slot and its slot rows in one statement (no row: no such session)
+        for (
+            current,
+            key,
+            name,
+            parent,
+            fork_at,
+            length,
+            tokens,
+            turns,
+            config,
+            created_at,
+            deleted_at,
+            undo,
+        ) in db.execute(_SESSION_ROWS, (session_id,)):
+            found = (current,)
+            if key is None:
+                continue  # a session without slot rows
             rows[key] = SlotRow(
                 key,
                 name,

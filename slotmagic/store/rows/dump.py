@@ -129,3 +129,4 @@ class DumpRows(RowsBase):
                     marks = ", ".join("?" * len(columns))
                     db.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
             self._sessions.pop(dump.session_id, None)
+            self._active_workflows.pop(dump.session_id, None)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any, Literal
 
 from ...core.compaction import Compaction
 from ...core.context import ContextEvent
@@ -27,6 +29,25 @@ CACHED_SQL: dict[Dialect, str] = {
     "sqlite": "COALESCE(json_extract(info, '$.usage.cached_tokens'), 0) > 0",
     "postgresql": POSTGRES_CACHED_SQL,
 }
+
+
+Annotation = Literal["marks", "compactions", "context"]
+
+_ANNOTATED_AT_ONCE = 64  # segments whose annotations one statement reads, at most
+
+
+@lru_cache(maxsize=_ANNOTATED_AT_ONCE)
+def _annotations_sql(count: int) -> str:
+    """The marks (kind 0), compactions (1) and working-context changes (2) of ``count``
+    segments, each kind and segment in number order."""
+    keys = ", ".join("?" * count)
+    return (
+        f"SELECT 0, slot, number, position, mark, CAST(NULL AS INTEGER), created_at FROM marks WHERE slot IN ({keys})"
+        " UNION ALL SELECT 1, slot, number, at, record, CAST(NULL AS INTEGER), created_at FROM compactions"
+        f" WHERE slot IN ({keys})"
+        f" UNION ALL SELECT 2, slot, number, at, event, turn, created_at FROM context_events WHERE slot IN ({keys})"
+        " ORDER BY 1, 2, 3"
+    )
 
 
 class SegmentRows(RowsBase):
@@ -125,12 +146,8 @@ class SegmentRows(RowsBase):
         with self._lock:
             segment = self._segment(key, 0)
             if segment.compactions is None:
-                segment.compactions = [
-                    Compaction.from_dict(json.loads(record), created_at, (key, number))
-                    for number, record, created_at in self._db.execute(
-                        "SELECT number, record, created_at FROM compactions WHERE slot = ? ORDER BY number", (key,)
-                    )
-                ]
+                self._read_annotations(key, "compactions")
+                assert segment.compactions is not None
             return [c for c in segment.compactions if c.at <= hi and (before is None or c.created_at < before)]
 
     def read_context(self, key: int, hi: int, before: float | None) -> list[ContextEvent]:
@@ -138,18 +155,8 @@ class SegmentRows(RowsBase):
         with self._lock:
             segment = self._segment(key, 0)
             if segment.context is None:
-                rows = self._db.execute(
-                    "SELECT number, at, turn, event, created_at FROM context_events WHERE slot = ? ORDER BY number",
-                    (key,),
-                ).fetchall()
-                try:
-                    segment.context = [
-                        ContextEvent.from_dict(json.loads(event), turn, at, created_at, (key, number))
-                        for number, at, turn, event, created_at in rows
-                    ]
-                except (ValueError, TypeError, AttributeError) as exc:
-                    why = " ".join(str(exc).split())[:120]
-                    raise DamagedRecord(f"a working-context change cannot be read ({why})", str(key)) from None
+                self._read_annotations(key, "context")
+                assert segment.context is not None
             return [e for e in segment.context if e.at <= hi and (before is None or e.created_at < before)]
 
     def read_marks(self, key: int, hi: int, before: float | None) -> list[tuple[int, Mark]]:
@@ -157,14 +164,56 @@ class SegmentRows(RowsBase):
         with self._lock:
             segment = self._segment(key, 0)
             if segment.marks is None:
-                segment.marks = [
-                    (position, mark, created_at)
-                    for position, mark, created_at in self._db.execute(
-                        "SELECT position, mark, created_at FROM marks WHERE slot = ? ORDER BY number", (key,)
-                    )
-                    if mark in MARKS
-                ]
+                self._read_annotations(key, "marks")
+                assert segment.marks is not None
             return [(p, m) for p, m, at in segment.marks if p < hi and (before is None or at < before)]
+
+    def _read_annotations(self, key: int, wanted: Annotation) -> None:
+        """Read the marks, compactions and working-context changes of segment ``key`` and of
+        the other segments of its session that miss some (up to ``_ANNOTATED_AT_ONCE``), in
+        one statement: a history reads all three for each row of its chain, and after another
+        kernel's turn every segment of that session misses them. Only ``wanted`` of ``key``
+        raises when it cannot be read; any other that cannot is left to be read when asked."""
+        keys = [key]
+        rows = next((r for r in self._sessions.values() if key in r.rows), None)
+        if rows is not None:
+            for other in rows.rows:
+                segment = self._segments.get(other)
+                if (
+                    other != key
+                    and segment is not None
+                    and None in (segment.marks, segment.compactions, segment.context)
+                ):
+                    keys.append(other)
+                    if len(keys) == _ANNOTATED_AT_ONCE:
+                        break
+        found: dict[tuple[int, int], list[tuple[Any, ...]]] = {}
+        for kind, slot, number, at, text, turn, created_at in self._db.execute(_annotations_sql(len(keys)), keys * 3):
+            found.setdefault((kind, slot), []).append((number, at, text, turn, created_at))
+        for slot in keys:
+            segment = self._segments[slot]
+            if segment.marks is None:
+                marks = found.get((0, slot), [])
+                segment.marks = [(at, mark, created_at) for _, at, mark, _, created_at in marks if mark in MARKS]
+            try:
+                if segment.compactions is None:
+                    segment.compactions = [
+                        Compaction.from_dict(json.loads(record), created_at, (slot, number))
+                        for number, _, record, _, created_at in found.get((1, slot), [])
+                    ]
+            except Exception:
+                if (slot, wanted) == (key, "compactions"):
+                    raise
+            try:
+                if segment.context is None:
+                    segment.context = [
+                        ContextEvent.from_dict(json.loads(event), turn, at, created_at, (slot, number))
+                        for number, at, event, turn, created_at in found.get((2, slot), [])
+                    ]
+            except (ValueError, TypeError, AttributeError) as exc:
+                if (slot, wanted) == (key, "context"):
+                    why = " ".join(str(exc).split())[:120]
+                    raise DamagedRecord(f"a working-context change cannot be read ({why})", str(key)) from None
 
     def read_counts(self, key: int, lo: int, hi: int, encoding: str) -> list[int | None]:
         with self._lock:

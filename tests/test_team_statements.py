@@ -1,0 +1,113 @@
+"""What one turn costs the PostgreSQL server: the statements (and round trips) a kernel's store
+sends for a turn on a session of its own, on a session shared with another kernel, and after
+that kernel's turn on another slot of it or on the same slot. 50 kernels at 10 turns a second
+share one server, so every statement a turn sends is paid for by all of them; these are the
+numbers the store was brought down to, and the test fails if a change makes a turn send more.
+Counted at the store's connection (what it sends), not timed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from reflect_server import ReflectServer
+
+from slotmagic import Session
+from slotmagic.store.postgres import PostgresStore
+from slotmagic.store.postgres_connection import _Connection
+
+MODEL = "openai:reflect"
+
+
+@dataclass
+class Sent:
+    round_trips: int = 0
+    statements: int = 0
+
+
+@pytest.fixture
+def sent_by(monkeypatch: pytest.MonkeyPatch) -> Callable[[Session, Callable[[], object]], Sent]:
+    """What ``store`` sends while ``call()`` runs: a wrapper around its connection's calls (a
+    script is as many statements as it holds, ``executemany`` one per row)."""
+    counting: list[tuple[PostgresStore, Sent]] = []
+
+    def wrap(name: str, size: Callable[[str, Any], int]) -> None:
+        real = getattr(_Connection, name)
+
+        def counted(self: _Connection, sql: str, parameters: Any = (), /) -> Any:
+            if counting and self is counting[-1][0]._held:
+                parameters = list(parameters) if name == "executemany" else parameters
+                counting[-1][1].round_trips += 1
+                counting[-1][1].statements += size(sql, parameters)
+            return real(self, sql, parameters)
+
+        monkeypatch.setattr(_Connection, name, counted)
+
+    wrap("execute", lambda sql, parameters: 1)
+    wrap("script", lambda sql, parameters: sql.count(";") + 1)
+    wrap("executemany", lambda sql, parameters: len(parameters))
+
+    def sent(session: Session, call: Callable[[], object]) -> Sent:
+        store = session.store
+        assert isinstance(store, PostgresStore)
+        counting.append((store, Sent()))
+        try:
+            call()
+        finally:
+            found = counting.pop()[1]
+        return found
+
+    return sent
+
+
+@pytest.fixture
+def model() -> Iterator[ReflectServer]:
+    with ReflectServer() as server:
+        yield server
+
+
+def test_a_turn_sends_no_more_statements_than_it_needs(
+    postgres_url: str, model: ReflectServer, sent_by: Callable[[Session, Callable[[], object]], Sent]
+) -> None:
+    def opened(session_id: str, user: str) -> Session:
+        return Session.open(session_id, db_path=postgres_url, model=MODEL, settings=model.settings(), user=user)
+
+    with opened("solo", "ann") as ann, opened("team", "bob") as bob, opened("team", "cy") as cy:
+        bob.create_slot("bob")
+        cy.create_slot("cy")
+        for session, slot in ((ann, "default"), (bob, "bob"), (cy, "cy"), (ann, "default"), (bob, "bob")):
+            session.submit_turn("warming up", slot=slot)  # the provider, the caches, the calibration
+
+        # Its own session: the change counter at each of the turn's four reads (the slot, the
+        # history, the generation, the active workflow), then one write transaction (its
+        # opening and its COMMIT one round trip each, the two messages, the turn, the slot row)
+        # and the calibration's compare-and-set. The active workflow is not read again.
+        private = sent_by(ann, lambda: ann.submit_turn("alone"))
+        assert private.statements <= 15 and private.round_trips <= 10, private
+
+        # A shared session no one else wrote to since: the same, less the current slot's read.
+        quiet = sent_by(bob, lambda: bob.submit_turn("nobody else wrote", slot="bob"))
+        assert quiet.statements <= 14 and quiet.round_trips <= 9, quiet
+
+        # After another member's turn on another slot of it: the session's rows (the current slot
+        # and the slot rows in one statement), the changed segments' liveness, and the marks,
+        # compactions and working context of every segment of it in one statement.
+        cy.submit_turn("cy's turn", slot="cy")
+        after_other = sent_by(bob, lambda: bob.submit_turn("after cy's turn", slot="bob"))
+        assert after_other.statements <= 18 and after_other.round_trips <= 13, after_other
+
+        # After another member's turn on the same slot: that turn's messages too.
+        cy.submit_turn("cy's turn on bob's slot", slot="bob")
+        same_slot = sent_by(bob, lambda: bob.submit_turn("after cy's turn here", slot="bob"))
+        assert same_slot.statements <= 19 and same_slot.round_trips <= 14, same_slot
+
+        user_messages = [m.content for m in bob.messages("bob") if m.role == "user"]
+        assert user_messages[-4:] == [
+            "nobody else wrote",
+            "after cy's turn",
+            "cy's turn on bob's slot",
+            "after cy's turn here",
+        ]
+        assert [m.content for m in ann.messages() if m.role == "user"][-1] == "alone"
