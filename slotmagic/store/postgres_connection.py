@@ -51,6 +51,9 @@ class _Connection:
         self._target = target
         self._sql: dict[str, str] = {}
         self.broken = False
+        # Statements whose results nobody reads (a turn's rows), sent with the next statement
+        # that is not one: a write transaction's COMMIT takes them along (see ``deferred``).
+        self._deferred: list[tuple[str, Sequence[Any]]] = []
 
     def _translate(self, sql: str) -> str:
         found = self._sql.get(sql)
@@ -60,16 +63,40 @@ class _Connection:
         return found
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+        self._send_deferred()
         with self.errors():
             return self.conn.execute(self._translate(sql), parameters)
 
     def script(self, sql: str, parameters: Sequence[Any] = (), /) -> psycopg.ClientCursor[Any]:
         """Several statements (psycopg's ``%s`` placeholders, bound here) in one round trip; the
         cursor is at the first statement's result (``nextset()`` moves on)."""
+        self._send_deferred()
         with self.errors():
             return psycopg.ClientCursor(self.conn).execute(sql, parameters)
 
+    def defer(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run ``sql`` once per row later: with the next statement sent (see ``deferred``)."""
+        self._deferred.extend((sql, row) for row in rows)
+
+    def deferred(self) -> tuple[str, list[Any]]:
+        """The deferred statements as a script's text (``%s`` placeholders, each ending in
+        ``; ``) and its values, handed over to be sent with another script: no longer held."""
+        taken, self._deferred = self._deferred, []
+        return "".join(f"{self._translate(sql)}; " for sql, _ in taken), [v for _, row in taken for v in row]
+
+    def drop_deferred(self) -> None:
+        """Forget the deferred statements (their transaction is rolled back)."""
+        self._deferred = []
+
+    def _send_deferred(self) -> None:
+        """Send the deferred statements before one that may read what they write."""
+        if self._deferred:
+            sql, values = self.deferred()
+            with self.errors():
+                psycopg.ClientCursor(self.conn).execute(sql.rstrip("; "), values)
+
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
+        self._send_deferred()
         with self.errors():
             cursor = self.conn.cursor()
             cursor.executemany(self._translate(sql), parameters)

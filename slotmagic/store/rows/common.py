@@ -118,6 +118,11 @@ class RowsBase:
     def close(self) -> None:
         raise NotImplementedError
 
+    def _send(self, db: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run ``sql`` once per row where nothing reads its result (a turn's rows); a store may
+        send them later in the same transaction (PostgreSQL: with its COMMIT)."""
+        db.executemany(sql, rows)
+
     def __enter__(self) -> Self:
         return self
 

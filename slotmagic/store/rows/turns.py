@@ -134,7 +134,8 @@ class TurnRows(SegmentRows):
         start = row.length
         if info.user is None and self.user is not None:
             info = info.replace(user=self.user)
-        db.executemany(
+        self._send(
+            db,
             "INSERT INTO messages (slot, seq, turn, role, content, tokens, extra, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -142,16 +143,19 @@ class TurnRows(SegmentRows):
                 for i, m in enumerate(messages)
             ],
         )
-        db.execute(
+        self._send(
+            db,
             "INSERT INTO turns (slot, number, start, count, info, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (row.key, number, start, len(messages), _info_json(info), now),
+            [(row.key, number, start, len(messages), _info_json(info), now)],
         )
         length, tokens, turns = (
             start + len(messages),
             row.tokens + sum(m.tokens for m in messages),
             max(row.turns, number),
         )
-        db.execute("UPDATE slots SET length = ?, tokens = ?, turns = ? WHERE id = ?", (length, tokens, turns, row.key))
+        self._send(
+            db, "UPDATE slots SET length = ?, tokens = ?, turns = ? WHERE id = ?", [(length, tokens, turns, row.key)]
+        )
         row.length, row.tokens, row.turns = length, tokens, turns
         record = TurnRecord(number, start, len(messages), info, now, (row.key, number))
         segment = self._segments.get(row.key)
