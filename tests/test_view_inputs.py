@@ -18,7 +18,7 @@ from slotmagic import Session, SlotConfig
 from slotmagic.core.budget import ContextBudget
 from slotmagic.core.compaction import Compaction, SummaryCard
 from slotmagic.core.images import Image
-from slotmagic.core.messages import Message, ToolCall
+from slotmagic.core.messages import Message, Thinking, ToolCall
 from slotmagic.core.repair import NOT_RUN, repair_tool_pairs
 from slotmagic.core.slots import SlotMode
 from slotmagic.core.workflow import Workflow
@@ -284,3 +284,15 @@ def test_what_a_request_format_adds_is_in_the_view_of_the_models_that_speak_it(w
     assert view.report is not None and (view.report.tools.used > 0) == bool(wire)
     offered = make_view(inputs(History.of(history), wire=wire, tools=OTHER["tools"]))
     assert offered.bare_tools == ()  # the request's own tools are the definitions
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai", None])
+def test_a_reply_of_reasoning_alone_is_left_out_where_its_format_sends_nothing_of_it(wire: str | None) -> None:
+    """Chat completions send no reasoning; Anthropic sends a kept block (a web search's call),
+    not thinking alone (an assistant message cannot end with it); echo's view keeps both."""
+    thought = Message.assistant("", thinking=[Thinking("thinking", "hmm", "sig")])
+    searched = Message.assistant("", thinking=[Thinking("block", "[web_search {}]", data="{}")])
+    history = [Message.user("q"), thought, Message.user("again?"), searched, Message.user("and?")]
+    view = make_view(inputs(History.of(history), wire=wire))
+    left = {"anthropic": [(1, "blank")], "openai": [(1, "blank"), (3, "blank")], None: []}[wire]
+    assert [(o.lo, o.reason) for o in view.omitted] == left

@@ -18,7 +18,7 @@ from PIL import Image as PILImage
 
 from slotmagic import Session
 from slotmagic.core.images import Image
-from slotmagic.core.messages import Message, ToolCall
+from slotmagic.core.messages import Message, Thinking, ToolCall
 from slotmagic.core.repair import NOT_RUN
 from slotmagic.engine.inputs import Counting
 from slotmagic.providers import ProviderSettings
@@ -86,6 +86,21 @@ def test_blank_messages_and_images_a_model_cannot_take_are_left_out_of_the_previ
         session.submit_turn("Thanks", model=text_only)
     sent = [from_wire(m) for m in wire.requests[0].json()["messages"]]
     assert sent == [as_sent(m) for m in (*preview.messages, Message.user("Thanks"))]
+
+
+def test_a_reply_of_thinking_alone_is_left_out_of_the_preview_as_of_the_wire(
+    tmp_path: Path, wire: WireServer, settings: ProviderSettings
+) -> None:
+    """A reply that spent its tokens thinking: chat completions send no reasoning, so nothing."""
+    wire.script(sse_response(oa_text_stream("Sure.")))
+    thought = Message.assistant("", thinking=[Thinking("thinking", "Let me think.", "sig")])
+    with Session.open("thought", db_path=tmp_path / "s.db", model="openai:gpt-4o-mini", settings=settings) as session:
+        session.append([Message.user("Hard question?"), thought, Message.user("Well?"), Message.assistant("42.")])
+        preview = session.preview()
+        assert [(o.lo, o.reason) for o in preview.omitted] == [(1, "blank")]
+        session.submit_turn("Why?", tools=[])
+    sent = [from_wire(m) for m in wire.requests[0].json()["messages"]]
+    assert sent == [as_sent(m) for m in (*preview.messages, Message.user("Why?"))]
 
 
 # -- what Anthropic's format adds -----------------------------------------------------------------
