@@ -36,8 +36,8 @@ class ViewEntry:
     ``compaction``'s summary) or are the turn's ``new`` message. A ``not_run`` entry answers a
     tool call no stored result answers (APIs refuse a call without its result): it carries the
     call's position, so it shows beside it; an ``opening`` entry is the user message an API that
-    wants one first is sent before a view that starts with a reply. ``tokens`` is the message's count as the model will
-    count it (exact, or a calibrated estimate)."""
+    wants one first is sent before a view that starts with a reply. ``tokens`` is the message's
+    count as the model will count it (exact, or a calibrated estimate)."""
 
     message: Message
     kind: EntryKind
