@@ -30,6 +30,7 @@ _LABELS = {
     "new": "new message",
     "elided": "older tool result, shortened",
     "not_run": "added: the call was not run",
+    "opening": "added: the API wants a user message first",
 }
 NAMESPACE_REF = re.compile(r"namespace://[^\s)\]>\"']+")
 

@@ -778,3 +778,28 @@ def test_folders_and_files_slotmagic_creates_are_private(tmp_path: Path) -> None
             assert stat.S_IMODE(Path(f"{path}{name}").stat().st_mode) == 0o600, name
         for folder in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "c"):
             assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+def test_reopening_a_whole_file_runs_few_statements(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Session.open is what a notebook pays on every restart: a file in WAL mode is not put in
+    # WAL mode again, and the session's row is read with its slots, not once more beside them.
+    path = tmp_path / "state.sqlite3"
+    with Session.open("s", db_path=path) as session:
+        session.append([Message.user("q"), Message.assistant("a")])
+    with Session.open("s", db_path=path):
+        pass  # the file is now known whole to this process: no integrity check below
+    seen: list[str] = []
+    connect = SQLiteStore._connect
+
+    def traced(self: SQLiteStore, target: str) -> Any:
+        db = connect(self, target)
+        db.set_trace_callback(seen.append)
+        return db
+
+    monkeypatch.setattr(SQLiteStore, "_connect", traced)
+    with Session.open("s", db_path=path) as session:
+        assert [m.content for m in session.messages()] == ["q", "a"]
+    statements = [" ".join(s.split()) for s in seen if not s.startswith("--")]
+    assert not any("journal_mode =" in s for s in statements), statements
+    assert sum("current_slot" in s for s in statements) == 2, statements  # does it exist; with its slots
+    assert len(statements) <= 8, statements

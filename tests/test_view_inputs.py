@@ -18,7 +18,7 @@ from slotmagic import Session, SlotConfig
 from slotmagic.core.budget import ContextBudget
 from slotmagic.core.compaction import Compaction, SummaryCard
 from slotmagic.core.images import Image
-from slotmagic.core.messages import Message, ToolCall
+from slotmagic.core.messages import Message, Thinking, ToolCall
 from slotmagic.core.repair import NOT_RUN, repair_tool_pairs
 from slotmagic.core.slots import SlotMode
 from slotmagic.core.workflow import Workflow
@@ -69,6 +69,7 @@ OTHER: dict[str, object] = {
     "tools": (ToolSpec("lookup", "Looks up.", {"type": "object", "properties": {"q": {"type": "string"}}}),),
     "workflow": Workflow.define("claim", "draft -> file"),
     "context_turns": None,
+    "wire": "anthropic",
 }
 
 
@@ -153,6 +154,8 @@ def scenarios(tmp_path: Path) -> Iterator[ViewInputs]:
     yield inputs(History.of(chat(3)), config=focused, compaction=COMPACTION, counting=OTHER["counting"])
     # past the budget: older results shortened, and a long history read from its end
     yield inputs(History.of(chat(300)), budget=ContextBudget.auto(4_000), context_turns=None, tools=spec)
+    # Anthropic's format: a user message before a reply first, bare definitions beside the calls
+    yield inputs(History.of(chat(2)[2:]), wire="anthropic", new=Message.user("q"))
     with Session.open("steps", db_path=tmp_path / "s.db", model="echo") as session:
         session.append(chat(2))
         session.history.pin(1)
@@ -174,7 +177,7 @@ def test_each_step_reads_only_the_inputs_it_declares(tmp_path: Path) -> None:
         for name, seen in read.items():
             read_by[name] |= seen
     # the scenarios take every step through the paths that read its inputs
-    assert {"compaction", "summary", "workflow", "context", "new", "elided", "not_run"} <= kinds
+    assert {"compaction", "summary", "workflow", "context", "new", "elided", "not_run", "opening"} <= kinds
     assert {"excluded", "beyond", "filtered", "compacted", "blank"} <= kinds  # what was left out, and why
     for one in STEPS:
         assert read_by[one.name] <= one.reads, f"step {one.name} reads {read_by[one.name] - one.reads} undeclared"
@@ -268,3 +271,28 @@ def test_a_long_full_view_carries_each_messages_own_count(history_budget: int, f
     # Everything after the cut (or all of it) is in the view, older tool results shortened.
     shown = sorted(e.position or 0 for e in view.entries if e.kind in ("history", "elided"))
     assert shown == [p for p in range(beyond[0].hi if beyond else 0, len(stored)) if p != 700]
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai", None])
+def test_what_a_request_format_adds_is_in_the_view_of_the_models_that_speak_it(wire: str | None) -> None:
+    """Anthropic wants a user message first; both APIs want tools defined beside tool calls."""
+    history = [Message.assistant("", [CALL]), Message.tool(CALL.id, "900", CALL.name), Message.assistant("900")]
+    view = make_view(inputs(History.of(history), wire=wire, new=Message.user("q")))
+    kinds = [e.kind for e in view.entries if e.message.role != "system"]
+    assert kinds == (["opening"] if wire == "anthropic" else []) + ["history"] * 3 + ["new"]
+    assert view.bare_tools == ((ToolSpec("lookup", "", {"type": "object"}),) if wire else ())
+    assert view.report is not None and (view.report.tools.used > 0) == bool(wire)
+    offered = make_view(inputs(History.of(history), wire=wire, tools=OTHER["tools"]))
+    assert offered.bare_tools == ()  # the request's own tools are the definitions
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai", None])
+def test_a_reply_of_reasoning_alone_is_left_out_where_its_format_sends_nothing_of_it(wire: str | None) -> None:
+    """Chat completions send no reasoning; Anthropic sends a kept block (a web search's call),
+    not thinking alone (an assistant message cannot end with it); echo's view keeps both."""
+    thought = Message.assistant("", thinking=[Thinking("thinking", "hmm", "sig")])
+    searched = Message.assistant("", thinking=[Thinking("block", "[web_search {}]", data="{}")])
+    history = [Message.user("q"), thought, Message.user("again?"), searched, Message.user("and?")]
+    view = make_view(inputs(History.of(history), wire=wire))
+    left = {"anthropic": [(1, "blank")], "openai": [(1, "blank"), (3, "blank")], None: []}[wire]
+    assert [(o.lo, o.reason) for o in view.omitted] == left

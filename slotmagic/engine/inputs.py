@@ -91,7 +91,9 @@ class ViewInputs:
     may take; ``compaction`` one made for a turn and not stored yet (None: the history's own);
     ``new`` the turn's new message (None for a preview); ``tools`` the definitions the request
     carries; ``workflow`` the session's active one; ``context_turns`` how long a working-context
-    change is sent (None: off). A step reads only the fields it declares (see :mod:`.steps`)."""
+    change is sent (None: off); ``wire`` the request format the model's provider speaks
+    (``ProviderSpec.wire``: "openai", "anthropic", None for one of its own), for the steps that
+    mend what that format requires. A step reads only the fields it declares (see :mod:`.steps`)."""
 
     slot: str
     config: SlotConfig
@@ -105,6 +107,7 @@ class ViewInputs:
     tools: tuple[ToolSpec, ...] = field(default=(), hash=False)  # compared, not hashed: schemas are dicts
     workflow: Workflow | None = None
     context_turns: int | None = DEFAULT_RECENT_TURNS
+    wire: str | None = None
 
     @property
     def preview(self) -> bool:

@@ -6,8 +6,10 @@ system prompt, the latest compaction (its summary in place of the messages it fo
 slot's mode, the workflow and working-context blocks (``steps/workflow.py``, ``blocks.py``),
 blank messages left out (``steps/blank.py``), then token counts, images left out for a model
 that takes none (``steps/images.py``), tool calls and results paired as the APIs require
-(``steps/tool_pairs.py``), older tool results shortened when space is short
-(``tool_results.py``) and the budget. ``Session.view()``, ``%slot preview``, ``%slot budget``
+(``steps/tool_pairs.py``), a user message first for an API that wants one
+(``steps/user_first.py``), the bare tool definitions a request without tools carries beside a
+history's tool calls (``steps/bare_tools.py``), older tool results shortened when space is
+short (``tool_results.py``) and the budget. ``Session.view()``, ``%slot preview``, ``%slot budget``
 and the real request all go through it, so what is previewed, counted and sent are the same
 messages. Every entry says where it came from (a stored message and its position, or something
 a step injected), and what the steps left out is kept as ranges of positions with the reason,
@@ -34,9 +36,11 @@ from ..store.base import History
 from .blocks import context_block
 from .inputs import Counting, Source, ViewInputs
 from .steps import Step, step
+from .steps.bare_tools import bare_tools
 from .steps.blank import blank_messages
 from .steps.images import images_for_model
 from .steps.tool_pairs import tool_pairs
+from .steps.user_first import user_first
 from .steps.workflow import workflow_block
 from .tool_results import aged_tool_results, system_side
 from .view import EntryKind, Omitted, View, ViewBuild, ViewEntry
@@ -282,6 +286,8 @@ STEPS: tuple[Step, ...] = (
     counted,
     images_for_model,
     tool_pairs,
+    user_first,
+    bare_tools,
     aged_tool_results,
     budgeted,
 )
@@ -303,6 +309,7 @@ def make_view(inputs: ViewInputs, steps: Sequence[Step] = STEPS) -> View:
         build.compaction,
         build.pinned,
         tuple(build.problems),
+        build.bare_tools,
     )
 
 
@@ -321,14 +328,16 @@ def assemble(
     steps: Sequence[Step] = STEPS,
     workflow: Workflow | None = None,
     context_turns: int | None = DEFAULT_RECENT_TURNS,
+    wire: str | None = None,
 ) -> View:
     """:func:`make_view` with its inputs given one by one (``history`` taken as it is, never
     as a key: see :class:`~slotmagic.engine.inputs.Source`). ``compaction`` is one not stored
     yet, to apply instead of the history's; ``new`` is the turn's new message (a preview has
     none); ``workflow`` the session's active workflow and ``context_turns`` how long a
-    working-context change is sent (see ``blocks``)."""
+    working-context change is sent (see ``blocks``); ``wire`` the request format the model's
+    provider speaks (``ProviderSpec.wire``)."""
     inputs = ViewInputs(
         slot, config, Source(history), prompt, counting, budget, reserve, compaction, new, tuple(tools), workflow,
-        context_turns,
+        context_turns, wire,
     )  # fmt: skip
     return make_view(inputs, steps)

@@ -30,9 +30,11 @@ _SHORTEST = 400  # bytes: a result this short costs about what its reference wou
 
 
 def system_side(build: ViewBuild) -> tuple[int, int]:
-    """Tokens on the system side and of the tool definitions, as ``budgeted`` counts them."""
+    """Tokens on the system side and of the tool definitions (the request's, else the bare
+    ones the wire adds beside a history's tool calls), as ``budgeted`` counts them."""
     counting = build.counting
-    tools = counting.scale(counting.counter.count_tools(build.tools, has_system=bool(build.system)))
+    definitions = build.tools or build.bare_tools
+    tools = counting.scale(counting.counter.count_tools(definitions, has_system=bool(build.system)))
     return sum(e.tokens for e in build.system), tools
 
 

@@ -35,7 +35,7 @@ from ..errors import (
     StoreError,
 )
 from ..namespace import Namespace, has_reference
-from ..providers import ProviderSettings, cost_of
+from ..providers import REGISTRY, ProviderSettings, cost_of
 from ..providers.base import ChatRequest, Provider
 from ..providers.prices import cache_savings_of
 from ..providers.windows import model_window
@@ -183,6 +183,7 @@ class TurnEngine:
             tools=tuple(tools.specs()) if tools is not None else (),
             workflow=self._active_workflow(generation),
             context_turns=self.working_context_turns,
+            wire=REGISTRY.wire(model),
         )
         view = self._views.get(inputs)
         if view is None:

@@ -22,7 +22,9 @@ from ..tokens import ESTIMATE
 from .inputs import Counting as Counting  # re-exported: it was defined here
 from .inputs import ViewInputs
 
-EntryKind = Literal["system", "history", "elided", "summary", "compaction", "context", "workflow", "new", "not_run"]
+EntryKind = Literal[
+    "system", "history", "elided", "summary", "compaction", "context", "workflow", "new", "not_run", "opening"
+]
 OmitReason = Literal["compacted", "filtered", "excluded", "beyond", "blank", "replaced"]
 
 
@@ -33,8 +35,9 @@ class ViewEntry:
     were put there by a step (the ``system`` prompt, a focused slot's ``summary``, a
     ``compaction``'s summary) or are the turn's ``new`` message. A ``not_run`` entry answers a
     tool call no stored result answers (APIs refuse a call without its result): it carries the
-    call's position, so it shows beside it. ``tokens`` is the message's count as the model will
-    count it (exact, or a calibrated estimate)."""
+    call's position, so it shows beside it; an ``opening`` entry is the user message an API that
+    wants one first is sent before a view that starts with a reply. ``tokens`` is the message's
+    count as the model will count it (exact, or a calibrated estimate)."""
 
     message: Message
     kind: EntryKind
@@ -73,6 +76,7 @@ class ViewBuild:
     problems: list[str] = field(default_factory=list)  # what a step left out because it could not be read
     beyond: int = 0  # tokens (estimated) of stored messages beyond the budget, left out unread
     counted_from: int | None = None  # history entries from this position on carry their tokens already
+    bare_tools: tuple[ToolSpec, ...] = ()  # definitions the wire adds beside tool calls (steps/bare_tools.py)
 
     # The inputs by name, as the steps read them (each read goes through ``inputs``).
     @property
@@ -115,6 +119,10 @@ class ViewBuild:
     def context_turns(self) -> int | None:
         return self.inputs.context_turns
 
+    @property
+    def wire(self) -> str | None:
+        return self.inputs.wire
+
     def inject(self, message: Message, kind: EntryKind) -> ViewEntry:
         """An entry for a message a step made."""
         return ViewEntry(message, kind)
@@ -135,6 +143,9 @@ class View:
     compaction: Compaction | None = None  # the one applied
     pinned: frozenset[int] = frozenset()  # stored positions pinned (kept whatever the filter)
     problems: tuple[str, ...] = ()  # what was left out because it could not be read (one line each)
+    # Tool definitions the request carries though it offers no tools, beside the history's tool
+    # calls (the wire writes them, the model may call none): counted in the tools share.
+    bare_tools: tuple[ToolSpec, ...] = ()
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -163,6 +174,7 @@ class View:
             "new": " · new",
             "elided": " · older tool result, shortened",
             "not_run": " · added: the call was not run",
+            "opening": " · added: the API wants a user message first",
         }
         for number, entry in enumerate(self.entries, 1):
             label = (
@@ -185,6 +197,11 @@ class View:
             where = stored_range(gap.lo, gap.hi)
             shown.append((gap.lo, f"    … {plural(gap.count, 'stored message')} {what} ({where})"))
         lines += [text for _, text in sorted(shown, key=lambda item: item[0])]
+        if self.bare_tools:
+            names = ", ".join(t.name for t in self.bare_tools)
+            lines.append(
+                f"    with bare tool definitions ({names}): the history's tool calls need them, none is offered"
+            )
         return "\n".join(lines)
 
     def __str__(self) -> str:

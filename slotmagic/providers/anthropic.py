@@ -30,7 +30,7 @@ thinking https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking,
 own 400 messages quoted below.
 
 - roles alternate and the first message is the user's (a history that starts with the
-  assistant gets a short user message before it);
+  assistant gets a short user message before it, :data:`~slotmagic.providers.wire.EARLIER`);
 - no empty or whitespace-only text ("text content blocks must contain non-whitespace text"),
   and no trailing whitespace at the end of a final assistant message;
 - every ``tool_use`` id once in the whole request ("tool_use ids must be unique"), matching
@@ -40,7 +40,7 @@ own 400 messages quoted below.
   ``tool_result`` without its ``tool_use`` just before;
 - ``tools`` present whenever tool blocks are ("Requests which include tool_use or tool_result
   blocks must define tools"): a turn without tools sends the history's tools as bare
-  definitions with ``tool_choice: none``;
+  definitions with ``tool_choice: none`` (:func:`~slotmagic.providers.wire.bare_tools`);
 - thinking: an assistant message never ends with a thinking block; without thinking a final
   assistant message holds none; with thinking on, a request that ends in a tool round whose
   assistant message has no thinking before it (another provider's calls, or a round made
@@ -56,6 +56,29 @@ own 400 messages quoted below.
   they are told as text.
 
 ``params={"betas": [...]}`` is sent as the ``anthropic-beta`` header (compaction, for one).
+
+**What the view pipeline does first.** A fix that changes what is counted (a message added,
+removed or rewritten, a tool definition added) is a step of the view pipeline for the models
+whose provider speaks this format (``ProviderSpec.wire``), so a preview and the budget hold
+what is sent: tool pairs (``engine/steps/tool_pairs.py``), blank messages (``blank.py``), the
+user message first (``user_first.py``), the bare tool definitions (``bare_tools.py``). They stay
+here too, as a safety net for requests made without the pipeline (a tool round, a summary, a
+provider called directly); on a view the steps mended they change nothing. What stays here
+alone changes no counted content, or depends on what a view does not know:
+
+- system messages joined into the ``system`` field, tool results put in user messages, and
+  consecutive messages of one role merged: the same text in the same order, only the framing
+  between messages differs (and one view entry per stored message is what lets a preview show
+  each one's position, pin or exclusion);
+- call ids mapped to what the API takes: ids are not counted;
+- what turns on the request's ``params`` (a turn's options, which a preview has none of):
+  thinking blocks left out of a final assistant message when thinking is off (thinking is not
+  counted), the last tool round told as text when thinking is on (the same call and result,
+  as text), a server tool's blocks told as text when the request does not offer that tool,
+  sampling parameters dropped, ``max_tokens`` defaulted for the reply;
+- trailing whitespace cut from a final assistant message (a request that ends with the
+  assistant's message: never a turn's, which ends with the new user message);
+- cache breakpoints, which mark the request without changing it.
 """
 
 from __future__ import annotations
@@ -75,13 +98,12 @@ from ..errors import MalformedReply, RequestRefused, StreamInterrupted
 from . import wire
 from .base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
 from .transport import HTTPProvider, SSECall, parse_event_json, stream_error
-from .wire import json_object, refuse
+from .wire import BARE_SCHEMA, EARLIER, bare_tools, json_object, refuse
 
 API_VERSION = "2023-06-01"
 # The API requires max_tokens; every Claude model can produce at least this many.
 DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING_BUDGET = 1024
-EARLIER = "(the conversation so far, from an earlier point)"  # before a history that starts with a reply
 
 _THINKING = ("thinking", "redacted_thinking")
 _ID = re.compile(r"[A-Za-z0-9_-]+\Z")
@@ -149,8 +171,8 @@ def build(request: ChatRequest, label: str = "anthropic") -> tuple[dict[str, Any
     tools = wire_tools(request.tools) + server
     if tools:
         body["tools"] = tools
-    elif _tool_blocks(messages):
-        body["tools"] = [{"name": name, "input_schema": {"type": "object"}} for name in _tool_names(messages)]
+    elif _tool_blocks(messages):  # what engine/steps/bare_tools.py counted for a view
+        body["tools"] = wire_tools(bare_tools(request.messages)) or [{"name": "tool", "input_schema": BARE_SCHEMA}]
         body["tool_choice"] = {"type": "none"}
     if request.temperature is not None:
         body["temperature"] = request.temperature
@@ -362,11 +384,6 @@ def _tool_result(m: Message) -> dict[str, Any]:
 
 def _tool_blocks(messages: list[dict[str, Any]]) -> bool:
     return any(b["type"] in ("tool_use", "tool_result") for m in messages for b in m["content"])
-
-
-def _tool_names(messages: list[dict[str, Any]]) -> list[str]:
-    names = [b["name"] for m in messages for b in m["content"] if b["type"] == "tool_use"]
-    return list(dict.fromkeys(names)) or ["tool"]
 
 
 def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

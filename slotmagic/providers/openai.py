@@ -25,7 +25,8 @@ https://platform.openai.com/docs/guides/reasoning, and the API's own 400 message
   else with 400 "invalid tool call arguments"): :func:`~slotmagic.providers.wire.json_arguments`;
 - no empty or whitespace-only message (an assistant message with calls sends ``content: null``);
 - ``tools`` present whenever the history holds tool calls: a turn without tools sends the
-  history's tools as bare definitions with ``tool_choice: "none"``;
+  history's tools as bare definitions with ``tool_choice: "none"``
+  (:func:`~slotmagic.providers.wire.bare_tools`);
 - reasoning models (o1, o3, o4, gpt-5 and their variants, or what the
   ``openai_reasoning_models`` setting names), decided by the model's name since Azure and
   proxies serve them too, get the system prompt as a ``developer`` message and
@@ -35,6 +36,13 @@ https://platform.openai.com/docs/guides/reasoning, and the API's own 400 message
   ``system`` and ``max_tokens``, which its templates know.
 
 Another provider's reasoning (Anthropic's thinking and kept blocks) is left out.
+
+The fixes that change what is counted (tool pairs, blank messages, the bare tool definitions)
+are steps of the view pipeline too (``engine/steps/``), so a preview and the budget hold what is
+sent; here they are the safety net for requests made without it, and change nothing on a view.
+What stays here alone changes no counted content: call ids mapped, a system prompt sent as a
+``developer`` message, ``max_tokens`` under the name a server takes, another provider's
+reasoning left out (it is not counted).
 """
 
 from __future__ import annotations
@@ -54,7 +62,7 @@ from .base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usa
 from .endpoint import Endpoint
 from .registry import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_REASONING_MODELS, matches_model, model_patterns
 from .transport import HTTPProvider, SSECall, parse_event_json, stream_error
-from .wire import json_arguments, refuse
+from .wire import bare_tools, json_arguments, refuse
 
 REASONING_SETTING = "openai_reasoning_models"
 
@@ -145,9 +153,8 @@ def request_body(
     }
     if request.tools:
         body["tools"] = wire_tools(request.tools)
-    elif any(m.get("tool_calls") for m in messages):
-        names = dict.fromkeys(c["function"]["name"] for m in messages for c in m.get("tool_calls") or ())
-        body["tools"] = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
+    elif any(m.get("tool_calls") for m in messages):  # what engine/steps/bare_tools.py counted for a view
+        body["tools"] = wire_tools(bare_tools(request.messages))
         body["tool_choice"] = "none"
     if request.temperature is not None:  # only when set: some reasoning models take one, some do not
         body["temperature"] = request.temperature

@@ -131,6 +131,9 @@ class ProviderSpec:
     window: WindowRule | None = None  # its models' windows, before the database is asked
     price: tuple[float, float, float | None] | None = None  # USD per million in/out/cached, when nothing else says
     exact_count: bool = False  # its model names are OpenAI's, counted exactly with their encodings
+    # The request format it speaks: "openai" (chat completions), "anthropic" (Messages), or None
+    # (its own, as echo's). The view pipeline mends what that format requires (engine/steps/).
+    wire: str | None = None
 
     def setting(self, name: str) -> SettingSpec:
         for spec in self.settings:
@@ -180,6 +183,13 @@ class Registry:
     def get(self, provider: str) -> ProviderSpec | None:
         """The registration of ``provider`` (a name, not a model string), or None."""
         return self._specs.get(provider)
+
+    def wire(self, model: str) -> str | None:
+        """The request format ``model``'s provider speaks (``ProviderSpec.wire``); None for a
+        provider of its own format or a model string naming no registered provider."""
+        provider, sep, _ = model.partition(":")
+        spec = self._specs.get(provider if sep else model)
+        return spec.wire if spec is not None else None
 
     def load_entry_points(self) -> list[str]:
         """Register the provider each installed package names in the ``slotmagic.providers``
@@ -342,6 +352,7 @@ REGISTRY = Registry(
             endpoint=KeyedEndpoint("openai_base_url", "openai_api_key", DEFAULT_OPENAI_BASE_URL),
             catalog="openai",
             exact_count=True,
+            wire="openai",
         ),
         ProviderSpec(
             "anthropic",
@@ -361,6 +372,7 @@ REGISTRY = Registry(
             ),
             endpoint=KeyedEndpoint("anthropic_base_url", "anthropic_api_key", DEFAULT_ANTHROPIC_BASE_URL),
             catalog="anthropic",
+            wire="anthropic",
         ),
         ProviderSpec(
             "ollama",
@@ -380,6 +392,7 @@ REGISTRY = Registry(
             endpoint=OllamaEndpoint("ollama_host"),
             window=ServedWindow(),
             price=(0.0, 0.0, 0.0),  # it runs on your own machine
+            wire="openai",
         ),
         ProviderSpec(
             "echo",

@@ -1,6 +1,8 @@
 """What both wire formats share: on the way out, tool-call arguments as a JSON object any API
-(and ``json.dumps``) takes and the one-line refusal of a request that would still break a
-rule; on the way in, the shape checks of a reply's fields (:func:`mapping`, :func:`text`,
+(and ``json.dumps``) takes, the bare tool definitions a request without tools carries beside a
+history's tool calls (:func:`bare_tools`), Anthropic's opening user message before a history
+that starts with a reply (:data:`EARLIER`) and the one-line refusal of a request that would
+still break a rule; on the way in, the shape checks of a reply's fields (:func:`mapping`, :func:`text`,
 :func:`index`, :func:`count`), which raise ``TypeError``/``ValueError`` that the parsers turn
 into one :class:`~slotmagic.errors.MalformedReply`.
 
@@ -20,6 +22,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.messages import Message
+from ..core.request import ToolSpec
 from ..errors import RequestRefused
 
 MAX_DEPTH = 200  # levels of nesting kept in arguments sent back; deeper ones are sent as {}
@@ -40,6 +44,22 @@ def json_arguments(text: str | None) -> str:
     """``text`` as the JSON text of an object (OpenAI-compatible servers parse it; Ollama
     refuses anything else with a 400)."""
     return json.dumps(json_object(text), ensure_ascii=False, allow_nan=False)
+
+
+# The user message Anthropic's API wants first, before a history that starts with a reply (a
+# focused view, a compaction's cut): the view pipeline adds it (engine/steps/user_first.py),
+# the Anthropic wire module for a request made without it.
+EARLIER = "(the conversation so far, from an earlier point)"
+BARE_SCHEMA: Mapping[str, Any] = {"type": "object"}
+
+
+def bare_tools(messages: Sequence[Message]) -> tuple[ToolSpec, ...]:
+    """The tool definitions a request offering no tools carries beside ``messages``' tool calls
+    (both APIs refuse tool calls or results without tools): each tool called, once, in the order
+    first called, by its name alone. The wire modules send them with a tool choice of none, so
+    the model calls none of them; the view pipeline counts them (engine/steps/bare_tools.py)."""
+    names = dict.fromkeys(call.name for m in messages for call in m.tool_calls)
+    return tuple(ToolSpec(name, "", BARE_SCHEMA) for name in names)
 
 
 def refuse(label: str, violations: Sequence[str]) -> None:

@@ -182,6 +182,7 @@ class FileInfo:
     version: int  # PRAGMA user_version: the schema version
     empty: bool  # no tables yet: a new store
     marked: bool = False  # slotmagic's mark is set (PRAGMA application_id)
+    wal: bool = False  # in WAL mode already (it persists in the file): no need to ask again
 
 
 def identify(db: sqlite3.Connection, path: str) -> FileInfo:
@@ -190,13 +191,14 @@ def identify(db: sqlite3.Connection, path: str) -> FileInfo:
     # One statement, so one read transaction: another process may be making the store right
     # now, and its mark, version and tables must be seen as of one moment (a file read between
     # two of its commits looked like someone else's).
-    app, version, names = db.execute(
+    app, version, names, journal = db.execute(
         "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version),"
-        " (SELECT group_concat(name, char(10)) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%')"
+        " (SELECT group_concat(name, char(10)) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'),"
+        " (SELECT journal_mode FROM pragma_journal_mode)"
     ).fetchone()
     tables = set(names.split("\n")) if names else set()
     if app == APPLICATION_ID:
-        return FileInfo(version, False, marked=True)
+        return FileInfo(version, False, marked=True, wal=journal == "wal")
     if app != 0:
         raise StoreError(foreign_message(path, f"it is marked as another application's, application_id {app:#x}"))
     if not tables and version == 0:

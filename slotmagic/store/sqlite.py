@@ -131,7 +131,7 @@ class SQLiteStore(RowStore):
                 check_integrity(db, self.path, size=size)
             if info.version > len(MIGRATIONS):
                 raise StoreError(newer_schema_message(info.version))
-            self._prepare(db, durability, current=info.marked and info.version == len(MIGRATIONS))
+            self._prepare(db, durability, current=info.marked and info.version == len(MIGRATIONS), wal=info.wal)
         except BaseException:
             _close_without_checkpoint(db, self.path, self.timeout)
             raise
@@ -173,10 +173,14 @@ class SQLiteStore(RowStore):
             if checker is not None:
                 checker.close()
 
-    def _prepare(self, db: GuardedConnection, durability: Durability, *, current: bool = False) -> None:
-        """WAL, the durability asked, the newest schema (``current``: marked and at the newest
-        schema already, as just read). The busy timeout is the connection's own (``_connect``)."""
-        use_wal(db, self.path, self.timeout)
+    def _prepare(
+        self, db: GuardedConnection, durability: Durability, *, current: bool = False, wal: bool = False
+    ) -> None:
+        """WAL (``wal``: the file is in WAL mode already, as just read through ``db``), the
+        durability asked, the newest schema (``current``: marked and at the newest schema
+        already). The busy timeout is the connection's own (``_connect``)."""
+        if not wal:
+            use_wal(db, self.path, self.timeout)
         db.execute(f"PRAGMA synchronous = {durability.upper()}")
         if not current:
             migrate(db, backup=backup_before_migrating)

@@ -1,7 +1,10 @@
 """What a preview shows is what the wire sends, message for message, and what the budget counts:
 what the APIs would refuse (a tool call without its result, a blank message, an image sent to a
 model that takes none) is mended by steps of the view pipeline, not after it, so a synthetic
-"not run" result is previewed and counted too, and what is left out is neither shown nor counted."""
+"not run" result is previewed and counted too, and what is left out is neither shown nor counted.
+What one API's format adds (Anthropic's user message before a history that starts with a reply,
+the bare tool definitions a request without tools carries beside a history's tool calls) is
+previewed and counted for the models that speak it."""
 
 from __future__ import annotations
 
@@ -15,13 +18,15 @@ from PIL import Image as PILImage
 
 from slotmagic import Session
 from slotmagic.core.images import Image
-from slotmagic.core.messages import Message, ToolCall
+from slotmagic.core.messages import Message, Thinking, ToolCall
 from slotmagic.core.repair import NOT_RUN
 from slotmagic.engine.inputs import Counting
 from slotmagic.providers import ProviderSettings
+from slotmagic.providers.base import ToolSpec
+from slotmagic.providers.wire import EARLIER
 from slotmagic.tokens import TokenCounter
 
-from .wire_server import WireServer, oa_text_stream, sse_response
+from .wire_server import WireServer, an_text_stream, oa_text_stream, sse_response
 
 OSLO = ToolCall("call_Oslo1", "get_weather", '{"city": "Oslo"}')
 
@@ -81,3 +86,93 @@ def test_blank_messages_and_images_a_model_cannot_take_are_left_out_of_the_previ
         session.submit_turn("Thanks", model=text_only)
     sent = [from_wire(m) for m in wire.requests[0].json()["messages"]]
     assert sent == [as_sent(m) for m in (*preview.messages, Message.user("Thanks"))]
+
+
+def test_a_reply_of_thinking_alone_is_left_out_of_the_preview_as_of_the_wire(
+    tmp_path: Path, wire: WireServer, settings: ProviderSettings
+) -> None:
+    """A reply that spent its tokens thinking: chat completions send no reasoning, so nothing."""
+    wire.script(sse_response(oa_text_stream("Sure.")))
+    thought = Message.assistant("", thinking=[Thinking("thinking", "Let me think.", "sig")])
+    with Session.open("thought", db_path=tmp_path / "s.db", model="openai:gpt-4o-mini", settings=settings) as session:
+        session.append([Message.user("Hard question?"), thought, Message.user("Well?"), Message.assistant("42.")])
+        preview = session.preview()
+        assert [(o.lo, o.reason) for o in preview.omitted] == [(1, "blank")]
+        session.submit_turn("Why?", tools=[])
+    sent = [from_wire(m) for m in wire.requests[0].json()["messages"]]
+    assert sent == [as_sent(m) for m in (*preview.messages, Message.user("Why?"))]
+
+
+# -- what Anthropic's format adds -----------------------------------------------------------------
+
+Sent = tuple[str, str, tuple[str, ...]]  # role, text, the tool ids it carries
+
+
+def an_as_sent(message: Message) -> Sent:
+    """A message as Anthropic's Messages API carries it: a tool result in a user message."""
+    ids = tuple(c.id for c in message.tool_calls) or ((message.tool_call_id,) if message.tool_call_id else ())
+    return ("assistant" if message.role == "assistant" else "user"), message.content, ids
+
+
+def an_from_wire(body: dict[str, Any]) -> Sent:
+    blocks = body["content"]
+    text = "".join(b["text"] for b in blocks if b["type"] == "text")
+    ids = tuple(b.get("id") or b["tool_use_id"] for b in blocks if b["type"] in ("tool_use", "tool_result"))
+    if any(b["type"] == "tool_result" for b in blocks):
+        text = "".join(b.get("content", "") for b in blocks if b["type"] == "tool_result")
+    return body["role"], text, ids
+
+
+def test_a_history_that_starts_with_a_reply_is_previewed_and_counted_with_the_user_message_anthropic_wants(
+    tmp_path: Path, wire: WireServer, settings: ProviderSettings
+) -> None:
+    wire.script(sse_response(an_text_stream("6.")))
+    claude = "anthropic:claude-sonnet-4-5"
+    with Session.open("first", db_path=tmp_path / "s.db", model=claude, settings=settings) as session:
+        session.append([Message.assistant("Ask me sums."), Message.user("2+2?"), Message.assistant("4.")])
+        preview = session.preview()
+        assert [e.kind for e in preview.entries] == ["opening", "history", "history", "history"]
+        opening = preview.entries[0]
+        assert opening.message == Message.user(EARLIER) and opening.position is None
+        assert opening.tokens == Counting(TokenCounter.for_model(claude)).count(opening.message) > 0
+        assert preview.report is not None  # the opening message counts in the history share
+        priming = TokenCounter.for_model(claude).priming
+        conversation = sum(e.tokens for e in preview.entries if e.message.role != "system")
+        assert preview.report.history.used == conversation + priming
+        assert "added: the API wants a user message first" in preview.to_text()
+        # chat completions take a reply first: a model that speaks them is sent the history as it is
+        assert [e.kind for e in session.preview(model="openai:gpt-4o-mini").entries] == ["history"] * 3
+        session.submit_turn("And 3+3?", tools=[])
+    sent = [an_from_wire(m) for m in wire.requests[0].json()["messages"]]
+    assert sent == [an_as_sent(m) for m in (*preview.messages, Message.user("And 3+3?"))]
+
+
+@pytest.mark.parametrize("model", ["anthropic:claude-sonnet-4-5", "openai:gpt-4o-mini"])
+def test_the_bare_tool_definitions_a_history_of_calls_needs_are_counted_and_sent_alike(
+    model: str, tmp_path: Path, wire: WireServer, settings: ProviderSettings
+) -> None:
+    anthropic = model.startswith("anthropic:")
+    wire.script(sse_response(an_text_stream("Sure.") if anthropic else oa_text_stream("Sure.")))
+    history = [Message.user("Weather in Oslo?"), Message.assistant("", [OSLO])]
+    history += [Message.tool(OSLO.id, "12 C", OSLO.name), Message.assistant("12 C in Oslo.")]
+    with Session.open("bare", db_path=tmp_path / "s.db", model=model, settings=settings) as session:
+        session.append(history)
+        preview = session.preview()
+        assert preview.bare_tools == (ToolSpec("get_weather", "", {"type": "object"}),)
+        counting = Counting(TokenCounter.for_model(model))
+        system = any(e.message.role == "system" for e in preview.entries)
+        tools = counting.scale(counting.counter.count_tools(preview.bare_tools, has_system=system))
+        assert preview.report is not None and preview.report.tools.used == tools > 0
+        assert "with bare tool definitions (get_weather)" in preview.to_text()
+        assert session.preview(model="echo").bare_tools == ()  # echo is sent no definitions
+        session.submit_turn("Thanks", tools=[])
+    body = wire.requests[0].json()
+    if anthropic:
+        assert [t["name"] for t in body["tools"]] == ["get_weather"] and body["tool_choice"] == {"type": "none"}
+        sent = [an_from_wire(m) for m in body["messages"]]
+        assert sent == [an_as_sent(m) for m in (*preview.messages, Message.user("Thanks"))]
+    else:
+        assert [t["function"]["name"] for t in body["tools"]] == ["get_weather"] and body["tool_choice"] == "none"
+        assert [from_wire(m) for m in body["messages"]] == [
+            as_sent(m) for m in (*preview.messages, Message.user("Thanks"))
+        ]

@@ -34,9 +34,10 @@ Dialect = Literal["sqlite", "postgresql"]
 
 ROW_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo"
 MESSAGE_COLUMNS = "role, content, tokens, extra"
-_SESSION_ROWS = (
-    f"SELECT s.current_slot, {', '.join('r.' + c for c in ROW_COLUMNS.split(', '))}"
-    " FROM sessions s LEFT JOIN slots r ON r.session_id = s.id WHERE s.id = ?"
+_SESSION_AND_SLOTS = (
+    "SELECT sessions.current_slot, "
+    + ", ".join(f"slots.{name}" for name in ROW_COLUMNS.split(", "))
+    + " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id WHERE sessions.id = ?"
 )
 
 
@@ -208,42 +209,19 @@ class RowsBase:
         cached = self._sessions.get(session_id)
         if cached is not None:
             return cached
-        found = None
-        rows = {}
-        # the session's current slot and its slot rows in one statement (no row: no such session)
-        for (
-            current,
-            key,
-            name,
-            parent,
-            fork_at,
-            length,
-            tokens,
-            turns,
-            config,
-            created_at,
-            deleted_at,
-            undo,
-        ) in db.execute(_SESSION_ROWS, (session_id,)):
-            found = (current,)
+        # the session's row and its slots' in one statement: none when the session is unknown,
+        # one with no slot when it has none yet
+        known, current, rows = False, None, {}
+        for found in db.execute(_SESSION_AND_SLOTS, (session_id,)):
+            known, current, key = True, found[0], found[1]
             if key is None:
-                continue  # a session without slot rows
-            rows[key] = SlotRow(
-                key,
-                name,
-                parent,
-                fork_at,
-                length,
-                tokens,
-                turns,
-                config,
-                created_at,
-                deleted_at,
-                None if undo is None else json.loads(undo),
-            )
-            self._created[key] = created_at
-        loaded = SessionRows(rows, None if found is None else found[0])
-        if found is not None:  # an unknown session is not cached: it may be created any time
+                continue  # a session with no slot yet
+            row = rows[key] = SlotRow(*found[1:11])
+            if found[11] is not None:
+                row.undo = json.loads(found[11])
+            self._created[key] = row.created_at
+        loaded = SessionRows(rows, current)
+        if known:  # an unknown session is not cached: it may be created any time
             self._sessions[session_id] = loaded
         return loaded
 
