@@ -236,3 +236,24 @@ def test_workflows_survive_a_restart(db_path: Path) -> None:
         )
     with Session.open("other", db_path=db_path) as other:
         assert other.workflows() == []  # per session
+
+
+def test_another_kernels_workflow_change_is_seen_and_a_turn_reads_none_again(db_path: Path) -> None:
+    """The active workflow is kept between turns (a turn changes none) and read again after a
+    workflow write, here or by another kernel to the session, never shown stale."""
+    with Session.open("wf", db_path=db_path) as mine, Session.open("wf", db_path=db_path) as theirs:
+        assert mine.workflows.active() is None
+        theirs.workflows.define("claim", CLAIM)
+        found = mine.workflows.active()
+        assert found is not None and found.name == "claim"
+        theirs.workflows.set_status("intake", "done")
+        found = mine.workflows.active()
+        assert found is not None and found.node("intake").status == "done"
+        mine.submit_turn("a turn")  # changes no workflow: the one read before still stands
+        found = mine.workflows.active()
+        assert found is not None and found.node("intake").status == "done"
+        theirs.workflows.use(None)
+        assert mine.workflows.active() is None
+        mine.workflows.use("claim")
+        found = theirs.workflows.active()
+        assert found is not None and found.name == "claim"
