@@ -663,3 +663,25 @@ def test_a_write_lost_in_the_middle_of_its_rows_is_reported_in_one_line(
         assert "\n" not in str(lost.value)
         assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
         assert store.meta("a") is None  # nothing half-stored, and the store goes on
+
+
+def test_a_consistent_block_looks_for_other_kernels_writes_once(postgres_url: str) -> None:
+    """In ``consistent()`` this thread's first read looks for others' writes and the rest read
+    on from there (a turn's start: one look, not four); after the block, and on another thread
+    meanwhile, reads look as ever."""
+    import threading
+
+    with open_store(postgres_url) as mine, open_store(postgres_url) as theirs:
+        mine.ensure_session("c")
+        theirs.ensure_session("c")
+        theirs.derive_slot("c", "x", "default", theirs.slot("c", "default").config, 0)
+        with mine.consistent():
+            assert [s.id for s in mine.slots("c")] == ["default", "x"]  # the first read looked
+            theirs.derive_slot("c", "y", "default", theirs.slot("c", "default").config, 0)
+            assert [s.id for s in mine.slots("c")] == ["default", "x"]  # as of that look
+            elsewhere: list[list[str]] = []
+            reader = threading.Thread(target=lambda: elsewhere.append([s.id for s in mine.slots("c")]))
+            reader.start()
+            reader.join()
+            assert elsewhere == [["default", "x", "y"]]  # another thread's read looks
+        assert [s.id for s in mine.slots("c")] == ["default", "x", "y"]

@@ -250,7 +250,13 @@ class TurnEngine:
     # -- a turn's life ---------------------------------------------------------------------
 
     def start(self, text: object, options: TurnOptions) -> tuple[PendingTurn | None, CellPlan | None, Reply | None]:
-        """A turn about to stream, its cell plan, and the stored reply when it is a replay."""
+        """A turn about to stream, its cell plan, and the stored reply when it is a replay.
+        What it reads (the current slot, the history, the generation, the workflow) is read as
+        of one look at what other connections wrote: one round trip, not one per read."""
+        with self.store.consistent():
+            return self._start(text, options)
+
+    def _start(self, text: object, options: TurnOptions) -> tuple[PendingTurn | None, CellPlan | None, Reply | None]:
         text = check_text(text, "the turn")
         if not text.strip():
             raise ConfigError("the turn is empty: write the message to send to the model")

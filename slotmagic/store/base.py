@@ -353,6 +353,12 @@ class Store(SlotStore, TurnStore, AnnotationStore, UndoStore, SearchStore, Value
     def atomic(self) -> AbstractContextManager[None]:
         """Make several calls one transaction: if the block raises, none of them happened."""
 
+    def consistent(self) -> AbstractContextManager[None]:
+        """A block of this thread's reads that see others' writes as of its first read: what
+        other connections wrote is looked for once, not before each read (a turn's start reads
+        the current slot, its history, the generation and the active workflow: one look, not
+        four). Writes in the block are as ever; other threads' reads are not affected."""
+
     def close(self) -> None: ...
 
 

@@ -77,6 +77,7 @@ class PostgresStore(ChangeTracking):
         self._init_caches()
         self._version: int | None = None
         self._in_transaction = False
+        self._scope = threading.local()  # this thread's consistent() block: open, and the connection it looked on
         self._token = secrets.token_hex(8)  # this store's writes, in NOTIFY payloads
         self._listener: _Listener | None = None
         self._heard = 0  # the newest change counter a notification (or the listener) has read
@@ -201,21 +202,40 @@ class PostgresStore(ChangeTracking):
                 return
 
     @contextmanager
+    def consistent(self) -> Iterator[None]:
+        """See ``Store.consistent``: in the block, this thread's first read looks for others'
+        writes (the change counter, one round trip) and the rest read on from there, on the
+        same connection (a new one, after a loss, looks again)."""
+        scope = self._scope
+        if getattr(scope, "open", False):
+            yield  # within an enclosing block
+            return
+        scope.open, scope.looked_on = True, None
+        try:
+            yield
+        finally:
+            scope.open, scope.looked_on = False, None
+
+    @contextmanager
     def _read(self) -> Iterator[_Connection]:
         with self._lock:
             if self._in_transaction:
                 yield self._db
                 return
             db = self._connection()
+            scope = self._scope
             try:
-                try:
-                    version, unscoped, sessions = self._changes(db)
-                except StoreError:
-                    if not db.broken:
-                        raise
-                    db = self._connection()  # lost while idle (a server restart): once more, on a new one
-                    version, unscoped, sessions = self._changes(db)
-                self._sync(version, unscoped, sessions)
+                if getattr(scope, "looked_on", None) is not db:
+                    try:
+                        version, unscoped, sessions = self._changes(db)
+                    except StoreError:
+                        if not db.broken:
+                            raise
+                        db = self._connection()  # lost while idle (a server restart): once more, on a new one
+                        version, unscoped, sessions = self._changes(db)
+                    self._sync(version, unscoped, sessions)
+                    if getattr(scope, "open", False):
+                        scope.looked_on = db
                 yield db
             except StoreError:
                 if db.broken or self._held is not db:

@@ -201,6 +201,12 @@ class RowsBase:
         with self._write():
             yield
 
+    @contextmanager
+    def consistent(self) -> Iterator[None]:
+        """See ``Store.consistent``: here every read looks (a file's ``PRAGMA data_version``
+        costs no round trip); the PostgreSQL store looks once per block."""
+        yield
+
     # -- cached rows -----------------------------------------------------------------------
 
     def _rows(self, db: Connection, session_id: str) -> SessionRows:
