@@ -363,7 +363,9 @@ def run_worker(spec: dict[str, Any]) -> None:
 
     # The tree's data, kept live: a subscriber re-reads the session's slots on each notification
     # (on a thread of its own, as a kernel's event loop does between cells) and notes when each
-    # turn of another member first appears.
+    # turn of another member first appears, reading only the messages new since it last looked
+    # (a slot's whole history, read again at each notification, grew with the run and took the
+    # turns' thread's time in the same process: what was measured was the harness).
     tree = Session.open(session_id, store=session.store, model=MODEL, settings=settings)
     changed, stop = threading.Event(), threading.Event()
     known: dict[str, int] = {}
@@ -375,7 +377,7 @@ def run_worker(spec: dict[str, Any]) -> None:
                 continue
             if members > 1:
                 now = time.time()
-                for message in tree.messages(slot.id)[known.get(slot.id, 0) :]:
+                for message in tree.store.history(session_id, slot.id).messages(known.get(slot.id, 0)):
                     if message.role == "user" and ":" in message.content:
                         report.seen.setdefault(message.content, now)
             known[slot.id] = count
