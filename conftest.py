@@ -123,7 +123,7 @@ def count_rows(target: str | Path, table: str, where: str = "") -> int:
     if target.startswith("postgresql://"):
         import psycopg
 
-        from slotmagic.store.urls import parse_postgres_url
+        from slotmagic._store.urls import parse_postgres_url
 
         schema = parse_postgres_url(target).schema
         with psycopg.connect(POSTGRES) as db:

@@ -30,7 +30,7 @@ from bench_turns import grow
 from timing import ms
 
 from slotmagic import ContextBudget, FocusedConfig, Session
-from slotmagic.snapshot import session_snapshot
+from slotmagic._snapshot import session_snapshot
 
 
 def focused(path: Path, samples: int) -> tuple[float, float]:

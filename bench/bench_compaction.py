@@ -27,8 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from slotmagic import Message, Session
-from slotmagic.core.compaction import COMPACTION_MARKER
-from slotmagic.providers import echo
+from slotmagic._core.compaction import COMPACTION_MARKER
+from slotmagic.providers import _echo as echo
 from slotmagic.tokens import TokenCounter
 
 USER_CHARS, ASSISTANT_CHARS = 300, 1_500

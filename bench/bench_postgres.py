@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import HEADER, SIZES, Baseline, row, timed_us, turn_messages
 
 from slotmagic import Message, Session, TurnInfo
-from slotmagic.core.tokens import estimate_message_tokens
-from slotmagic.store.urls import shown_target
+from slotmagic._core.tokens import estimate_message_tokens
+from slotmagic._store.urls import shown_target
 
 
 class PgBaseline:

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from slotmagic import Message, Session, SQLiteStore, TurnInfo
-from slotmagic.core.tokens import estimate_message_tokens
+from slotmagic._core.tokens import estimate_message_tokens
 
 SIZES = (100, 1_000, 10_000)
 USER_CHARS, ASSISTANT_CHARS = 300, 1_500  # a typical question and answer

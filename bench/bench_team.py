@@ -318,7 +318,7 @@ _MODEL_TIME = threading.local()
 def _time_the_model() -> None:
     """Count the time spent inside the model's HTTP stream (waiting for the server, reading and
     parsing its events): the rest of a turn's wall time is slotmagic's own."""
-    from slotmagic.providers.transport import HTTPProvider
+    from slotmagic.providers._transport import HTTPProvider
 
     real = HTTPProvider.stream
 
@@ -342,7 +342,7 @@ def run_worker(spec: dict[str, Any]) -> None:
     from reflect_server import parse_reflection
 
     from slotmagic import ProviderSettings, Session
-    from slotmagic.errors import SlotMagicError
+    from slotmagic._errors import SlotMagicError
 
     _time_the_model()
     index, session_id, members = spec["worker"], spec["session"], spec["members"]
@@ -633,7 +633,7 @@ def run_team(cfg: Config, log: Any = print) -> dict[str, Any]:
             tempfile.TemporaryDirectory() as folder,
         ):
             db = f"{db}&idle_timeout={cfg.idle_timeout:g}"
-            from slotmagic.store import open_store
+            from slotmagic._store import open_store
 
             open_store(db).close()  # the schema, made once before the team starts
             # The first `shared` of the workers share sessions, in groups of at most `group`

@@ -3,7 +3,7 @@
 Counting is timed for an ASCII and a CJK message in each encoding, against a baseline run in
 the same process on the same texts: ``len(encoding.encode(text))``, tiktoken with nothing of
 ours around it. slotmagic counts with rs-bpe when the ``fast-count`` extra is installed (the
-same counts, see ``slotmagic/tokens/fast.py``), else with tiktoken; the header says which.
+same counts, see ``slotmagic/tokens/_fast.py``), else with tiktoken; the header says which.
 "first" counts a text never seen before (every sample is a different text);
 "(best)" is the fastest sample of "first" (the least disturbed by other work on the machine);
 "again" counts a text already counted (slotmagic remembers recent texts, and a history is
@@ -35,9 +35,9 @@ from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from slotmagic.core.messages import Message
+from slotmagic._core.messages import Message
 from slotmagic.tokens import ENCODINGS, TokenCounter, get_encoding
-from slotmagic.tokens.fast import FAST_VERSION, fast_counter
+from slotmagic.tokens._fast import FAST_VERSION, fast_counter
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,7 +107,7 @@ import time, sys
 t0 = time.perf_counter()
 import tiktoken
 t1 = time.perf_counter()
-from slotmagic.tokens.encodings import get_encoding
+from slotmagic.tokens._encodings import get_encoding
 t2 = time.perf_counter()
 get_encoding(sys.argv[1])
 t3 = time.perf_counter()
@@ -120,7 +120,7 @@ t0 = time.perf_counter()
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 t1 = time.perf_counter()
-from slotmagic.tokens.encodings import ENCODINGS
+from slotmagic.tokens._encodings import ENCODINGS
 spec = ENCODINGS[sys.argv[1]]
 t2 = time.perf_counter()
 ranks = load_tiktoken_bpe(sys.argv[2], expected_hash=spec.sha256)
@@ -132,7 +132,7 @@ print(t1 - t0, t3 - t2)
 
 _FAST = """
 import time, sys
-from slotmagic.tokens.fast import fast_counter
+from slotmagic.tokens._fast import fast_counter
 t0 = time.perf_counter()
 assert fast_counter(sys.argv[1]) is not None
 print(time.perf_counter() - t0)

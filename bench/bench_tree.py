@@ -82,8 +82,8 @@ def tree_vs_query(path: Path, samples: int) -> tuple[float, float]:
 COLD_LOAD = """
 import contextlib, io, json, os, sys, time
 from IPython.core.interactiveshell import InteractiveShell
-import slotmagic, slotmagic.magics
-from slotmagic.store import sqlite as store
+import slotmagic, slotmagic._magics
+from slotmagic._store import sqlite as store
 checked = []
 def timed(check):
     def run(*args, **kwargs):

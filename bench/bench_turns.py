@@ -37,8 +37,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from slotmagic import ContextBudget, FocusedConfig, Message, Session, SQLiteStore, TurnInfo
-from slotmagic.core.records import CellRef
-from slotmagic.core.tokens import estimate_message_tokens
+from slotmagic._core.records import CellRef
+from slotmagic._core.tokens import estimate_message_tokens
 
 USER_CHARS, ASSISTANT_CHARS = 300, 1_500
 

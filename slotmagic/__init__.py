@@ -9,7 +9,7 @@ In a notebook: ``%load_ext slotmagic``.
 
 import typing as _typing
 
-from .core import (
+from ._core import (
     DEFAULT_SLOT,
     ContextBudget,
     DeriveStrategy,
@@ -22,14 +22,14 @@ from .core import (
     SlotSource,
     ToolCall,
 )
-from .core.context import WorkingContext
-from .core.images import Image, TextPart
-from .core.records import CellRef, ForkRef, TurnInfo, TurnRecord
-from .core.usage import Usage
-from .core.workflow import Workflow
-from .engine import AsyncTurnStream, Reply, TurnStream, View, ViewEntry
-from .engine.fanout import ColumnResult, FanOutResult
-from .errors import (
+from ._core.context import WorkingContext
+from ._core.images import Image, TextPart
+from ._core.records import CellRef, ForkRef, TurnInfo, TurnRecord
+from ._core.usage import Usage
+from ._core.workflow import Workflow
+from ._engine import AsyncTurnStream, Reply, TurnStream, View, ViewEntry
+from ._engine.fanout import ColumnResult, FanOutResult
+from ._errors import (
     ConfigError,
     InvalidSlotId,
     MalformedReply,
@@ -54,17 +54,17 @@ from .errors import (
     TurnNotStored,
     UnknownModel,
 )
+from ._store import SQLiteStore
 from .providers import ProviderSettings
 from .session import Session
-from .store import SQLiteStore
 from .tools import Tool, ToolRegistry, ToolResult, default_registry, tool
 
 if _typing.TYPE_CHECKING:
-    from .compare import Comparison
-    from .store.recovery import RecoveryReport, recover
+    from ._compare import Comparison
+    from ._store.recovery import RecoveryReport, recover
 
 # Imported when first named: every kernel imports slotmagic, few compare slots or recover a file.
-_LAZY = {"Comparison": ".compare", "RecoveryReport": ".store.recovery", "recover": ".store.recovery"}
+_LAZY = {"Comparison": "._compare", "RecoveryReport": "._store.recovery", "recover": "._store.recovery"}
 
 
 def __getattr__(name: str) -> _typing.Any:
@@ -147,20 +147,20 @@ __all__ = [
 def current_session() -> Session:
     """In a notebook with ``%load_ext slotmagic``: the session its ``%slot`` and ``%%turn`` use,
     for the Python API (``current_session().tools``, ``.budget()``, ``.compact()``…)."""
-    from .magics import current_session as current
+    from ._magics import current_session as current
 
     return current()
 
 
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext slotmagic``: the magics module is imported here, not with the package."""
-    from .magics import load_ipython_extension as load
+    from ._magics import load_ipython_extension as load
 
     load(ipython)  # type: ignore[arg-type]
 
 
 def unload_ipython_extension(ipython: object) -> None:
-    from .magics import unload_ipython_extension as unload
+    from ._magics import unload_ipython_extension as unload
 
     unload(ipython)  # type: ignore[arg-type]
 

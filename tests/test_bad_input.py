@@ -28,9 +28,9 @@ from slotmagic import (
     SlotMagicError,
     ToolCall,
 )
-from slotmagic.core.slots import validate_slot_id
-from slotmagic.errors import OverBudget
-from slotmagic.magics.parsing import at_least
+from slotmagic._core.slots import validate_slot_id
+from slotmagic._errors import OverBudget
+from slotmagic._magics.parsing import at_least
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slotmagic.core.budget import BudgetReport, CategoryUse, ContextBudget
+from slotmagic._core.budget import BudgetReport, CategoryUse, ContextBudget
 
 
 def test_auto_split_is_unchanged() -> None:

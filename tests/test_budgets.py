@@ -12,15 +12,15 @@ from reflect_server import ReflectServer
 
 from conftest import count_rows
 from slotmagic import ConfigError, ContextBudget, Message, Session, SlotConfig
-from slotmagic.core.compaction import (
+from slotmagic._core.compaction import (
     SummaryCard,
     SummaryRejected,
     cut_point,
     keyword_summary,
     parse_summary,
 )
-from slotmagic.errors import OverBudget
-from slotmagic.providers import catalog
+from slotmagic._errors import OverBudget
+from slotmagic.providers import _catalog as catalog
 from slotmagic.tokens import TokenCounter
 
 
@@ -177,8 +177,8 @@ def test_exact_counts_are_stored_once_per_encoding(db_path: Path, monkeypatch: p
 
 
 def test_calibration_is_kept_across_restarts(db_path: Path) -> None:
-    from slotmagic.core.usage import Usage
-    from slotmagic.providers.base import ChatRequest
+    from slotmagic._core.usage import Usage
+    from slotmagic.providers._base import ChatRequest
 
     with Session.open("cal", db_path=db_path) as session:
         request = ChatRequest("claude", (Message.user("x" * 4000).with_tokens(1004),))
@@ -284,8 +284,8 @@ def test_tool_definitions_count_in_the_tools_share_and_lower_the_threshold(sessi
 def test_the_prompt_cache_line_reads_only_the_turns_a_cache_served(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from slotmagic.core.records import TurnInfo
-    from slotmagic.core.usage import Usage
+    from slotmagic._core.records import TurnInfo
+    from slotmagic._core.usage import Usage
 
     store = session.store
     for i in range(40):

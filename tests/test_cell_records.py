@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 
 import slotmagic
 from slotmagic import Session
-from slotmagic.providers.echo import EchoProvider
+from slotmagic.providers._echo import EchoProvider
 
 Cell = tuple[str, str]  # (cell id, source)
 
@@ -39,7 +39,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def session(ip: Any) -> Session:
-    from slotmagic.magics import SlotMagic
+    from slotmagic._magics import SlotMagic
 
     magic = next(c for c in ip.configurables if isinstance(c, SlotMagic))
     return magic.session()

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from slotmagic import Message, Session
-from slotmagic.core.compaction import COMPACTION_MARKER
-from slotmagic.providers import echo
+from slotmagic._core.compaction import COMPACTION_MARKER
+from slotmagic.providers import _echo as echo
 from slotmagic.tokens import TokenCounter
 
 WINDOW = 8_192

@@ -19,7 +19,7 @@ import pytest
 from reflect_server import ReflectServer, parse_reflection
 
 from slotmagic import Message, Session, SlotConfig, StoreError
-from slotmagic.core.records import TurnInfo
+from slotmagic._core.records import TurnInfo
 
 MODEL = "openai:reflect"
 

@@ -14,7 +14,7 @@ from reflect_server import ReflectServer
 
 from conftest import count_rows
 from slotmagic import ConfigError, ContextBudget, FocusedConfig, Message, Session, ToolCall
-from slotmagic.core.context import (
+from slotmagic._core.context import (
     ContextEvent,
     WorkingContext,
     add_goal,
@@ -23,7 +23,7 @@ from slotmagic.core.context import (
     set_goal_status,
     set_step,
 )
-from slotmagic.engine.blocks import next_turn
+from slotmagic._engine.blocks import next_turn
 from slotmagic.tools import ToolRegistry
 
 
@@ -386,8 +386,8 @@ def test_tools_bound_to_no_slot_follow_the_current_slot(session: Session) -> Non
 def test_the_tools_are_made_from_the_store_and_the_session_id_alone(db_path: Path) -> None:
     """No way back to a Session: a store and a session id are all the tools need, and what
     they change is what the session reads."""
-    from slotmagic.store import open_store
-    from slotmagic.tools.context import context_tools
+    from slotmagic._store import open_store
+    from slotmagic.tools._context import context_tools
 
     with open_store(str(db_path)) as store:
         store.ensure_session("bare")
@@ -400,7 +400,7 @@ def test_the_tools_are_made_from_the_store_and_the_session_id_alone(db_path: Pat
 
 
 def test_messages_only_sessions_see_no_context() -> None:
-    from slotmagic.store.base import History
+    from slotmagic._store.base import History
 
     history = History.of([Message.user("hi")])
     assert history.context().empty and next_turn(history) == 1

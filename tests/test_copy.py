@@ -12,9 +12,9 @@ from IPython.core.error import UsageError
 from test_notebooks_kernel import lab_env, run_all
 
 from slotmagic import Message, Session, SlotConfig
-from slotmagic.copy import copy_sessions
-from slotmagic.store import open_store
-from slotmagic.store.rows import RowStore, SessionDump
+from slotmagic._copy import copy_sessions
+from slotmagic._store import open_store
+from slotmagic._store.rows import RowStore, SessionDump
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -29,7 +29,7 @@ def dumps(target: str | Path) -> dict[str, SessionDump]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "slotmagic.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "slotmagic._cli", *args], capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.slow
@@ -119,7 +119,7 @@ def test_slot_session_copy_to(ip: object, postgres_url: str) -> None:
     shell: object = ip
     shell.run_cell("%%turn\nkept on the server")  # type: ignore[attr-defined]
     shell.run_cell(f"%slot session --copy-to {postgres_url}")  # type: ignore[attr-defined]
-    from slotmagic.magics import current_session
+    from slotmagic._magics import current_session
 
     name = current_session().session_id
     with Session.open(name, db_path=postgres_url) as session:
@@ -163,7 +163,7 @@ def test_copy_cases_that_went_wrong(tmp_path: Path, postgres_url: str, monkeypat
 
 def test_a_failed_copy_removes_the_state_file_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from slotmagic import StoreError
-    from slotmagic.store.rows import SessionDump as Dump
+    from slotmagic._store.rows import SessionDump as Dump
 
     source = tmp_path / "a.sqlite3"
     with Session.open("nb1", db_path=source) as session:
@@ -177,7 +177,7 @@ def test_a_failed_copy_removes_the_state_file_it_made(tmp_path: Path, monkeypatc
 def schema_exists(url: str) -> bool:
     import psycopg
 
-    from slotmagic.store.urls import parse_postgres_url
+    from slotmagic._store.urls import parse_postgres_url
 
     schema = parse_postgres_url(url).schema
     with psycopg.connect(url.split("?")[0]) as db:

@@ -24,7 +24,7 @@ def run(ip: Any, line: str, capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def session(ip: Any) -> Session:
-    from slotmagic.magics import SlotMagic
+    from slotmagic._magics import SlotMagic
 
     magic = next(c for c in ip.configurables if isinstance(c, SlotMagic))
     return magic.session()  # type: ignore[no-any-return]
@@ -470,7 +470,7 @@ def test_a_usage_error_from_the_explore_commands_loses_nothing(ip: Any) -> None:
 
 def test_a_store_of_the_previous_schema_upgrades_and_every_feature_works_on_it(tmp_path: Path) -> None:
     """A file as the released schema (version 6) wrote it: a slot and a branch with turns."""
-    from slotmagic.store.migrations import MIGRATIONS, migrate
+    from slotmagic._store.migrations import MIGRATIONS, migrate
 
     path = tmp_path / "state.sqlite3"
     db = sqlite3.connect(path, isolation_level=None)

@@ -14,9 +14,9 @@ import pytest
 from IPython.core.error import UsageError
 
 from slotmagic import ConfigError, FanOutResult, ForkRef, InvalidSlotId, Session, SlotConfig, SlotNotFound, SlotReadonly
-from slotmagic.core.slots import SlotMode
-from slotmagic.engine.targets import branch_hint
-from slotmagic.errors import UnknownModel
+from slotmagic._core.slots import SlotMode
+from slotmagic._engine.targets import branch_hint
+from slotmagic._errors import UnknownModel
 
 
 @pytest.fixture
@@ -303,7 +303,7 @@ def test_compare_renders_markdown_as_the_fan_out_columns_do(session: Session) ->
 
 
 def magic_session(ip: Any) -> Session:
-    from slotmagic.magics import SlotMagic
+    from slotmagic._magics import SlotMagic
 
     return next(c for c in ip.configurables if isinstance(c, SlotMagic)).session()
 
@@ -352,7 +352,7 @@ def test_max_concurrency_setting(ip: Any) -> None:
 def test_the_columns_widget_holds_each_column(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from IPython.core.displaypub import DisplayPublisher
 
-    from slotmagic.widgets import static
+    from slotmagic.widgets import _static as static
 
     monkeypatch.setattr(static, "_in_kernel", lambda: True)  # the view part is shown in a kernel only
 
@@ -395,7 +395,7 @@ def test_the_columns_widget_holds_each_column(ip: Any, monkeypatch: pytest.Monke
 
 
 def test_the_calling_thread_wakes_when_the_worker_ends_not_at_its_next_look(monkeypatch: pytest.MonkeyPatch) -> None:
-    from slotmagic.engine import background
+    from slotmagic._engine import background
 
     monkeypatch.setattr(background, "_POLL", 3_600.0)  # a look an hour away: only a wake-up ends it soon
     seen: list[str] = []

@@ -26,9 +26,9 @@ import pytest
 
 import slotmagic
 from slotmagic import ConfigError, Message, Session, SQLiteStore, StoreError
-from slotmagic.store import files, opening, recovery
-from slotmagic.store.files import APPLICATION_ID
-from slotmagic.store.migrations import MIGRATIONS, migrate
+from slotmagic._store import files, opening, recovery
+from slotmagic._store.files import APPLICATION_ID
+from slotmagic._store.migrations import MIGRATIONS, migrate
 
 
 def digest(path: Path) -> str:

@@ -14,12 +14,12 @@ import pytest
 from PIL import Image as PILImage
 
 from slotmagic import Session
-from slotmagic.core.images import Image, TextPart, anthropic_image_tokens, image_info
-from slotmagic.core.messages import Message
-from slotmagic.core.vision import takes_images
-from slotmagic.errors import ConfigError
+from slotmagic._core.images import Image, TextPart, anthropic_image_tokens, image_info
+from slotmagic._core.messages import Message
+from slotmagic._core.vision import takes_images
+from slotmagic._errors import ConfigError
 from slotmagic.tokens import TokenCounter
-from slotmagic.tokens.images import image_tokens, openai_patch_tokens, openai_tile_tokens
+from slotmagic.tokens._images import image_tokens, openai_patch_tokens, openai_tile_tokens
 
 
 def picture(width: int, height: int, fmt: str = "PNG") -> bytes:

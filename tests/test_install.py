@@ -74,7 +74,7 @@ def test_a_clone_installs_without_nodejs(tmp_path: Path) -> None:
     )
     assert not (source / "slotmagic" / "labextension").exists()
     # The clone is what the venv imports, and its magics load.
-    check = "import slotmagic, slotmagic.magics; print(slotmagic.__file__)"
+    check = "import slotmagic, slotmagic._magics; print(slotmagic.__file__)"
     found = subprocess.run([str(python), "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == str(source / "slotmagic" / "__init__.py")

@@ -1,15 +1,15 @@
 """Invariants that no other test held: each test here fails when the one line of code it names
 is changed (the mutations issue 27 lists).
 
-- a model's summary longer than its limit is refused (engine/compactor.py, ``tokens_after <= limit``)
-- redo carries the pins, context events and compactions gathered since the undo (store/rows/undo.py)
-- gc keeps a deleted ancestor's rows that an undo step still reaches (store/rows/search.py)
-- a focused slot never reaches back past a compaction (engine/pipeline.py, mode_filter)
-- a namespace page is capped (namespace.py, ``min(length, 50_000)``)
-- ``%`` and ``_`` are literal in the search of messages not indexed yet (store/rows/search.py)
-- a tool result of exactly the threshold stays in the history (namespace.py, ``<=``)
+- a model's summary longer than its limit is refused (_engine/compactor.py, ``tokens_after <= limit``)
+- redo carries the pins, context events and compactions gathered since the undo (_store/rows/undo.py)
+- gc keeps a deleted ancestor's rows that an undo step still reaches (_store/rows/search.py)
+- a focused slot never reaches back past a compaction (_engine/pipeline.py, mode_filter)
+- a namespace page is capped (_namespace.py, ``min(length, 50_000)``)
+- ``%`` and ``_`` are literal in the search of messages not indexed yet (_store/rows/search.py)
+- a tool result of exactly the threshold stays in the history (_namespace.py, ``<=``)
 - the T1 trigger: a conversation of exactly the room left does not need compaction (``>``)
-- the reply's priming counts as history in the budget (engine/pipeline.py, budgeted)
+- the reply's priming counts as history in the budget (_engine/pipeline.py, budgeted)
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from slotmagic import FocusedConfig, Message, Session
-from slotmagic.core.budget import ContextBudget
-from slotmagic.engine.compactor import Fold, Summarizer
-from slotmagic.engine.view import Counting
-from slotmagic.namespace import Namespace
-from slotmagic.providers.base import ChatRequest, StreamEvent, TextDelta
+from slotmagic._core.budget import ContextBudget
+from slotmagic._engine.compactor import Fold, Summarizer
+from slotmagic._engine.view import Counting
+from slotmagic._namespace import Namespace
+from slotmagic.providers._base import ChatRequest, StreamEvent, TextDelta
 from slotmagic.tokens import TokenCounter
 
 

@@ -22,43 +22,43 @@ PACKAGE = Path(__file__).resolve().parent.parent / "slotmagic"
 # Module-name prefixes by layer, lowest first (the longest prefix that matches places a module).
 LAYERS: dict[str, int] = {
     # 0 core: plain values and pure functions
-    "slotmagic.core": 0,
-    "slotmagic.errors": 0,
-    "slotmagic.render": 0,
-    "slotmagic.markdown": 0,
+    "slotmagic._core": 0,
+    "slotmagic._errors": 0,
+    "slotmagic._render": 0,
+    "slotmagic._markdown": 0,
     # 1 what keeps and counts: stores, token counting, tools, the namespace over a store
-    "slotmagic.store": 1,
+    "slotmagic._store": 1,
     "slotmagic.tokens": 1,
     "slotmagic.tools": 1,
-    "slotmagic.namespace": 1,
-    "slotmagic.copy": 1,
-    "slotmagic.attach": 1,  # objects into attachments (namespace references): used by tools.variables
-    "slotmagic.contextbook": 1,  # working contexts over a store: used by tools.context and the session
+    "slotmagic._namespace": 1,
+    "slotmagic._copy": 1,
+    "slotmagic._attach": 1,  # objects into attachments (namespace references): used by tools.variables
+    "slotmagic._contextbook": 1,  # working contexts over a store: used by tools.context and the session
     # 2 the models
     "slotmagic.providers": 2,
     # 3 the engine, and the reading of a session's values it serves
-    "slotmagic.engine": 3,
-    "slotmagic.diff": 3,
-    "slotmagic.compare": 3,
-    "slotmagic.columns": 3,
-    "slotmagic.explore": 3,
-    "slotmagic.export": 3,
-    "slotmagic.snapshot": 3,
-    "slotmagic.tree": 3,
+    "slotmagic._engine": 3,
+    "slotmagic._diff": 3,
+    "slotmagic._compare": 3,
+    "slotmagic._columns": 3,
+    "slotmagic._explore": 3,
+    "slotmagic._export": 3,
+    "slotmagic._snapshot": 3,
+    "slotmagic._tree": 3,
     # 4 the façade
     "slotmagic.session": 4,
     # 5 the adapters
-    "slotmagic.magics": 5,
+    "slotmagic._magics": 5,
     "slotmagic.widgets": 5,
-    "slotmagic.cli": 5,
+    "slotmagic._cli": 5,
     # 6 the package's own names
     "slotmagic": 6,
 }
 
 # Old import paths kept working by forwarding to where the code moved (importer, imported).
 FORWARDS = {
-    ("slotmagic.tokens", "slotmagic.providers.windows"),
-    ("slotmagic.tokens.windows", "slotmagic.providers.windows"),
+    ("slotmagic.tokens", "slotmagic.providers._windows"),
+    ("slotmagic.tokens._windows", "slotmagic.providers._windows"),
 }
 
 
@@ -132,7 +132,7 @@ def test_no_module_imports_from_a_layer_above_its_own() -> None:
 def test_the_forwards_are_still_needed_and_only_forward() -> None:
     found = {(e.importer, e.imported) for e in edges(modules())}
     assert found >= FORWARDS
-    shim = (PACKAGE / "tokens" / "windows.py").read_text()
+    shim = (PACKAGE / "tokens" / "_windows.py").read_text()
     assert "def " not in shim and "class " not in shim
 
 
@@ -166,11 +166,11 @@ def test_no_import_cycles_at_import_time() -> None:
 def test_the_checks_see_an_upward_import(tmp_path: Path) -> None:
     """The graph is read right: a store module importing the engine is found."""
     known = modules()
-    known["slotmagic.store.upward"] = tmp_path / "upward.py"
-    (tmp_path / "upward.py").write_text("from ..engine.turn import TurnEngine\n")
-    found = [e for e in edges(known) if e.importer == "slotmagic.store.upward"]
-    assert found == [Edge("slotmagic.store.upward", "slotmagic.engine.turn", 1, True)]
-    assert layer("slotmagic.engine.turn") == 3 > layer("slotmagic.store.upward") == 1  # type: ignore[operator]
+    known["slotmagic._store.upward"] = tmp_path / "upward.py"
+    (tmp_path / "upward.py").write_text("from .._engine.turn import TurnEngine\n")
+    found = [e for e in edges(known) if e.importer == "slotmagic._store.upward"]
+    assert found == [Edge("slotmagic._store.upward", "slotmagic._engine.turn", 1, True)]
+    assert layer("slotmagic._engine.turn") == 3 > layer("slotmagic._store.upward") == 1  # type: ignore[operator]
 
 
 # Modules past ~500 lines and classes past ~40 methods today, each with why it is not split yet
@@ -178,9 +178,9 @@ def test_the_checks_see_an_upward_import(tmp_path: Path) -> None:
 MODULE_LINES = 500
 CLASS_METHODS = 40
 LARGE_MODULES = {
-    "providers/anthropic.py": "one wire format, request and stream parsing together",
-    "providers/transport.py": "HTTP, retries, pacing and streaming of both wire formats",
-    "magics/slot_commands.py": "the %slot families not yet in modules of their own",
+    "providers/_anthropic.py": "one wire format, request and stream parsing together",
+    "providers/_transport.py": "HTTP, retries, pacing and streaming of both wire formats",
+    "_magics/slot_commands.py": "the %slot families not yet in modules of their own",
 }
 LARGE_CLASSES: set[str] = set()
 

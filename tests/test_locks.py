@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slotmagic import Session, StoreError
-from slotmagic.store import files
+from slotmagic._store import files
 
 # Another process tries, without waiting, what a lock held here must stop.
 OTHER = """

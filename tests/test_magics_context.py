@@ -10,8 +10,8 @@ from IPython.core.completer import provisionalcompleter
 from IPython.core.error import UsageError
 
 from slotmagic import Session
-from slotmagic.magics.completion import complete
-from slotmagic.snapshot import session_snapshot
+from slotmagic._magics.completion import complete
+from slotmagic._snapshot import session_snapshot
 
 CLAIM = """%%workflow claim
 intake -> evidence
@@ -29,7 +29,7 @@ def run(ip: Any, cell: str, capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def session(ip: Any) -> Session:
-    from slotmagic.magics import SlotMagic
+    from slotmagic._magics import SlotMagic
 
     magic = next(c for c in ip.configurables if isinstance(c, SlotMagic))
     return magic.session()

@@ -12,12 +12,12 @@ import pytest
 from IPython.core.completer import provisionalcompleter
 
 import slotmagic
-from slotmagic.magics.completion import complete
-from slotmagic.magics.workspace import notebook_path, runner_notebook, session_id_for
+from slotmagic._magics.completion import complete
+from slotmagic._magics.workspace import notebook_path, runner_notebook, session_id_for
 
 
 def magic(ip: Any) -> Any:
-    from slotmagic.magics import SlotMagic
+    from slotmagic._magics import SlotMagic
 
     found = [c for c in ip.configurables if isinstance(c, SlotMagic)]
     assert len(found) == 1
@@ -25,7 +25,7 @@ def magic(ip: Any) -> Any:
 
 
 def test_import_does_not_import_ipython() -> None:
-    code = "import sys, slotmagic; print('IPython' in sys.modules, 'slotmagic.magics' in sys.modules)"
+    code = "import sys, slotmagic; print('IPython' in sys.modules, 'slotmagic._magics' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 

@@ -20,7 +20,7 @@ def run(ip: Any, line: str, capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def session(ip: Any) -> Session:
-    from slotmagic.magics import SlotMagic
+    from slotmagic._magics import SlotMagic
 
     magic = next(c for c in ip.configurables if isinstance(c, SlotMagic))
     return magic.session()
@@ -231,7 +231,7 @@ def test_every_subcommand_has_help(ip: Any, capsys: pytest.CaptureFixture[str], 
 def test_magic_docstrings_come_from_the_parsers(ip: Any) -> None:
     from IPython.core.oinspect import getdoc
 
-    from slotmagic.magics.slot_commands import overview
+    from slotmagic._magics.slot_commands import overview
 
     # What %slot? and %%turn? show (IPython asks getdoc() first; built on the first ask).
     assert getdoc(ip.find_line_magic("slot")) == inspect.cleandoc(overview())
@@ -273,7 +273,7 @@ def test_internal_errors_keep_their_traceback(ip: Any, monkeypatch: pytest.Monke
 
 
 def test_every_subcommand_summary_is_a_whole_sentence() -> None:
-    from slotmagic.magics.slot_commands import COMMANDS
+    from slotmagic._magics.slot_commands import COMMANDS
 
     for name, command in COMMANDS.items():
         summary = command.make_parser().summary()

@@ -12,11 +12,11 @@ from IPython.core.displaypub import DisplayPublisher
 from IPython.core.error import UsageError
 
 from slotmagic import Session
-from slotmagic.providers.base import ChatRequest, StreamEvent, TextDelta
+from slotmagic.providers._base import ChatRequest, StreamEvent, TextDelta
 
 
 def magic(ip: Any) -> Any:
-    from slotmagic.magics import SlotMagic
+    from slotmagic._magics import SlotMagic
 
     return next(c for c in ip.configurables if isinstance(c, SlotMagic))
 
@@ -87,7 +87,7 @@ def test_reply_is_the_cells_value(ip: Any) -> None:
 
 
 def test_options_reach_the_request(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from slotmagic.providers.echo import EchoProvider
+    from slotmagic.providers._echo import EchoProvider
 
     requests: list[ChatRequest] = []
     real_stream = EchoProvider.stream
@@ -169,7 +169,7 @@ def test_rerun_unchanged_cell_replays_without_the_model(ip: Any, monkeypatch: py
     def no_model(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("the model was called")
 
-    monkeypatch.setattr("slotmagic.providers.echo.EchoProvider.stream", no_model)
+    monkeypatch.setattr("slotmagic.providers._echo.EchoProvider.stream", no_model)
     outputs = displays(ip, "%%turn\nQuestion", cell_id="cell-1")
     again = ip.user_ns["_"]
     assert again.replayed and again.text == first.text and again.turn == 1
@@ -215,7 +215,7 @@ def test_long_reply_costs_a_bounded_number_of_updates(ip: Any, monkeypatch: pyte
     """A ~10,000-token reply arrives as ~10,000 deltas; with a clock that advances 1 ms per
     delta (10 s in all) and a 0.25 s throttle, the display is updated about 40 times."""
     clock = itertools.count(step=0.001)
-    monkeypatch.setattr("slotmagic.magics.display.monotonic", lambda: next(clock))
+    monkeypatch.setattr("slotmagic._magics.display.monotonic", lambda: next(clock))
     ip.run_cell("%config SlotMagic.stream_throttle = 0.25")
     ip.run_cell("%config SlotMagic.context_windows = {'echo': 200_000}")  # echo's own 8k would refuse it
     words = " ".join(f"word{i}" for i in range(10_000))
@@ -252,7 +252,7 @@ def test_interrupt_leaves_the_slot_as_it_was(
 ) -> None:
     ip.run_cell("%%turn\nFirst", cell_id="c1")
     before = session(ip).messages()
-    monkeypatch.setattr("slotmagic.providers.echo.EchoProvider.stream", InterruptedProvider().stream)
+    monkeypatch.setattr("slotmagic.providers._echo.EchoProvider.stream", InterruptedProvider().stream)
     capsys.readouterr()
     with pytest.raises(KeyboardInterrupt):
         ip.run_cell("%%turn\nSecond")
@@ -273,7 +273,7 @@ def test_footer_numbers_are_the_stored_turns(ip: Any) -> None:
     ("usd", "shown"), [(0.0, "$0.0000"), (0.0000048, "<$0.0001"), (0.00012, "$0.0001"), (1.23456, "$1.2346")]
 )
 def test_cost_in_the_footer(usd: float, shown: str) -> None:
-    from slotmagic.magics.display import format_cost
+    from slotmagic._magics.display import format_cost
 
     assert format_cost(usd) == shown
 
@@ -294,7 +294,7 @@ def test_cost_in_the_footer(usd: float, shown: str) -> None:
     ],
 )
 def test_replies_are_shown_rendered_never_as_html(text: str, shown: str) -> None:
-    from slotmagic.magics.display import bundle
+    from slotmagic._magics.display import bundle
 
     data = bundle(text, "footer")
     assert shown in data["text/html"] and "text/markdown" not in data

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from slotmagic.columns import column_data, columns_html
-from slotmagic.engine.loop import ToolStep
-from slotmagic.magics.display import bundle
-from slotmagic.markdown import reply_html
+from slotmagic._columns import column_data, columns_html
+from slotmagic._engine.loop import ToolStep
+from slotmagic._magics.display import bundle
+from slotmagic._markdown import reply_html
 
 # What CommonMark with tables and strikethrough can make, and nothing else.
 TAGS = {

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import count_rows
 from slotmagic import Message, Session, ToolCall
-from slotmagic.namespace import Namespace, content_key, parse_reference
+from slotmagic._namespace import Namespace, content_key, parse_reference
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ from IPython.core.error import UsageError
 from PIL import Image as PILImage
 
 from slotmagic import Session
-from slotmagic.magics.references import fill, split_names
+from slotmagic._magics.references import fill, split_names
 
 
 def session(ip: Any) -> Session:
-    from slotmagic.magics import current_session
+    from slotmagic._magics import current_session
 
     return current_session()
 
@@ -210,7 +210,7 @@ def test_fill_and_split_names_directly() -> None:
 def test_read_variable_per_slot_and_from_python(tmp_path: Any) -> None:
     """A slot whose tools name read_variable offers it on every turn; from Python it reads the
     namespace given to allow_variables, and without one a turn asking for it is refused."""
-    from slotmagic.errors import ConfigError
+    from slotmagic._errors import ConfigError
 
     with Session.open("vars", db_path=tmp_path / "s.db") as plain:
         with pytest.raises(ConfigError, match="allow_variables"):

@@ -92,7 +92,7 @@ def run_all(
 def turn_outputs(nb: nbformat.NotebookNode) -> Iterator[dict[str, Any]]:
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith("%%turn"):
-            # a fan-out's columns are a widget: its view, then its static form (widgets/static.py)
+            # a fan-out's columns are a widget: its view, then its static form (widgets/_static.py)
             (output,) = [
                 o
                 for o in cell.outputs

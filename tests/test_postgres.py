@@ -16,11 +16,11 @@ import pytest
 
 from conftest import POSTGRES
 from slotmagic import ConfigError, Message, Session, StoreError
-from slotmagic.core.cells import CellRecord
-from slotmagic.store import open_store
-from slotmagic.store.postgres import PostgresStore
-from slotmagic.store.postgres_schema import CACHED_SQL, MIGRATIONS
-from slotmagic.store.urls import parse_postgres_url, shown_target
+from slotmagic._core.cells import CellRecord
+from slotmagic._store import open_store
+from slotmagic._store.postgres import PostgresStore
+from slotmagic._store.postgres_schema import CACHED_SQL, MIGRATIONS
+from slotmagic._store.urls import parse_postgres_url, shown_target
 
 SECRET = "Planted-Secret-pw-4711"
 
@@ -261,7 +261,7 @@ def test_a_turn_whose_commit_went_through_is_not_reported_failed(
     """The connection lost just after the server committed a turn, before its answer came: the
     turn was stored but reported failed. Whether it committed is asked on a new connection;
     one lost before its COMMIT reached the server still fails and stores nothing."""
-    from slotmagic.store.postgres import _Connection
+    from slotmagic._store.postgres import _Connection
 
     real = _Connection.script  # a write's last round trip: its NOTIFY and COMMIT
     when: list[str] = []
@@ -432,8 +432,8 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
 
 
 def test_a_schema_of_version_3_gains_the_index_of_turns_a_prompt_cache_served(postgres_url: str) -> None:
-    from slotmagic.core.records import TurnInfo
-    from slotmagic.core.usage import Usage
+    from slotmagic._core.records import TurnInfo
+    from slotmagic._core.usage import Usage
 
     schema = schema_of(postgres_url)
     with Session.open("old", db_path=postgres_url) as s:
@@ -577,7 +577,7 @@ def test_a_write_to_another_session_leaves_a_kernels_cache_alone(
     """Writes record the sessions they changed: a kernel reads again only what another kernel
     changed (one round trip when it changed nothing this kernel holds), and everything when a
     write could not say which sessions it changed."""
-    from slotmagic.store.postgres import _Connection
+    from slotmagic._store.postgres import _Connection
 
     with open_store(postgres_url) as mine, open_store(postgres_url) as theirs:
         assert isinstance(mine, PostgresStore)

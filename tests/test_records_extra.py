@@ -3,8 +3,8 @@ read: a merge turn's merge, a fan-out column's time, the item a working-context 
 
 from __future__ import annotations
 
-from slotmagic.core.context import ContextEvent
-from slotmagic.core.records import TurnInfo
+from slotmagic._core.context import ContextEvent
+from slotmagic._core.records import TurnInfo
 
 
 def test_a_merge_is_read_back_as_it_was_recorded() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from slotmagic import Session, SlotConfig
-from slotmagic.core.messages import Message, Thinking, ToolCall, fields_from_extra
-from slotmagic.core.repair import NOT_RUN, orphan_as_text, repair_tool_pairs, wire_call_id
+from slotmagic._core.messages import Message, Thinking, ToolCall, fields_from_extra
+from slotmagic._core.repair import NOT_RUN, orphan_as_text, repair_tool_pairs, wire_call_id
 
 A = ToolCall("a", "f", '{"x": 1}')
 B = ToolCall("b", "g", "{}")

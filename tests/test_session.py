@@ -27,9 +27,9 @@ from slotmagic import (
     TurnInfo,
     UnknownModel,
 )
-from slotmagic.engine.pipeline import SUMMARY_PREFIX
-from slotmagic.store import open_store
-from slotmagic.store.base import SupportsChanges
+from slotmagic._engine.pipeline import SUMMARY_PREFIX
+from slotmagic._store import open_store
+from slotmagic._store.base import SupportsChanges
 
 
 @pytest.fixture
@@ -387,7 +387,7 @@ def test_a_kept_preview_follows_every_change_from_here_and_from_another_kernel(d
 
 
 def test_kept_previews_are_bounded(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
-    from slotmagic.engine import view_cache
+    from slotmagic._engine import view_cache
 
     for name in ("a", "b"):
         session.create_slot(name)

@@ -12,10 +12,10 @@ import pytest
 
 import slotmagic
 from slotmagic import FocusedConfig, Message, Session, SlotConfig
-from slotmagic.magics.sidebar import TARGET, Sidebar, attach_sidebar
+from slotmagic._magics.sidebar import TARGET, Sidebar, attach_sidebar
+from slotmagic._snapshot import LastUserCache, last_user_text, session_snapshot
+from slotmagic._store.base import History
 from slotmagic.session import SessionHistory
-from slotmagic.snapshot import LastUserCache, last_user_text, session_snapshot
-from slotmagic.store.base import History
 
 # -- the snapshot ---------------------------------------------------------------------------------
 
@@ -415,7 +415,7 @@ def test_reloading_keeps_one_sidebar(ip: Any, kernel: FakeManager) -> None:
 
 
 def test_a_store_that_cannot_open_is_one_error_line(ip: Any, tmp_path: Path) -> None:
-    from slotmagic.errors import StoreError
+    from slotmagic._errors import StoreError
 
     def broken() -> Session:
         raise StoreError("cannot open the state file /nowhere/state.sqlite3: no such folder")

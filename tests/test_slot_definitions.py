@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from slotmagic import FocusedConfig, Session, SlotConfig, SlotExists
-from slotmagic.errors import SlotConflict, SlotNotEmpty, SlotNotFound
+from slotmagic._errors import SlotConflict, SlotNotEmpty, SlotNotFound
 
 
 @pytest.fixture

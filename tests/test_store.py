@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from slotmagic import Message, Session, SQLiteStore, StoreError, ToolCall
-from slotmagic.core.cells import CellRecord
-from slotmagic.core.slots import SlotConfig
-from slotmagic.store import base, rows
-from slotmagic.store.history import SegmentReader
-from slotmagic.store.migrations import MIGRATIONS, migrate
+from slotmagic._core.cells import CellRecord
+from slotmagic._core.slots import SlotConfig
+from slotmagic._store import base, rows
+from slotmagic._store.history import SegmentReader
+from slotmagic._store.migrations import MIGRATIONS, migrate
 
 
 def user_version(path: Path) -> int:
@@ -158,7 +158,7 @@ def test_cell_lookups_see_turns_kept_for_derived_slots(db_path: Path) -> None:
 
 
 def test_a_version_8_file_gains_cell_records(db_path: Path) -> None:
-    """Version 9 keeps what each notebook cell's magic did (engine/cells.py), numbered in the
+    """Version 9 keeps what each notebook cell's magic did (_engine/cells.py), numbered in the
     order cells first ran; a record is kept once unless replaced."""
     db = sqlite3.connect(db_path, isolation_level=None)
     migrate(db, MIGRATIONS[:8])
@@ -181,9 +181,9 @@ def test_a_version_8_file_gains_cell_records(db_path: Path) -> None:
 def test_a_version_9_file_gains_the_index_of_turns_a_prompt_cache_served(db_path: Path) -> None:
     """Version 10 indexes the turns a prompt cache served, so a slot's first budget reads those
     and not every turn it holds; turns stored before the upgrade are in the index too."""
-    from slotmagic.core.records import TurnInfo
-    from slotmagic.core.usage import Usage
-    from slotmagic.store.rows.segments import CACHED_SQL
+    from slotmagic._core.records import TurnInfo
+    from slotmagic._core.usage import Usage
+    from slotmagic._store.rows.segments import CACHED_SQL
 
     with Session.open("nb", db_path=db_path) as session:
         for i in range(6):

@@ -13,7 +13,7 @@ from IPython.core.error import UsageError
 
 from conftest import count_rows
 from slotmagic import ConfigError, Session, StoreError
-from slotmagic.core.users import current_user
+from slotmagic._core.users import current_user
 
 
 @pytest.fixture

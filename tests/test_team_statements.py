@@ -15,8 +15,8 @@ import pytest
 from reflect_server import ReflectServer
 
 from slotmagic import Session
-from slotmagic.store.postgres import PostgresStore
-from slotmagic.store.postgres_connection import _Connection
+from slotmagic._store.postgres import PostgresStore
+from slotmagic._store.postgres_connection import _Connection
 
 MODEL = "openai:reflect"
 

@@ -15,7 +15,7 @@ import pytest
 import slotmagic
 from slotmagic import ConfigError, Tool, ToolRegistry, default_registry, tool
 from slotmagic.providers import ToolSpec
-from slotmagic.tools.schema import parse_docstring
+from slotmagic.tools._schema import parse_docstring
 
 
 @pytest.fixture

@@ -15,20 +15,20 @@ from hypothesis import strategies as st
 from PIL import Image as PILImage
 
 from slotmagic import Session, SlotConfig
-from slotmagic.core.budget import ContextBudget
-from slotmagic.core.compaction import Compaction, SummaryCard
-from slotmagic.core.images import Image
-from slotmagic.core.messages import Message, Thinking, ToolCall
-from slotmagic.core.repair import NOT_RUN, repair_tool_pairs
-from slotmagic.core.slots import SlotMode
-from slotmagic.core.workflow import Workflow
-from slotmagic.engine.inputs import INPUTS, Counting, Source, ViewInputs
-from slotmagic.engine.pipeline import STEPS, make_view
-from slotmagic.engine.steps import Step, step
-from slotmagic.engine.view import View
-from slotmagic.engine.view_cache import ViewCache
-from slotmagic.providers.base import ToolSpec
-from slotmagic.store.base import History
+from slotmagic._core.budget import ContextBudget
+from slotmagic._core.compaction import Compaction, SummaryCard
+from slotmagic._core.images import Image
+from slotmagic._core.messages import Message, Thinking, ToolCall
+from slotmagic._core.repair import NOT_RUN, repair_tool_pairs
+from slotmagic._core.slots import SlotMode
+from slotmagic._core.workflow import Workflow
+from slotmagic._engine.inputs import INPUTS, Counting, Source, ViewInputs
+from slotmagic._engine.pipeline import STEPS, make_view
+from slotmagic._engine.steps import Step, step
+from slotmagic._engine.view import View
+from slotmagic._engine.view_cache import ViewCache
+from slotmagic._store.base import History
+from slotmagic.providers._base import ToolSpec
 from slotmagic.tokens import TokenCounter
 
 ECHO = Counting(TokenCounter.for_model("echo"))

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WARMED = """
 import sys
 from slotmagic import Session
-heavy = ("genai_prices", "httpx", "httpcore", "slotmagic.providers.openai")
+heavy = ("genai_prices", "httpx", "httpcore", "slotmagic.providers._openai")
 with Session.open("w", db_path=":memory:") as offline:
     assert offline._warming is None
     print(sorted(m for m in heavy if m in sys.modules))
@@ -25,7 +25,7 @@ with Session.open("w", db_path=":memory:", model="openai:gpt-4o-mini") as first:
     first._warming.join(timeout=120)
     with Session.open("v", db_path=":memory:", model="openai:gpt-4o-mini") as second:
         assert second._warming is first._warming  # once per process and model
-    from slotmagic.providers.transport import _tls_context
+    from slotmagic.providers._transport import _tls_context
     print(sorted(m for m in heavy if m in sys.modules), _tls_context.cache_info().currsize)
 """
 
@@ -34,7 +34,7 @@ def test_a_networked_model_is_warmed_up_once_and_the_offline_one_not_at_all() ->
     out = subprocess.run(
         [sys.executable, "-c", WARMED], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout.splitlines()
-    assert out == ["[]", "['genai_prices', 'httpcore', 'httpx', 'slotmagic.providers.openai'] 1"]
+    assert out == ["[]", "['genai_prices', 'httpcore', 'httpx', 'slotmagic.providers._openai'] 1"]
 
 
 def test_turns_right_after_opening_do_not_wait_for_or_trip_over_the_warm_up(tmp_path: Path) -> None:

@@ -12,10 +12,10 @@ import pytest
 
 import slotmagic
 from slotmagic import FocusedConfig, Message, Session
-from slotmagic.core.messages import ToolCall
-from slotmagic.core.slots import SlotMode
-from slotmagic.engine.view import Omitted, View, ViewEntry, view_data
-from slotmagic.tree import SlotTree
+from slotmagic._core.messages import ToolCall
+from slotmagic._core.slots import SlotMode
+from slotmagic._engine.view import Omitted, View, ViewEntry, view_data
+from slotmagic._tree import SlotTree
 from slotmagic.widgets import (
     SlotBudgetWidget,
     SlotPreviewWidget,
@@ -24,8 +24,8 @@ from slotmagic.widgets import (
     live_widgets,
     workflow_widget,
 )
-from slotmagic.widgets.live import LiveWidgets
-from slotmagic.widgets.tree import COLLAPSE_OVER
+from slotmagic.widgets._live import LiveWidgets
+from slotmagic.widgets._tree import COLLAPSE_OVER
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -444,14 +444,14 @@ def test_workflow_widget_follows_a_graph_source(session: Session) -> None:
     ],
 )
 def test_a_malformed_graph_is_one_line(session: Session, graph: Any, message: str) -> None:
-    from slotmagic.errors import ConfigError
+    from slotmagic._errors import ConfigError
 
     with pytest.raises(ConfigError, match=message):
         WorkflowWidget(session, graph, live=LiveWidgets())
 
 
 def test_layout_of_cycles_self_loops_and_disconnected_parts() -> None:
-    from slotmagic.widgets.layout import layered_layout
+    from slotmagic.widgets._layout import layered_layout
 
     out = layered_layout(["a", "b", "c", "x", "y"], [("a", "b"), ("b", "c"), ("c", "a"), ("x", "x"), ("y", "x")])
     assert {k: v[0] for k, v in out["nodes"].items()} == {"a": 0, "b": 1, "c": 2, "x": 1, "y": 0}
@@ -465,7 +465,7 @@ def test_layout_of_cycles_self_loops_and_disconnected_parts() -> None:
 
 
 def test_barycentre_ordering_removes_a_crossing() -> None:
-    from slotmagic.widgets.layout import layered_layout
+    from slotmagic.widgets._layout import layered_layout
 
     out = layered_layout(["a", "b", "c", "d"], [("a", "d"), ("b", "c")])
     # a above b, so d (a's) goes above c (b's): no crossing
@@ -490,7 +490,7 @@ def test_tree_preview_budget_widgets_from_plain_python(session: Session) -> None
 
 
 def test_a_click_in_the_sidebar_refreshes_the_widgets(session: Session) -> None:
-    from slotmagic.magics.sidebar import Sidebar
+    from slotmagic._magics.sidebar import Sidebar
 
     class Comm:
         def __init__(self) -> None:
@@ -568,7 +568,7 @@ def test_the_preview_and_budget_widgets_follow_what_changes_no_slot_row(session:
 
 
 def test_left_out_messages_are_numbered_as_slot_show_numbers_them() -> None:
-    from slotmagic.engine.view import stored_range
+    from slotmagic._engine.view import stored_range
 
     assert stored_range(5, 6) == "stored message 6"  # was "positions 5-5"
     assert stored_range(0, 4) == "stored messages 1-4"
@@ -578,8 +578,8 @@ def test_a_slot_with_its_own_budget_is_measured_against_it_everywhere(session: S
     """The bar, its headline, the static form and the sidebar all say the slot's 800 tokens,
     as the preview does, not the model's 8,192."""
     from slotmagic import ContextBudget, SlotConfig
-    from slotmagic.engine.budgeting import budget_data, budget_html
-    from slotmagic.snapshot import session_snapshot
+    from slotmagic._engine.budgeting import budget_data, budget_html
+    from slotmagic._snapshot import session_snapshot
     from slotmagic.widgets import SlotBudgetWidget
 
     session.create_slot("lease", SlotConfig(budget=ContextBudget.auto(800)))
@@ -601,7 +601,7 @@ def test_a_slot_with_its_own_budget_is_measured_against_it_everywhere(session: S
 
 
 def test_a_tree_made_again_after_a_change_is_the_tree_built_whole(session: Session) -> None:
-    from slotmagic.tree import build_tree
+    from slotmagic._tree import build_tree
 
     session.submit_turn("first")
     for i in range(6):
@@ -626,10 +626,20 @@ def test_a_tree_made_again_after_a_change_is_the_tree_built_whole(session: Sessi
         before = after
 
 
+def test_a_record_names_a_widget_class_by_its_module_old_or_new() -> None:
+    from slotmagic.widgets._snapshot_widget import widget_class
+
+    for module in ("slotmagic.widgets._tree", "slotmagic.widgets.tree"):  # as now, as slotmagic 0.1 wrote it
+        assert widget_class({"module": module, "class": "SlotTreeWidget"}) is SlotTreeWidget
+    for module in ("os", "slotmagic._store.sqlite", "slotmagic.widgetsx.tree"):
+        with pytest.raises(ValueError, match="not a slotmagic widget's module"):
+            widget_class({"module": module, "class": "SlotTreeWidget"})
+
+
 def test_a_replayed_read_rebuilds_its_widget_as_of_its_cell_and_follows_live_on_request(ip: Any) -> None:
     from ipywidgets.widgets.widget import _instances
 
-    from slotmagic.widgets.snapshot_widget import SnapshotWidget
+    from slotmagic.widgets._snapshot_widget import SnapshotWidget
 
     cells = [("w1", "%%turn\nFirst question."), ("w2", "%slot tree"), ("w3", "%slot derive court")]
     for cell_id, source in cells:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from slotmagic import ConfigError, Session, SlotNotFound
-from slotmagic.core.workflow import Workflow, parse_edges
+from slotmagic._core.workflow import Workflow, parse_edges
 
 
 @pytest.fixture

@@ -58,7 +58,7 @@ KINDS = {"Unicode": "text", "Bool": "True or False", "CInt": "a whole number", "
 def settings_table() -> str:
     """The settings, as a Markdown definition list, with their defaults where no variable is
     set."""
-    from slotmagic.magics.options import ENVIRONMENT, SlotMagicOptions
+    from slotmagic._magics.options import ENVIRONMENT, SlotMagicOptions
 
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("SLOTMAGIC_")}
     try:

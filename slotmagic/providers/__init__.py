@@ -13,11 +13,20 @@ not load httpx.
 
 from __future__ import annotations
 
-from .base import ChatRequest, Completion, Provider, StreamEvent, TextDelta, ToolSpec, Usage
-from .echo import EchoProvider
-from .prices import BUILTIN_PRICES, cost_of, price_of
-from .registry import REGISTRY, ProviderSpec, Registry, SettingSpec
-from .settings import ProviderSettings
+from .._core.messages import Message
+from ._base import ChatRequest, Completion, Provider, StreamEvent, TextDelta, ToolSpec, Usage
+from ._registry import REGISTRY, KeyedEndpoint, ProviderSpec, Registry, SettingSpec
+from ._registry import load_plugins as _load_plugins
+from ._windows import FixedWindow
+
+# The providers installed packages add (the ``slotmagic.providers`` entry point group), once the
+# names a provider's module imports from here are bound, and before the settings class is made
+# from every registered provider's settings.
+_load_plugins()
+
+from ._echo import EchoProvider  # noqa: E402
+from ._prices import BUILTIN_PRICES, cache_savings_of, cost_of, price_of  # noqa: E402
+from ._settings import ProviderSettings  # noqa: E402
 
 __all__ = [
     "BUILTIN_PRICES",
@@ -26,6 +35,9 @@ __all__ = [
     "ChatRequest",
     "Completion",
     "EchoProvider",
+    "FixedWindow",
+    "KeyedEndpoint",
+    "Message",
     "Provider",
     "ProviderSettings",
     "ProviderSpec",
@@ -35,11 +47,15 @@ __all__ = [
     "TextDelta",
     "ToolSpec",
     "Usage",
+    "cache_savings_of",
     "cost_of",
     "parse_model",
     "price_of",
     "resolve_provider",
 ]
+
+# A package's providers (the entry point group), registered once this package's names above
+# are bound: its module imports them from here (``from slotmagic.providers import ProviderSpec``).
 
 KNOWN_PROVIDERS: tuple[str, ...] = REGISTRY.names()
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .calibration import Calibration
-from .counter import ESTIMATE, RequestTokens, TokenCounter, encoding_for_model, render_tools
-from .encodings import ENCODINGS, RankFileError, get_encoding
+from ._calibration import Calibration
+from ._counter import ESTIMATE, RequestTokens, TokenCounter, encoding_for_model, render_tools
+from ._encodings import ENCODINGS, RankFileError, get_encoding
+from ._images import image_tokens
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -34,6 +35,7 @@ __all__ = [
     "Window",
     "encoding_for_model",
     "get_encoding",
+    "image_tokens",
     "model_window",
     "render_tools",
     "window_for",
@@ -43,10 +45,10 @@ _WINDOWS = frozenset({"DEFAULT_CONTEXT_WINDOW", "Window", "model_window", "windo
 
 
 def __getattr__(name: str) -> Any:
-    """The window names this package always had, forwarded to :mod:`slotmagic.providers.windows`
+    """The window names this package always had, forwarded to :mod:`slotmagic.providers._windows`
     (a window is the provider's knowledge; counting sits below the providers)."""
     if name in _WINDOWS:
-        from ..providers import windows
+        from ..providers import _windows as windows
 
         return getattr(windows, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

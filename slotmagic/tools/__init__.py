@@ -15,7 +15,7 @@
 The decorator is all it takes in a notebook: the tool joins :data:`default_registry` (a cell
 run again replaces it), and the function stays callable as before. Its schema comes from the
 type hints and the docstring (:mod:`.schema`); :class:`ToolRegistry` scopes tools per session,
-slot or turn; :meth:`ToolRegistry.run` turns a model's :class:`~slotmagic.core.messages.ToolCall`
+slot or turn; :meth:`ToolRegistry.run` turns a model's :class:`~slotmagic._core.messages.ToolCall`
 into a :class:`ToolResult`, never raising for anything the model or the tool got wrong.
 """
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar, overload
 
-from ..core.repair import NOT_RUN, repair_tool_pairs
-from .registry import ToolRegistry, default_registry
-from .tool import Tool, ToolResult, result_text
+from .._core.repair import NOT_RUN, repair_tool_pairs
+from ._registry import ToolRegistry, default_registry
+from ._tool import Tool, ToolResult, result_text
 
 P = ParamSpec("P")
 R = TypeVar("R")

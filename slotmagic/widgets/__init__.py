@@ -5,7 +5,7 @@
 
 Built on ipywidgets and anywidget (each view is one ES module shipped beside its Python module).
 Importing this package imports neither until a widget class is asked for, so the extension can
-load the live registry (:mod:`slotmagic.widgets.live`) without them.
+load the live registry (:mod:`slotmagic.widgets._live`) without them.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .budget import SlotBudgetWidget
-    from .fanout import FanOutWidget
-    from .live import LiveWidgets, live_widgets
-    from .preview import SlotPreviewWidget
-    from .summary import SummaryEditor
-    from .tree import SlotTreeWidget
-    from .workflow import WorkflowWidget, workflow_widget
+    from ._budget import SlotBudgetWidget
+    from ._fanout import FanOutWidget
+    from ._live import LiveWidgets, live_widgets
+    from ._preview import SlotPreviewWidget
+    from ._summary import SummaryEditor
+    from ._tree import SlotTreeWidget
+    from ._workflow import WorkflowWidget, workflow_widget
 
 __all__ = [
     "FanOutWidget",
@@ -35,15 +35,15 @@ __all__ = [
 ]
 
 _WHERE = {
-    "FanOutWidget": "fanout",
-    "LiveWidgets": "live",
-    "live_widgets": "live",
-    "SlotBudgetWidget": "budget",
-    "SlotPreviewWidget": "preview",
-    "SlotTreeWidget": "tree",
-    "SummaryEditor": "summary",
-    "WorkflowWidget": "workflow",
-    "workflow_widget": "workflow",
+    "FanOutWidget": "_fanout",
+    "LiveWidgets": "_live",
+    "live_widgets": "_live",
+    "SlotBudgetWidget": "_budget",
+    "SlotPreviewWidget": "_preview",
+    "SlotTreeWidget": "_tree",
+    "SummaryEditor": "_summary",
+    "WorkflowWidget": "_workflow",
+    "workflow_widget": "_workflow",
 }
 
 

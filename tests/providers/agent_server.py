@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-from slotmagic.core.compaction import COMPACTION_MARKER
-from slotmagic.core.messages import Message, ToolCall
+from slotmagic._core.compaction import COMPACTION_MARKER
+from slotmagic._core.messages import Message, ToolCall
 from slotmagic.providers import ProviderSettings
-from slotmagic.providers.base import ChatRequest, ToolSpec
+from slotmagic.providers._base import ChatRequest, ToolSpec
 
 from .wire_rules import check
 from .wire_server import an_start, an_stop, an_text_block, an_tool_block, oa_text_stream, oa_tool_stream

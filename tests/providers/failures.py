@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from slotmagic.errors import (
+from slotmagic._errors import (
     MalformedReply,
     ProviderError,
     ProviderHTTPError,

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from slotmagic.errors import ProviderError
+from slotmagic._errors import ProviderError
 from slotmagic.providers import ChatRequest, Completion, Provider, StreamEvent, TextDelta
 
 PLANTED_OPENAI_KEY = "sk-test-PLANTED-openai-4f1c2b9e7d3a6c5b8e0f1a2d"

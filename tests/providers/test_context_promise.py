@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from slotmagic import ContextBudget, Session
-from slotmagic.core.compaction import Compaction, SummaryCard, parse_summary
-from slotmagic.errors import CompactionNeeded, ConfigError, OverBudget
+from slotmagic._core.compaction import Compaction, SummaryCard, parse_summary
+from slotmagic._errors import CompactionNeeded, ConfigError, OverBudget
 from slotmagic.tokens import TokenCounter
 
 from .agent_server import REFERENCE, AgentServer

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from slotmagic.core.messages import Message, ToolCall
-from slotmagic.errors import (
+from slotmagic._core.messages import Message, ToolCall
+from slotmagic._errors import (
     MalformedReply,
     ProviderHTTPError,
     ProviderTimeout,
@@ -15,7 +15,7 @@ from slotmagic.errors import (
     StreamInterrupted,
 )
 from slotmagic.providers import ChatRequest, ProviderSettings, ToolSpec, Usage
-from slotmagic.providers.anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
+from slotmagic.providers._anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
 
 from .support import PLANTED_ANTHROPIC_KEY, Drain
 from .wire_server import (

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from slotmagic import Session
-from slotmagic.core.messages import Message
+from slotmagic._core.messages import Message
 from slotmagic.providers import ChatRequest, ProviderSettings, TextDelta
-from slotmagic.providers.anthropic import AnthropicProvider
-from slotmagic.providers.openai import OpenAIProvider
+from slotmagic.providers._anthropic import AnthropicProvider
+from slotmagic.providers._openai import OpenAIProvider
 
 from .wire_server import HOLD, WireServer, an_text_stream, oa_text_stream, sse_response
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from slotmagic import ContextBudget, Message, Session
-from slotmagic.core.compaction import COMPACTION_MARKER
+from slotmagic._core.compaction import COMPACTION_MARKER
 from slotmagic.providers import ProviderSettings
 
 from .wire_server import Pause, WireServer, json_response, oa_text_stream, sse_response

@@ -11,13 +11,13 @@ import traceback
 
 import pytest
 
-from slotmagic.core.messages import Message
-from slotmagic.errors import ConfigError, ProviderHTTPError
+from slotmagic._core.messages import Message
+from slotmagic._errors import ConfigError, ProviderHTTPError
 from slotmagic.providers import ChatRequest, ProviderSettings
-from slotmagic.providers.anthropic import AnthropicProvider
-from slotmagic.providers.endpoint import Endpoint, masked_url
-from slotmagic.providers.openai import OpenAIProvider
-from slotmagic.providers.settings import resolve_endpoint
+from slotmagic.providers._anthropic import AnthropicProvider
+from slotmagic.providers._endpoint import Endpoint, masked_url
+from slotmagic.providers._openai import OpenAIProvider
+from slotmagic.providers._settings import resolve_endpoint
 
 from .support import PLANTED_ANTHROPIC_KEY, PLANTED_OPENAI_KEY, drain_sync
 from .wire_server import WireServer, an_text_stream, json_response, oa_text_stream, sse_response

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from slotmagic import Session
-from slotmagic.core.slots import SlotConfig
-from slotmagic.errors import ProviderHTTPError
+from slotmagic._core.slots import SlotConfig
+from slotmagic._errors import ProviderHTTPError
 from slotmagic.providers import ProviderSettings
 
 from .wire_server import (
@@ -211,7 +211,7 @@ def test_ctrl_c_in_a_fan_out_cell(
 ) -> None:
     """The same through %%turn in a real IPython shell: the cell stops with one line, the
     columns say they were interrupted, and no slot changes."""
-    from slotmagic.magics import SlotMagic
+    from slotmagic._magics import SlotMagic
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     ip.run_cell(f'%config SlotMagic.openai_base_url = "{wire.url}/v1"')

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image as PILImage
 
 from slotmagic import Session
-from slotmagic.errors import ConfigError
+from slotmagic._errors import ConfigError
 from slotmagic.providers import ProviderSettings
 
 from .wire_rules import check

@@ -11,12 +11,12 @@ import tracemalloc
 
 import pytest
 
-from slotmagic.core.messages import Message
-from slotmagic.errors import ProviderHTTPError, ProviderTimeout, ReplyTooLarge
+from slotmagic._core.messages import Message
+from slotmagic._errors import ProviderHTTPError, ProviderTimeout, ReplyTooLarge
 from slotmagic.providers import ChatRequest, ProviderSettings
-from slotmagic.providers.anthropic import AnthropicProvider
-from slotmagic.providers.openai import OpenAIProvider
-from slotmagic.providers.transport import MAX_ERROR_BODY, SSEReader
+from slotmagic.providers._anthropic import AnthropicProvider
+from slotmagic.providers._openai import OpenAIProvider
+from slotmagic.providers._transport import MAX_ERROR_BODY, SSEReader
 
 from .support import Drain, drain_async, drain_sync
 from .wire_server import (

@@ -15,7 +15,7 @@ from .wire_server import WireServer, an_text_stream, json_response, oa_text_stre
 
 
 def session(ip: Any) -> Session:
-    from slotmagic.magics import SlotMagic
+    from slotmagic._magics import SlotMagic
 
     return next(c for c in ip.configurables if isinstance(c, SlotMagic)).session()
 
@@ -98,7 +98,7 @@ def test_a_bad_provider_setting_is_refused_when_set(ip: Any, caplog: pytest.LogC
 
 
 def test_provider_settings_from_the_environment(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from slotmagic.magics.options import SlotMagicOptions
+    from slotmagic._magics.options import SlotMagicOptions
 
     monkeypatch.setenv("SLOTMAGIC_READ_TIMEOUT", "33")
     monkeypatch.setenv("SLOTMAGIC_MAX_RETRIES", "1")

@@ -26,7 +26,7 @@ VARIABLES = (
 
 
 def magic(ip: Any) -> Any:
-    from slotmagic.magics import SlotMagic
+    from slotmagic._magics import SlotMagic
 
     found = [c for c in ip.configurables if isinstance(c, SlotMagic)]
     assert len(found) == 1

@@ -13,11 +13,11 @@ from httpx_sse import ServerSentEvent
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slotmagic.core.messages import Message
-from slotmagic.errors import MalformedReply, ProviderError
+from slotmagic._core.messages import Message
+from slotmagic._errors import MalformedReply, ProviderError
 from slotmagic.providers import ChatRequest, ProviderSettings
-from slotmagic.providers.anthropic import AnthropicProvider, EventAssembler
-from slotmagic.providers.openai import ChunkAssembler, OpenAIProvider
+from slotmagic.providers._anthropic import AnthropicProvider, EventAssembler
+from slotmagic.providers._openai import ChunkAssembler, OpenAIProvider
 
 from .support import Drain
 from .wire_server import OA_DONE, WireServer, an_event, an_start, an_stop, oa_chunk, sse_response

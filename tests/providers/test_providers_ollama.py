@@ -7,7 +7,7 @@ from pathlib import Path
 
 from slotmagic import Session
 from slotmagic.providers import ProviderSettings
-from slotmagic.providers.ollama import OLLAMA_DEFAULT_CONTEXT
+from slotmagic.providers._ollama import OLLAMA_DEFAULT_CONTEXT
 
 from .wire_server import WireServer, json_response
 

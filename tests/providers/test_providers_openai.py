@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from slotmagic.core.messages import Message, ToolCall
-from slotmagic.errors import (
+from slotmagic._core.messages import Message, ToolCall
+from slotmagic._errors import (
     MalformedReply,
     ProviderConnectionError,
     ProviderHTTPError,
@@ -18,8 +18,8 @@ from slotmagic.errors import (
     StreamInterrupted,
 )
 from slotmagic.providers import ChatRequest, ProviderSettings, ToolSpec, Usage
-from slotmagic.providers.openai import OpenAIProvider, request_body
-from slotmagic.providers.settings import Endpoint
+from slotmagic.providers._openai import OpenAIProvider, request_body
+from slotmagic.providers._settings import Endpoint
 
 from .support import PLANTED_OPENAI_KEY, Drain
 from .wire_server import (

@@ -12,16 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from slotmagic.providers.registry import ENTRY_POINTS, REGISTRY, ProviderSpec, Registry, group_may_be_named
-from slotmagic.providers.windows import FixedWindow
+from slotmagic.providers._registry import ENTRY_POINTS, REGISTRY, ProviderSpec, Registry, group_may_be_named
+from slotmagic.providers._windows import FixedWindow
 
 ROOT = Path(__file__).resolve().parents[2]
 
 PLUGIN = '''
-from slotmagic.core.messages import Message
-from slotmagic.core.usage import Usage
-from slotmagic.providers.registry import KeyedEndpoint, ProviderSpec, SettingSpec
-from slotmagic.providers.windows import FixedWindow
+from slotmagic.providers import (
+    Completion, FixedWindow, KeyedEndpoint, Message, ProviderSpec, SettingSpec, TextDelta, Usage,
+)
 
 
 class Tiny:
@@ -31,8 +30,6 @@ class Tiny:
         self.name = name
 
     def stream(self, request):
-        from slotmagic.providers.base import Completion, TextDelta
-
         text = "tiny heard " + request.messages[-1].content
         yield TextDelta(text)
         yield Completion(Message.assistant(text), Usage(7, 3))
@@ -160,7 +157,7 @@ def test_no_table_outside_a_registration_names_a_provider() -> None:
     assert by_name["echo"].window == FixedWindow(8_192, "the offline test model")
     source = "\n".join(
         (ROOT / "slotmagic" / path).read_text()
-        for path in ("tokens/counter.py", "providers/prices.py", "providers/catalog.py", "providers/windows.py")
+        for path in ("tokens/_counter.py", "providers/_prices.py", "providers/_catalog.py", "providers/_windows.py")
     )
     for name in ("openai", "anthropic", "ollama", "echo"):
         assert f'"{name}"' not in source and f"'{name}'" not in source, name

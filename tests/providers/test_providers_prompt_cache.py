@@ -120,7 +120,7 @@ def test_anthropic_requests_carry_cache_breakpoints_on_the_prefix(wire: WireServ
     assert unmarked(two["messages"])[: len(one["messages"])] == unmarked(one["messages"])
     # What the cache served, and what it saved, in the reply, the footer and the budget.
     assert second_reply.usage.cached_tokens == 1500 and second_reply.saved and second_reply.saved > 0
-    from slotmagic.magics.display import footer
+    from slotmagic._magics.display import footer
 
     assert "1,500 cached, saved $" in footer(second_reply)
     budget = session.budget()

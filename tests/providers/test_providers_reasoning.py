@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from slotmagic.core.messages import Message
-from slotmagic.errors import ConfigError
+from slotmagic._core.messages import Message
+from slotmagic._errors import ConfigError
 from slotmagic.providers import ChatRequest, ProviderSettings
-from slotmagic.providers.openai import OpenAIProvider, is_reasoning_model
+from slotmagic.providers._openai import OpenAIProvider, is_reasoning_model
 
 from .support import Drain
 from .wire_server import WireServer, oa_text_stream, sse_response

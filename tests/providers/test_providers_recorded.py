@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from slotmagic import Session
-from slotmagic.core.messages import Message
-from slotmagic.engine.loop import server_steps
+from slotmagic._core.messages import Message
+from slotmagic._engine.loop import server_steps
 from slotmagic.providers import ChatRequest, ProviderSettings
-from slotmagic.providers.anthropic import AnthropicProvider
-from slotmagic.providers.anthropic import request_body as anthropic_body
-from slotmagic.providers.endpoint import Endpoint
-from slotmagic.providers.openai import request_body as openai_body
+from slotmagic.providers._anthropic import AnthropicProvider
+from slotmagic.providers._anthropic import request_body as anthropic_body
+from slotmagic.providers._endpoint import Endpoint
+from slotmagic.providers._openai import request_body as openai_body
 
 from .support import Drain
 from .wire_rules import check

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from slotmagic.errors import ConfigError, MissingAPIKey, UnknownModel
+from slotmagic._errors import ConfigError, MissingAPIKey, UnknownModel
 from slotmagic.providers import KNOWN_PROVIDERS, REGISTRY, ProviderSettings, ProviderSpec, Registry, SettingSpec
-from slotmagic.providers.endpoint import checked_url
-from slotmagic.providers.registry import KeyedEndpoint
-from slotmagic.providers.settings import settings_class
+from slotmagic.providers._endpoint import checked_url
+from slotmagic.providers._registry import KeyedEndpoint
+from slotmagic.providers._settings import settings_class
 
 from .support import Drained, drain_async, drain_sync
 from .wire_server import WireServer, json_response, oa_text_stream, sse_response
@@ -30,7 +30,7 @@ def acme_registry() -> Registry:
     """The built-in providers plus one more, as a plug-in would register it."""
     acme = ProviderSpec(
         "acme",
-        "slotmagic.providers.openai:OpenAIProvider",  # speaks the OpenAI wire protocol
+        "slotmagic.providers._openai:OpenAIProvider",  # speaks the OpenAI wire protocol
         summary="Acme's hosted models",
         example="acme:rocket-1",
         settings=(
@@ -61,7 +61,7 @@ def test_a_new_registration_is_masked_and_works_without_other_code(
     assert endpoint.api_key == ACME_TOKEN and ACME_PASSWORD in endpoint.secrets
 
     # A whole reply, and a failure whose body quotes the token back.
-    from slotmagic.core.messages import Message
+    from slotmagic._core.messages import Message
     from slotmagic.providers import ChatRequest
 
     chat = ChatRequest(name, (Message.user("hi"),))
@@ -126,10 +126,10 @@ def test_the_documented_table_is_the_registry_table() -> None:
 
 
 def test_the_typed_declaration_matches_the_built_class() -> None:
-    """settings.py declares ProviderSettings for type checkers; at run time the class is built
+    """_settings.py declares ProviderSettings for type checkers; at run time the class is built
     from the registry. The two must have the same fields, in the same order, with the same
     defaults."""
-    tree = ast.parse(Path(ROOT / "slotmagic" / "providers" / "settings.py").read_text())
+    tree = ast.parse(Path(ROOT / "slotmagic" / "providers" / "_settings.py").read_text())
     declared = next(
         node
         for node in ast.walk(tree)

@@ -9,9 +9,9 @@ from email.utils import formatdate
 import pytest
 
 from slotmagic.providers import BUILTIN_PRICES, Usage, cost_of, price_of
-from slotmagic.providers import prices as prices_module
-from slotmagic.providers.prices import cache_savings_of, model_price_of
-from slotmagic.providers.retry import RetryPolicy, is_retryable, retry_after_seconds
+from slotmagic.providers import _prices as prices_module
+from slotmagic.providers._prices import cache_savings_of, model_price_of
+from slotmagic.providers._retry import RetryPolicy, is_retryable, retry_after_seconds
 
 
 @pytest.mark.parametrize(
@@ -183,7 +183,7 @@ def test_prices_never_touch_the_network() -> None:
         "def refuse(*a, **k): raise OSError('network used')\n"
         "socket.socket.connect = refuse; socket.create_connection = refuse; socket.getaddrinfo = refuse\n"
         "from slotmagic.providers import Usage, cost_of\n"
-        "from slotmagic.providers.prices import model_price_of\n"
+        "from slotmagic.providers._prices import model_price_of\n"
         "print(model_price_of('openai:gpt-4o').source.split()[0],"
         " cost_of('anthropic:claude-haiku-4-5', Usage(10, 10)) > 0,"
         " sorted(t.name for t in threading.enumerate()))\n"

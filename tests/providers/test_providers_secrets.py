@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from slotmagic import Reply, Session
-from slotmagic.errors import ProviderError
+from slotmagic._errors import ProviderError
 from slotmagic.providers import ProviderSettings
 
 from .failures import FAILURES, RECOVERIES, success

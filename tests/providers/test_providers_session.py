@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from slotmagic import Message, Reply, Session, Usage
-from slotmagic.errors import (
+from slotmagic._errors import (
     ConfigError,
     MalformedReply,
     MissingAPIKey,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from slotmagic.errors import ConfigError, MissingAPIKey, UnknownModel
+from slotmagic._errors import ConfigError, MissingAPIKey, UnknownModel
 from slotmagic.providers import EchoProvider, ProviderSettings, parse_model, resolve_provider
-from slotmagic.providers.anthropic import AnthropicProvider
-from slotmagic.providers.openai import OpenAIProvider
-from slotmagic.providers.settings import ollama_base_url, resolve_endpoint
+from slotmagic.providers._anthropic import AnthropicProvider
+from slotmagic.providers._openai import OpenAIProvider
+from slotmagic.providers._settings import ollama_base_url, resolve_endpoint
 
 KEY = "sk-test-PLANTED-settings-0123456789abcdef"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from slotmagic import Message, Reply, Session
-from slotmagic.errors import SlotMagicError
+from slotmagic._errors import SlotMagicError
 from slotmagic.providers import ProviderSettings
 
 from .failures import FAILURES, RECOVERIES, success

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from slotmagic.core.messages import Message, Thinking, ToolCall
-from slotmagic.core.repair import NOT_RUN
+from slotmagic._core.messages import Message, Thinking, ToolCall
+from slotmagic._core.repair import NOT_RUN
 from slotmagic.providers import ChatRequest, ProviderSettings, ToolSpec, Usage
-from slotmagic.providers.anthropic import AnthropicProvider, request_body
-from slotmagic.providers.openai import OpenAIProvider
+from slotmagic.providers._anthropic import AnthropicProvider, request_body
+from slotmagic.providers._openai import OpenAIProvider
 
 from .support import Drain
 from .wire_server import (

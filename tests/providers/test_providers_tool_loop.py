@@ -195,7 +195,7 @@ def test_repeated_call_ids_are_made_unique_in_the_turn(wire: WireServer, session
 def test_a_nameless_call_or_negative_usage_stores_nothing(
     wire: WireServer, session: Session, reply: list[Any], why: str
 ) -> None:
-    from slotmagic.errors import MalformedReply
+    from slotmagic._errors import MalformedReply
 
     wire.script(reply)
     with pytest.raises(MalformedReply, match=re.escape(why)):

@@ -9,14 +9,14 @@ import re
 
 import pytest
 
-from slotmagic.core.messages import Message, ToolCall
-from slotmagic.core.repair import NOT_RUN
+from slotmagic._core.messages import Message, ToolCall
+from slotmagic._core.repair import NOT_RUN
 from slotmagic.providers import ChatRequest, ProviderSettings
-from slotmagic.providers.anthropic import AnthropicProvider
-from slotmagic.providers.anthropic import request_body as anthropic_body
-from slotmagic.providers.openai import OpenAIProvider
-from slotmagic.providers.openai import request_body as openai_body
-from slotmagic.providers.settings import Endpoint
+from slotmagic.providers._anthropic import AnthropicProvider
+from slotmagic.providers._anthropic import request_body as anthropic_body
+from slotmagic.providers._openai import OpenAIProvider
+from slotmagic.providers._openai import request_body as openai_body
+from slotmagic.providers._settings import Endpoint
 
 from .support import Drain
 from .wire_server import WireServer, an_text_stream, oa_text_stream, sse_response

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from slotmagic import AsyncTurnStream, ContextBudget, Session, TurnStream
-from slotmagic.errors import SlotMagicError
+from slotmagic._errors import SlotMagicError
 from slotmagic.providers import ProviderSettings
 
 from .wire_server import WireServer, json_response, oa_text_stream, oa_tool_stream, sse_response

@@ -17,13 +17,13 @@ import pytest
 from PIL import Image as PILImage
 
 from slotmagic import Session
-from slotmagic.core.images import Image
-from slotmagic.core.messages import Message, Thinking, ToolCall
-from slotmagic.core.repair import NOT_RUN
-from slotmagic.engine.inputs import Counting
+from slotmagic._core.images import Image
+from slotmagic._core.messages import Message, Thinking, ToolCall
+from slotmagic._core.repair import NOT_RUN
+from slotmagic._engine.inputs import Counting
 from slotmagic.providers import ProviderSettings
-from slotmagic.providers.base import ToolSpec
-from slotmagic.providers.wire import EARLIER
+from slotmagic.providers._base import ToolSpec
+from slotmagic.providers._wire import EARLIER
 from slotmagic.tokens import TokenCounter
 
 from .wire_server import WireServer, an_text_stream, oa_text_stream, sse_response

@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slotmagic.core.messages import Message, Thinking, ToolCall
-from slotmagic.errors import RequestRefused
+from slotmagic._core.messages import Message, Thinking, ToolCall
+from slotmagic._errors import RequestRefused
 from slotmagic.providers import ChatRequest, ProviderSettings, ToolSpec
-from slotmagic.providers.anthropic import AnthropicProvider
-from slotmagic.providers.anthropic import request_body as anthropic_body
-from slotmagic.providers.endpoint import Endpoint
-from slotmagic.providers.openai import OpenAIProvider
-from slotmagic.providers.openai import request_body as openai_body
+from slotmagic.providers._anthropic import AnthropicProvider
+from slotmagic.providers._anthropic import request_body as anthropic_body
+from slotmagic.providers._endpoint import Endpoint
+from slotmagic.providers._openai import OpenAIProvider
+from slotmagic.providers._openai import request_body as openai_body
 
 from .support import Drain
 from .wire_rules import check

@@ -1,6 +1,6 @@
 """The providers' documented request rules, as a validator the tests run on every request body.
 
-Written apart from the code it checks (slotmagic/providers/anthropic.py and openai.py build
+Written apart from the code it checks (slotmagic/providers/_anthropic.py and _openai.py build
 requests that keep these rules): each rule is one function, with the source that states it.
 :func:`check` answers the list of rules a body breaks; :class:`~.wire_server.WireServer`
 runs it on every body its loopback server receives on either wire format, and the ``wire``

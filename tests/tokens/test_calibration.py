@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import random
 
-from slotmagic.core.messages import Message
-from slotmagic.providers.base import ChatRequest
+from slotmagic._core.messages import Message
+from slotmagic.providers._base import ChatRequest
 from slotmagic.tokens import Calibration, TokenCounter
-from slotmagic.tokens.calibration import FACTOR_BOUNDS, WINDOW
+from slotmagic.tokens._calibration import FACTOR_BOUNDS, WINDOW
 
 CLAUDE = "anthropic:claude-sonnet-4-5"
 

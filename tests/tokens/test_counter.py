@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from slotmagic.core.budget import ContextBudget
-from slotmagic.core.messages import Message, ToolCall
-from slotmagic.core.tokens import estimate_message_tokens, estimate_text_tokens
-from slotmagic.providers.base import ChatRequest, ToolSpec
+from slotmagic._core.budget import ContextBudget
+from slotmagic._core.messages import Message, ToolCall
+from slotmagic._core.tokens import estimate_message_tokens, estimate_text_tokens
+from slotmagic.providers._base import ChatRequest, ToolSpec
 from slotmagic.tokens import ESTIMATE, Calibration, RequestTokens, TokenCounter, encoding_for_model, render_tools
-from slotmagic.tokens import counter as counter_module
+from slotmagic.tokens import _counter as counter_module
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import pytest
 import tiktoken_ext.openai_public as openai_public
 
 from slotmagic.tokens import ENCODINGS, RankFileError, TokenCounter, get_encoding
-from slotmagic.tokens.encodings import EncodingSpec, load_ranks
+from slotmagic.tokens._encodings import EncodingSpec, load_ranks
 
 HERE = Path(__file__).parent
 KNOWN = json.loads((HERE / "known_token_ids.json").read_text(encoding="utf-8"))["samples"]

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slotmagic.tokens import ENCODINGS, TokenCounter
-from slotmagic.tokens import counter as counter_module
-from slotmagic.tokens import fast as fast_module
-from slotmagic.tokens.fast import FAST_VERSION, fast_counter
+from slotmagic.tokens import _counter as counter_module
+from slotmagic.tokens import _fast as fast_module
+from slotmagic.tokens._fast import FAST_VERSION, fast_counter
 
 KNOWN = json.loads((Path(__file__).parent / "known_token_ids.json").read_text(encoding="utf-8"))["samples"]
 MODELS = {"o200k_base": "openai:gpt-4o", "cl100k_base": "openai:gpt-4"}

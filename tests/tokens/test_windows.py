@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from slotmagic.errors import ConfigError
-from slotmagic.providers import catalog
+from slotmagic._errors import ConfigError
+from slotmagic.providers import _catalog as catalog
 from slotmagic.tokens import DEFAULT_CONTEXT_WINDOW, model_window, window_for
 
 
@@ -84,7 +84,7 @@ def test_bad_overrides_say_how_to_fix_them(bad: object) -> None:
 
 def test_no_window_table_is_written_by_hand() -> None:
     import slotmagic.tokens as tokens
-    import slotmagic.tokens.windows as windows
+    import slotmagic.tokens._windows as windows
 
     assert not hasattr(tokens, "CONTEXT_WINDOWS") and not hasattr(windows, "CONTEXT_WINDOWS")
 

@@ -27,7 +27,7 @@ COUNTING_ECHO = """
 import os
 from pathlib import Path
 
-from slotmagic.providers.echo import EchoProvider
+from slotmagic.providers._echo import EchoProvider
 
 _calls = Path(os.environ["SLOTMAGIC_TEST_CALLS"])
 _stream, _astream = EchoProvider.stream, EchoProvider.astream

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from slotmagic.snapshot import last_user_text
+from slotmagic._snapshot import last_user_text
 
 from .actions import open_new_notebook, run_cell, wait_idle, write_notebook
 
@@ -22,7 +22,7 @@ MARKUP = 'Is <b>bold</b> & <img src=x onerror="this.remove()"> shown as text?'
 
 
 # Stands in for later work: the state the kernel sends gains a budget and a workflow.
-BUDGET_CELL = """import slotmagic.magics.sidebar as sidebar
+BUDGET_CELL = """import slotmagic._magics.sidebar as sidebar
 _snapshot = sidebar.session_snapshot
 def _with_budget(session, cache=None):
     state = _snapshot(session, cache)

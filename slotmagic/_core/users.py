@@ -1,0 +1,59 @@
+"""Who makes a turn: the user name recorded with each one, for a team sharing a store.
+
+``SLOTMAGIC_USER`` when set (or ``%config SlotMagic.user``, ``Session.open(user=...)``), else
+JupyterHub's ``JUPYTERHUB_USER`` (a hub's single-user server sets it to the person logged in,
+whatever the OS account is: hub spawners often run everyone as ``jovyan``), else the OS user.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from .._errors import ConfigError
+from .checks import check_text
+
+__all__ = ["check_user", "current_user"]
+
+MAX_USER = 100
+
+
+def current_user() -> str | None:
+    """The user name turns are recorded with, or None when nothing names one."""
+    for variable in ("SLOTMAGIC_USER", "JUPYTERHUB_USER"):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            try:
+                return check_user(value)
+            except ConfigError:
+                continue  # a variable slotmagic cannot record is skipped, never fatal
+    try:
+        return check_user(_login_name())
+    except (OSError, KeyError, ImportError, ConfigError):  # no login name (a container without one)
+        return None
+
+
+def _login_name() -> str:
+    """``getpass.getuser()``, with the account database read once per process (every store
+    opened asks, and the lookup reads the system's user database)."""
+    for variable in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if value := os.environ.get(variable):
+            return value
+    return _account_name()
+
+
+@functools.cache
+def _account_name() -> str:
+    import pwd  # not on Windows: ImportError, as getpass.getuser() raises there
+
+    return pwd.getpwuid(os.getuid())[0]
+
+
+def check_user(value: object) -> str:
+    """A user name to record: one line of text, at most 100 characters."""
+    if not isinstance(value, str):
+        raise ConfigError(f"a user name must be text, not {type(value).__name__}")
+    text = check_text(value, "the user name").strip()
+    if not text or len(text) > MAX_USER or any(c in text for c in "\r\n\x00"):
+        raise ConfigError(f"a user name must be one line of 1-{MAX_USER} characters, not {value!r:.60}")
+    return text

@@ -1,0 +1,219 @@
+"""What the kernel's cells did, by execution count: the exception each raised (``Err[n]``,
+``%slot explain``) and the images each displayed (``--attach Out[n]`` for a plot shown, not
+returned).
+
+Exceptions are taken from ``post_run_cell``'s ``ExecutionResult`` (``error_in_exec`` /
+``error_before_exec``), which IPython fills for every cell whatever shows the traceback; images
+from the display publisher, whose ``publish`` is wrapped while the extension is loaded.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import keyword
+import linecache
+import re
+import sys
+import tokenize
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult, InteractiveShell
+
+from .._attach import summarize
+from .publishing import publishing_through
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_IPYTHON = str(Path(sys.modules["IPython"].__file__ or "").parent)
+MAX_TRACEBACK = 4000  # characters: the end of a longer one is kept (where the error is)
+MAX_FRAMES = 12
+MAX_VARIABLES = 10
+_KEPT_ERRORS = 100  # the latest errors kept; older ones are dropped
+_IMAGE_TYPES = ("image/png", "image/jpeg")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+@dataclass(frozen=True)
+class CellError:
+    """An exception a cell raised: the cell, the traceback (no ANSI, bounded) and a summary of
+    each variable the failing lines name."""
+
+    count: int | None
+    cell: str
+    kind: str
+    message: str
+    traceback: str
+    variables: tuple[tuple[str, str], ...] = ()
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self) -> str:
+        """The error as the model reads it (``Err[n]``, ``%%turn --error``, ``%slot explain``)."""
+        where = f"In[{self.count if self.count is not None else '?'}]"
+        lines = [f"{self.kind}: {self.message}" if self.message else self.kind, "", f"Cell {where}:", "```python"]
+        lines += [self.cell.rstrip(), "```", "", "Traceback:", "```", self.traceback.rstrip(), "```"]
+        if self.variables:
+            lines += ["", "Variables it names:"]
+            lines += [f"- {name}: {summary}" for name, summary in self.variables]
+        return "\n".join(lines)
+
+
+def _frames(shell: InteractiveShell, exc: BaseException) -> list[tuple[str, traceback.FrameSummary, Any]]:
+    """(where, frame summary, frame) of the traceback, IPython's own frames left out."""
+    out = []
+    tb = exc.__traceback__
+    for frame, _ in traceback.walk_tb(tb):
+        filename = frame.f_code.co_filename
+        if filename.startswith(_IPYTHON):
+            continue
+        named = shell.compile.format_code_name(filename) if hasattr(shell.compile, "format_code_name") else None
+        where = f"{named[0]} {named[1]}" if named else f'File "{filename}"'
+        summary = traceback.FrameSummary(filename, frame.f_lineno, frame.f_code.co_name, lookup_line=False)
+        out.append((where, summary, frame))
+    return out
+
+
+def _line(frame: Any) -> str:
+    """The source line a frame was at (IPython puts each cell's text in linecache)."""
+    return linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+
+
+def _names(line: str) -> Iterator[str]:
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.NAME:
+                yield token.string
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return
+
+
+def describe_exception(
+    shell: InteractiveShell, exc: BaseException, cell: str, count: int | None, namespace: Mapping[str, Any]
+) -> CellError:
+    """An exception as a :class:`CellError`: frames in IPython left out, the last
+    :data:`MAX_FRAMES` kept, ANSI stripped, the text bounded to :data:`MAX_TRACEBACK`."""
+    frames = _frames(shell, exc)
+    lines: list[str] = []
+    if len(frames) > MAX_FRAMES:
+        lines.append(f"  … {len(frames) - MAX_FRAMES} earlier frames")
+    wanted: dict[str, str] = {}
+    for where, summary, frame in frames[-MAX_FRAMES:]:
+        source = _line(frame)
+        lines.append(f"  {where}, line {summary.lineno}, in {summary.name}")
+        if source:
+            lines.append(f"    {source}")
+        for name in _names(source):
+            if name in wanted or len(wanted) >= MAX_VARIABLES or name in _KEYWORDS:
+                continue
+            scope = frame.f_locals if name in frame.f_locals else namespace
+            if name in scope and not _boring(scope[name]):
+                wanted[name] = summarize(scope[name], chars=300)
+    if isinstance(exc, SyntaxError) and not frames:
+        lines += [s.rstrip("\n") for s in traceback.format_exception_only(type(exc), exc)[:-1]]
+    text = strip_ansi("\n".join(lines))
+    if len(text) > MAX_TRACEBACK:
+        text = "…" + text[-MAX_TRACEBACK:]
+    message = strip_ansi(str(exc))
+    if len(message) > 1000:
+        message = message[:1000] + "…"
+    return CellError(count, cell, type(exc).__name__, message, text, tuple(wanted.items()))
+
+
+_KEYWORDS = frozenset(keyword.kwlist) | {"print", "len", "range", "str", "int", "float", "list", "dict"}
+
+
+def _boring(value: object) -> bool:
+    """Modules, classes and functions say nothing about what went wrong with the data."""
+    import types
+
+    return isinstance(value, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType))
+
+
+@dataclass
+class KernelCells:
+    """The errors and images of this kernel's cells, by execution count."""
+
+    shell: InteractiveShell
+    errors: dict[int, CellError] = field(default_factory=dict)
+    images: dict[int, list[bytes]] = field(default_factory=dict)
+    last_error: CellError | None = None
+    # Images the cell running now showed, kept under its execution count when it ends (the
+    # count a cell runs under is known for sure only then: IPython 9 moves it on earlier than 8).
+    _shown: list[bytes] | None = None
+    _hook: ExitStack = field(default_factory=ExitStack)  # our display hook while attached
+    _forward: Callable[..., Any] | None = None  # the publish our hook stands in front of
+
+    def attach(self) -> None:
+        self.shell.events.register("pre_run_cell", self.pre_run_cell)
+        self.shell.events.register("post_run_cell", self.post_run_cell)
+        self._forward = self._hook.enter_context(publishing_through(self.shell, self.publish))
+
+    def detach(self) -> None:
+        for event, hook in (("pre_run_cell", self.pre_run_cell), ("post_run_cell", self.post_run_cell)):
+            with suppress(ValueError):  # already gone
+                self.shell.events.unregister(event, hook)
+        self._hook.close()  # what was installed before ours, again
+
+    def publish(self, data: Any, *args: Any, **kwargs: Any) -> Any:
+        """Every display of the shell passes here: its images are kept for ``Out[n]``."""
+        self.record_display(data)
+        assert self._forward is not None
+        return self._forward(data, *args, **kwargs)
+
+    def pre_run_cell(self, info: ExecutionInfo) -> None:
+        self._shown = [] if info.store_history else None
+
+    def post_run_cell(self, result: ExecutionResult) -> None:
+        exc = result.error_in_exec or result.error_before_exec
+        count = result.execution_count  # None when run without history (nbval): no Err[n] then
+        if self._shown and count is not None:
+            self.images[count] = self._shown
+        self._shown = None
+        if exc is None or isinstance(exc, UsageError):
+            return  # a magic's one-line usage message (this extension's too) is no error to explain
+        cell = (result.info.raw_cell if result.info is not None else "") or ""
+        error = describe_exception(self.shell, exc, cell, count, self.shell.user_ns)
+        self.last_error = error
+        if count is None:
+            return
+        self.errors[count] = error
+        while len(self.errors) > _KEPT_ERRORS:
+            del self.errors[min(self.errors)]
+
+    def record_display(self, data: Any) -> None:
+        if self._shown is None or not isinstance(data, Mapping):
+            return
+        for kind in _IMAGE_TYPES:
+            found = data.get(kind)
+            if isinstance(found, str):
+                with suppress(ValueError):  # not base64: not an image to keep
+                    self._shown.append(base64.b64decode(found))
+                break
+            if isinstance(found, bytes):
+                self._shown.append(found)
+                break
+
+    def error_mapping(self) -> ErrMapping:
+        return ErrMapping(self.errors)
+
+
+class ErrMapping(dict[int, str]):
+    """``Err[n]``: the error cell ``n`` raised, as the model reads it; a KeyError names the
+    cells that raised one."""
+
+    def __init__(self, errors: Mapping[int, CellError]) -> None:
+        super().__init__({n: e.describe() for n, e in errors.items()})
+
+    def __missing__(self, key: object) -> str:
+        known = ", ".join(str(n) for n in sorted(self)) or "none so far"
+        raise KeyError(f"cell {key} raised no error (cells that did: {known})")

@@ -1,0 +1,134 @@
+"""What a magic shows, kept and shown again: the outputs of a cell record (_engine/cells.py).
+
+While a command runs, what it prints and displays goes to the notebook as usual and is kept
+too. A widget is kept as its class and state, and its static form (the output after its view,
+``widgets/_static.py``): a replayed cell rebuilds it as of its cell
+(``widgets/_snapshot_widget.py``), with a way to follow the session live.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from .._core.cells import CellOutput
+from .publishing import publishing_through
+
+__all__ = ["capture", "emit"]
+
+Follow = Callable[[], Any]  # runs a read again, quietly; returns the live widget it made
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+STATIC_ID = re.compile(r"slotmagic-static-([0-9a-f]{32})")
+
+
+class _Tee:
+    """A stream that writes through and keeps what was written."""
+
+    def __init__(self, stream: Any, kept: list[CellOutput]) -> None:
+        self._stream = stream
+        self._kept = kept
+
+    def write(self, text: str) -> int:
+        if self._kept and self._kept[-1].kind == "stream":
+            self._kept[-1] = CellOutput("stream", self._kept[-1].text + text)
+        else:
+            self._kept.append(CellOutput("stream", text))
+        return int(self._stream.write(text) or 0)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def capture(shell: Any) -> Iterator[list[CellOutput]]:
+    """Keep the outputs of the block (printed text, displayed mimebundles) as they are shown."""
+    kept: list[CellOutput] = []
+    ids: dict[str, int] = {}  # display id -> where its output is kept (an update replaces it)
+    widgets: set[str] = set()  # the static ids of the widgets kept
+
+    def keep_widget(saved: dict[str, Any] | None) -> None:
+        if saved is not None:
+            widgets.add(str(saved["static_id"]))
+            kept.append(CellOutput("widget", data={**saved, "count": shell.execution_count}))
+
+    def keep(data: Mapping[str, Any], metadata: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
+        teed, sys.stdout = sys.stdout, stdout  # a terminal's publisher prints: kept once, as a display
+        try:
+            done = forward(data, metadata, *args, **kwargs)
+        finally:
+            sys.stdout = teed
+        if WIDGET_VIEW in data:  # a live widget: kept as its state; its static form follows
+            view = data[WIDGET_VIEW]
+            keep_widget(_widget(view.get("model_id") if isinstance(view, Mapping) else None, None))
+            return done
+        static = STATIC_ID.search(str(data.get("text/html", "")))
+        if static is not None and static.group(1) not in widgets:  # no view was shown (a terminal)
+            keep_widget(_widget(None, static.group(1)))
+        output = CellOutput("display", data=dict(data), metadata=dict(metadata or {}))
+        display_id = (kwargs.get("transient") or {}).get("display_id")
+        if kwargs.get("update") and display_id in ids:
+            kept[ids[display_id]] = output
+        else:
+            if display_id:
+                ids[display_id] = len(kept)
+            kept.append(output)
+        return done
+
+    stdout = sys.stdout
+    with publishing_through(shell, keep) as forward:
+        sys.stdout = _Tee(stdout, kept)
+        try:
+            yield kept
+        finally:
+            sys.stdout = stdout
+
+
+def _widget(model_id: Any, static_id: str | None) -> dict[str, Any] | None:
+    """The class and state of the slotmagic widget with this model id (or static form)."""
+    try:
+        from ipywidgets.widgets.widget import _instances  # type: ignore[import-untyped]
+
+        from ..widgets._snapshot_widget import widget_state
+    except ImportError:
+        return None
+    found = _instances.get(model_id) if model_id is not None else None
+    if found is None and static_id is not None:
+        found = next((w for w in _instances.values() if getattr(w, "static_id", None) == static_id), None)
+    return None if found is None else widget_state(found)
+
+
+def emit(shell: Any, outputs: tuple[CellOutput, ...], *, changed: bool = True, follow: Follow | None = None) -> None:
+    """Show kept outputs again, in order; a widget as of its cell (``follow`` makes it live:
+    at once when the session has not ``changed`` since)."""
+    for output in outputs:
+        if output.kind == "stream":
+            sys.stdout.write(output.text)
+            continue
+        sys.stdout.flush()
+        if output.kind == "widget":
+            _show_snapshot(output, changed, follow)
+            continue
+        shell.display_pub.publish(data=dict(output.data), metadata=dict(output.metadata))
+
+
+def _show_snapshot(output: CellOutput, changed: bool, follow: Follow | None) -> None:
+    """A widget as of its cell: a read's can follow the session live; a change's (the summary
+    editor) stays as it was, since running its command again would act again."""
+    from IPython.display import display
+
+    from ..widgets._snapshot_widget import SnapshotWidget
+
+    count = output.data.get("count")
+    where = f"cell [{count}]" if isinstance(count, int) else "its cell"
+    if follow is None:
+        as_of = f"as of {where} · replayed: edit the cell to run it again"
+    else:
+        as_of = f"as of {where} · the session has changed since" if changed else ""
+    # A widget from another slotmagic cannot be rebuilt: its static form, which follows, shows.
+    with contextlib.suppress(ImportError, AttributeError, KeyError, TypeError, ValueError):
+        display(SnapshotWidget(output.data, as_of, follow))

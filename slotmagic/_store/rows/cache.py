@@ -1,0 +1,196 @@
+"""What a row store keeps in memory: slot rows as read, each session's rows, the parts of
+each segment read so far, and the order slots are listed in.
+
+Stored messages never change, so a cached segment only ever grows (see ``common.py`` for
+when the caches are dropped).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from ..._core.compaction import Compaction
+from ..._core.context import ContextEvent
+from ..._core.messages import ROLES, Message, fields_from_extra
+from ..._core.records import TurnRecord
+from ..._core.slots import DEFAULT_SLOT, Slot, SlotConfig
+from ..history import Mark
+
+# One string per role for every message read: a row's role is otherwise a string of its own.
+_ROLE_STRINGS: dict[str, str] = {role: role for role in ROLES}
+
+
+def messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
+    """Rebuild messages from trusted rows without re-running validation: loading a long
+    history is otherwise dominated by object construction. Kept small, since a full slot's
+    history stays in memory: a message has slots, not a dict; every message of a role shares
+    its role string, and equal token counts one int."""
+    out: list[Message] = []
+    append = out.append
+    new = object.__new__
+    put = object.__setattr__
+    roles = _ROLE_STRINGS
+    numbers: dict[int, int] = {}
+    for role, content, tokens, extra in rows:
+        message = new(Message)
+        put(message, "role", roles.get(role, role))
+        put(message, "content", content)
+        put(message, "tokens", numbers.setdefault(tokens, tokens))
+        if extra is None:  # the defaults (NO_EXTRA), set one by one: this runs for every message read
+            put(message, "tool_calls", ())
+            put(message, "tool_call_id", None)
+            put(message, "name", None)
+            put(message, "thinking", ())
+            put(message, "is_error", False)
+            put(message, "images", ())
+        else:
+            for name, value in fields_from_extra(json.loads(extra)).items():
+                put(message, name, value)
+        append(message)
+    return out
+
+
+@dataclass(slots=True)
+class SlotRow:
+    """One row of the slots table, as cached."""
+
+    key: int
+    name: str
+    parent: int | None
+    fork_at: int
+    length: int
+    tokens: int
+    turns: int
+    stored_config: dict[str, Any] | str  # the JSON text as read, parsed when first asked
+    created_at: float
+    deleted_at: float | None
+    undo: dict[str, Any] | None = None  # set on a row hidden by %slot undo (see migrations v7)
+    parsed: tuple[str | None, SlotConfig] | None = None  # (parent name, config), parsed once
+    shown: tuple[tuple[Any, ...], Slot] | None = None  # the Slot last made of it, and from what
+
+    @property
+    def live(self) -> bool:
+        return self.deleted_at is None
+
+    @property
+    def config(self) -> dict[str, Any]:
+        # parsed on demand: opening a session of 5,000 slots reads one or two of them
+        if isinstance(self.stored_config, str):
+            self.stored_config = json.loads(self.stored_config)
+        assert isinstance(self.stored_config, dict)
+        return self.stored_config
+
+    @config.setter
+    def config(self, value: dict[str, Any]) -> None:
+        self.stored_config = value
+
+    def slot_config(self, parent_name: str | None) -> SlotConfig:
+        if self.parsed is None or self.parsed[0] != parent_name:
+            stored = self.stored_config
+            # most rows hold the same few texts: parse each text once per parent (SlotConfig is frozen)
+            made = (
+                _config_of(stored, parent_name)
+                if isinstance(stored, str)
+                else SlotConfig.from_dict(stored, parent_name)
+            )
+            self.parsed = (parent_name, made)
+        return self.parsed[1]
+
+
+@lru_cache(maxsize=4_096)
+def _config_of(text: str, parent_name: str | None) -> SlotConfig:
+    return SlotConfig.from_dict(json.loads(text), parent_name)
+
+
+@dataclass(slots=True)
+class SessionRows:
+    """Every slot row of one session (tombstones included), the live ones by name, and the
+    current slot."""
+
+    rows: dict[int, SlotRow]
+    current: int | None
+    by_name: dict[str, int] = field(default_factory=dict)
+    order: tuple[list[tuple[Any, ...]], list[SlotRow]] | None = None  # tree_order's, and what it was made of
+
+    def __post_init__(self) -> None:
+        self.by_name = {row.name: key for key, row in self.rows.items() if row.live}
+
+
+@dataclass(slots=True)
+class Segment:
+    """The part of one slot's own rows read so far: positions ``start`` to ``start + len``."""
+
+    created_at: float
+    start: int
+    messages: list[Message]
+    turns_until: int = 0  # turns starting before this position are in ``turns``
+    turns: list[TurnRecord] = field(default_factory=list)
+    cached_until: int = 0  # turns served partly from a prompt cache, before this position, are in ``cached``
+    cached: list[TurnRecord] = field(default_factory=list)
+    system_until: int = 0  # the first system message was looked for before this position
+    first_system: tuple[int, Message] | None = None
+    compactions: list[Compaction] | None = None  # all of the segment's, once read
+    counts: dict[str, dict[int, int]] = field(default_factory=dict)  # encoding -> position -> tokens
+    marks: list[tuple[int, Mark, float]] | None = None  # (position, mark, created_at), once read
+    context: list[ContextEvent] | None = None  # all of the row's working-context changes, once read
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.messages)
+
+
+def tree_order(rows: SessionRows) -> list[SlotRow]:
+    """Live slots depth first, each after its nearest live ancestor, siblings by fork point
+    then id: the same order whatever order they were made in, so a re-run notebook lists
+    its slots as the first run did. Kept until a row's place changes (a turn changes none)."""
+    shape = [
+        (r.key, r.name, r.parent, r.fork_at, r.deleted_at, r.undo and r.undo.get("by")) for r in rows.rows.values()
+    ]
+    if rows.order is None or rows.order[0] != shape:
+        rows.order = (shape, _order(rows))
+    return rows.order[1]
+
+
+def _order(rows: SessionRows) -> list[SlotRow]:
+    children: dict[int | None, list[SlotRow]] = {}
+    for row in rows.rows.values():
+        if row.live:
+            parent = live_ancestor(rows, row)
+            children.setdefault(None if parent is None else parent.key, []).append(row)
+    out: list[SlotRow] = []
+    stack = sorted(children.get(None, []), key=lambda r: (r.name != DEFAULT_SLOT, r.fork_at, r.name), reverse=True)
+    while stack:
+        row = stack.pop()
+        out.append(row)
+        stack.extend(sorted(children.get(row.key, []), key=lambda r: (r.fork_at, r.name), reverse=True))
+    return out
+
+
+def replacement(rows: SessionRows, row: SlotRow) -> SlotRow | None:
+    """The live row that now holds the slot a row hidden by undo was (None: not hidden by
+    undo, or that slot is gone)."""
+    seen: set[int] = set()
+    current: SlotRow | None = row
+    while current is not None and not current.live and current.undo is not None and current.key not in seen:
+        seen.add(current.key)
+        current = rows.rows.get(current.undo.get("by", -1))
+    return current if current is not None and current.live else None
+
+
+def live_ancestor(rows: SessionRows, row: SlotRow) -> SlotRow | None:
+    """The nearest live ancestor: a deleted parent hands its children to its own parent; one
+    hidden by undo, to the slot that replaced it (unless that is ``row`` itself)."""
+    parent = row.parent
+    while parent is not None:
+        ancestor = rows.rows[parent]
+        if ancestor.live:
+            return ancestor
+        replaced = replacement(rows, ancestor)
+        if replaced is not None and replaced.key != row.key:
+            return replaced
+        parent = ancestor.parent
+    return None

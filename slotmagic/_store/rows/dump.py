@@ -1,0 +1,132 @@
+"""Copying whole sessions between stores: every row of a session as a ``SessionDump``, and
+storing one (``slotmagic._copy``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..._errors import StoreError
+from .common import ROW_COLUMNS, RowsBase
+
+# What a session is, table by table, for copying it between stores (``dump_session``): the
+# tables keyed by slot (their first column) and by session id. A new table joins here.
+COPIED_SLOT_TABLES: dict[str, tuple[str, ...]] = {
+    "messages": ("slot", "seq", "turn", "role", "content", "tokens", "extra", "created_at"),
+    "turns": ("slot", "number", "start", "count", "info", "created_at"),
+    "compactions": ("slot", "number", "at", "record", "created_at"),
+    "token_counts": ("slot", "encoding", "seq", "tokens"),
+    "context_events": ("slot", "number", "at", "turn", "event", "created_at"),
+    "marks": ("slot", "number", "position", "mark", "created_at"),
+}
+COPIED_SESSION_TABLES: dict[str, tuple[str, ...]] = {
+    "namespace": ("session_id", "key", "tool", "content", "created_at"),
+    "workflows": ("session_id", "name", "record", "active", "created_at"),
+    "cells": ("session_id", "key", "seq", "record", "created_at"),
+}
+_TEXT_COLUMNS = {"messages": 4, "namespace": 3}  # columns that may hold any text (NUL included)
+
+
+@dataclass(frozen=True)
+class SessionDump:
+    """Every stored row of one session, with slot row ids replaced by their rank (0, 1, ...
+    in creation order): the same in any store, so two dumps compare equal exactly when the
+    two stores hold the same session."""
+
+    session_id: str
+    created_at: float
+    current: int | None
+    slots: list[tuple[Any, ...]]  # ROW_COLUMNS, id and parent as ranks
+    tables: dict[str, list[tuple[Any, ...]]]
+
+    def message_digests(self) -> list[str]:
+        """A SHA-256 of every message: its slot's name and rank, position, turn, role,
+        content, token count, extra fields and time."""
+        names = {row[0]: row[1] for row in self.slots}
+        return [
+            hashlib.sha256(
+                json.dumps([names[row[0]], *row], ensure_ascii=False).encode("utf-8", "surrogatepass")
+            ).hexdigest()
+            for row in self.tables["messages"]
+        ]
+
+    def checksum(self) -> str:
+        """One SHA-256 of everything in the dump."""
+        whole = [self.session_id, self.created_at, self.current, self.slots, sorted(self.tables.items())]
+        return hashlib.sha256(json.dumps(whole, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class DumpRows(RowsBase):
+    """``dump_session`` and ``load_session``."""
+
+    # -- copying whole sessions between stores ---------------------------------------------------
+
+    def dump_session(self, session_id: str) -> SessionDump:
+        """Every row of the session (tombstones, turn records, compactions, counts, working
+        context, workflows and kept tool results included), read in one transaction."""
+        # Under the write lock no other writer changes it half way; a store that refuses writes
+        # (a read-only file) is read as it is.
+        with self._write() if self.refusal is None else self._read() as db:
+            found = db.execute("SELECT created_at, current_slot FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if found is None:
+                raise StoreError(f"there is no session {session_id!r} to copy")
+            rows = db.execute(f"SELECT {ROW_COLUMNS} FROM slots WHERE session_id = ? ORDER BY id", (session_id,))
+            slots = [tuple(r) for r in rows.fetchall()]
+            rank = {row[0]: i for i, row in enumerate(slots)}
+            ranked = [(rank[r[0]], r[1], None if r[2] is None else rank[r[2]], *r[3:]) for r in slots]
+            tables: dict[str, list[tuple[Any, ...]]] = {}
+            for table, columns in COPIED_SLOT_TABLES.items():
+                out: list[tuple[Any, ...]] = []
+                for key in rank:
+                    order = ", ".join(columns[1:3])
+                    for r in db.execute(
+                        f"SELECT {', '.join(columns)} FROM {table} WHERE slot = ? ORDER BY {order}", (key,)
+                    ):
+                        out.append(self._row_out(table, (rank[r[0]], *r[1:])))
+                tables[table] = out
+            for table, columns in COPIED_SESSION_TABLES.items():
+                found_rows = db.execute(
+                    f"SELECT {', '.join(columns)} FROM {table} WHERE session_id = ? ORDER BY {columns[1]}",
+                    (session_id,),
+                )
+                tables[table] = [self._row_out(table, tuple(r)) for r in found_rows]
+            current = None if found[1] is None else rank.get(found[1])
+            return SessionDump(session_id, found[0], current, ranked, tables)
+
+    def _row_out(self, table: str, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        column = _TEXT_COLUMNS.get(table)
+        if column is None:
+            return row
+        return (*row[:column], self._text_out(row[column]), *row[column + 1 :])
+
+    def load_session(self, dump: SessionDump) -> None:
+        """Store a dumped session, all of it or nothing; a session of that id must not exist."""
+        with self._write() as db:
+            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (dump.session_id,)).fetchone() is not None:
+                raise StoreError(f"session {dump.session_id!r} exists already in the destination; nothing was copied")
+            db.execute("INSERT INTO sessions (id, created_at) VALUES (?, ?)", (dump.session_id, dump.created_at))
+            keys: dict[int, int] = {}
+            for rank, name, parent, *rest in dump.slots:
+                keys[rank] = int(
+                    db.execute(
+                        "INSERT INTO slots (session_id, name, parent, fork_at, length, tokens, turns, config,"
+                        " created_at, deleted_at, undo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                        (dump.session_id, name, None if parent is None else keys[parent], *rest),
+                    ).fetchall()[0][0]
+                )
+            if dump.current is not None:
+                db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (keys[dump.current], dump.session_id))
+            for table, columns in {**COPIED_SLOT_TABLES, **COPIED_SESSION_TABLES}.items():
+                rows = dump.tables.get(table, [])
+                if table in COPIED_SLOT_TABLES:
+                    rows = [(keys[r[0]], *r[1:]) for r in rows]
+                column = _TEXT_COLUMNS.get(table)
+                if column is not None:
+                    rows = [(*r[:column], self._text_in(r[column]), *r[column + 1 :]) for r in rows]
+                if rows:
+                    marks = ", ".join("?" * len(columns))
+                    db.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+            self._sessions.pop(dump.session_id, None)
+            self._active_workflows.pop(dump.session_id, None)

@@ -1,0 +1,142 @@
+"""What a store keeps beside slots: large tool results (the namespace store), small values
+kept across sessions (meta), what notebook cells did, and a digest of a session's state."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from contextlib import suppress
+
+from ..._core.cells import CellRecord
+from ..._errors import DamagedRecord
+from .common import RowsBase
+
+
+class KeptRows(RowsBase):
+    """The namespace store, meta, cell records and the state marker."""
+
+    # -- large tool results (the namespace store) -----------------------------------------
+
+    def namespace_put(self, session_id: str, key: str, tool: str, content: str) -> bool:
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO namespace (session_id, key, tool, content, created_at) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (session_id, key, tool, self._text_in(content), time.time()),
+            )
+            return cursor.rowcount > 0
+
+    def namespace_get(self, session_id: str, key: str) -> str | None:
+        with self._read() as db:
+            row = db.execute("SELECT content FROM namespace WHERE session_id = ? AND key = ?", (session_id, key))
+            found = row.fetchone()
+            return None if found is None else self._messages([("tool", found[0], 0, None)])[0].content
+
+    def namespace_has(self, session_id: str, key: str) -> bool:
+        with self._read() as db:
+            row = db.execute("SELECT 1 FROM namespace WHERE session_id = ? AND key = ?", (session_id, key))
+            return row.fetchone() is not None
+
+    # -- small values kept across sessions ------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        with self._read() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            return None if row is None else str(row[0])
+
+    def update_meta(self, key: str, update: Callable[[str | None], str]) -> str:
+        """Replace a value by ``update(old value)``, in one transaction (two kernels updating
+        it at once each see the other's update)."""
+        with self._write() as db:
+            self._quiet = True
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            value = update(None if row is None else str(row[0]))
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+            return value
+
+    # -- cell records (_engine/cells.py) -------------------------------------------------------
+
+    def cell_record(self, session_id: str, key: str) -> CellRecord | None:
+        """What the cell named ``key`` did when it first ran; None if it never ran, or if its
+        record cannot be read (the cell then acts anew)."""
+        with self._read() as db:
+            found = db.execute(
+                "SELECT seq, record FROM cells WHERE session_id = ? AND key = ?", (session_id, key)
+            ).fetchone()
+        if found is None:
+            return None
+        try:
+            return CellRecord.from_dict(json.loads(found[1]), int(found[0]))
+        except (ValueError, TypeError, AttributeError, DamagedRecord):
+            return None
+
+    def record_cell(self, session_id: str, key: str, record: CellRecord, *, replace: bool = False) -> CellRecord:
+        """Keep ``record`` for the cell ``key``, numbered after every cell recorded so far;
+        a record already there stays unless ``replace``. Returns the record kept."""
+        with self._write() as db:
+            found = db.execute(
+                "SELECT seq, record FROM cells WHERE session_id = ? AND key = ?", (session_id, key)
+            ).fetchone()
+            if found is not None and not replace:
+                with suppress(ValueError, TypeError, AttributeError, DamagedRecord):
+                    return CellRecord.from_dict(json.loads(found[1]), int(found[0]))
+            seq = int(
+                db.execute(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM cells WHERE session_id = ?", (session_id,)
+                ).fetchone()[0]
+            )
+            text = json.dumps(record.to_dict(), ensure_ascii=False)
+            db.execute(
+                "INSERT INTO cells (session_id, key, seq, record, created_at) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (session_id, key) DO UPDATE SET seq = excluded.seq, record = excluded.record,"
+                " created_at = excluded.created_at",
+                (session_id, key, seq, text, time.time()),
+            )
+            return record.with_seq(seq)
+
+    def state_marker(self, session_id: str) -> str:
+        """A digest of the session's state (slots, current slot, compactions, working-context
+        changes, pins and workflows; not the messages' text, which only grows with a slot's
+        length): equal markers, same state."""
+        with self._read() as db:
+            rows = self._rows(db, session_id)
+            names = {row.key: row.name for row in rows.rows.values()}
+            slots = sorted(
+                json.dumps(
+                    [
+                        row.name,
+                        names.get(row.parent) if row.parent is not None else None,
+                        row.fork_at,
+                        row.length,
+                        row.turns,
+                        row.config,
+                        row.deleted_at is not None,
+                        row.undo,
+                        row.key == rows.current,
+                    ],
+                    sort_keys=True,
+                    default=str,
+                )
+                for row in rows.rows.values()
+            )
+            counts = []
+            for table in ("compactions", "context_events", "marks"):
+                found = db.execute(
+                    f"SELECT slot, COUNT(*) FROM {table} WHERE slot IN (SELECT id FROM slots WHERE session_id = ?)"
+                    " GROUP BY slot",
+                    (session_id,),
+                )
+                counts.append(sorted((names.get(k, ""), int(n)) for k, n in found))
+            flows = [
+                tuple(r)
+                for r in db.execute(
+                    "SELECT name, record, active FROM workflows WHERE session_id = ? ORDER BY name", (session_id,)
+                )
+            ]
+        whole = json.dumps([slots, counts, flows], ensure_ascii=False, sort_keys=True, default=str)
+        return hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()[:16]

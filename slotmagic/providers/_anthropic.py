@@ -1,0 +1,717 @@
+"""Anthropic's Messages API.
+
+Request: ``POST {base}/v1/messages`` with ``stream: true``, the key in ``x-api-key`` and an
+``anthropic-version`` header. The wire format differs from chat completions: system messages
+go to the top-level ``system`` field; an assistant's tool calls are ``tool_use`` content blocks
+(``input`` is a JSON object); tool results are ``tool_result`` blocks inside a *user* message,
+and consecutive messages of one role are merged into one, as the API wants roles to alternate.
+
+The stream: ``message_start`` (input token counts), per content block ``content_block_start``,
+``content_block_delta`` (``text_delta`` text or ``input_json_delta`` pieces of a tool call's
+input JSON) and ``content_block_stop``, then ``message_delta`` (stop reason, output token
+count) and ``message_stop``, which alone makes the reply complete. ``ping`` events come any
+time; an ``error`` event (e.g. ``overloaded_error``) ends the reply as a failure. An event of
+the wrong shape is a :class:`~slotmagic._errors.MalformedReply`, never a raw exception.
+
+Extended thinking (``params={"thinking": {"type": "enabled", "budget_tokens": N}}``): a reply
+opens with ``thinking`` blocks (``thinking_delta`` text, then one ``signature_delta``) or
+``redacted_thinking`` blocks (their opaque ``data`` whole in ``content_block_start``). They are
+kept on the assistant message (:class:`~slotmagic._core.messages.Thinking`), not in its text,
+and sent back unchanged and first in that message's content. Every other block the API
+returns beside text and tool calls (``server_tool_use`` and ``web_search_tool_result`` of a
+server tool, ``compaction``) is kept whole the same way, where it came in the reply.
+
+**The wire rules**, kept by construction in :func:`request_body` and checked once more by
+:func:`violations` before anything is sent (a request that would still break one is refused
+in one line, :class:`~slotmagic._errors.RequestRefused`). Sources: the Messages API reference
+https://docs.anthropic.com/en/api/messages, tool use
+https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use, extended
+thinking https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking, and the API's
+own 400 messages quoted below.
+
+- roles alternate and the first message is the user's (a history that starts with the
+  assistant gets a short user message before it, :data:`~slotmagic.providers._wire.EARLIER`);
+- no empty or whitespace-only text ("text content blocks must contain non-whitespace text"),
+  and no trailing whitespace at the end of a final assistant message;
+- every ``tool_use`` id once in the whole request ("tool_use ids must be unique"), matching
+  ``^[a-zA-Z0-9_-]+$`` (:func:`~slotmagic._core.repair.repair_tool_pairs`,
+  :func:`~slotmagic._core.repair.wire_call_id`);
+- each ``tool_use`` answered by a ``tool_result`` in the next user message, first in it, and no
+  ``tool_result`` without its ``tool_use`` just before;
+- ``tools`` present whenever tool blocks are ("Requests which include tool_use or tool_result
+  blocks must define tools"): a turn without tools sends the history's tools as bare
+  definitions with ``tool_choice: none`` (:func:`~slotmagic.providers._wire.bare_tools`);
+- thinking: an assistant message never ends with a thinking block; without thinking a final
+  assistant message holds none; with thinking on, a request that ends in a tool round whose
+  assistant message has no thinking before it (another provider's calls, or a round made
+  while thinking was off) has that round told as text; ``max_tokens`` above
+  ``budget_tokens`` (the default reply is raised to ``budget_tokens + 4096``) and
+  ``budget_tokens`` at least 1,024; no ``temperature``/``top_k`` beside thinking;
+- sampling parameters (``temperature``, ``top_p``, ``top_k``) left out for the models that
+  refuse them, Claude 4.7 and later ("`temperature` is deprecated for this model"), which
+  take only adaptive thinking: an ``enabled`` thinking request is sent as ``adaptive``;
+- a server tool's blocks are passed back only when the request offers that server tool
+  (``params={"tools": [{"type": "web_search_20250305", "name": "web_search"}]}``, added to
+  the function tools), a ``compaction`` block only with ``context_management`` set; otherwise
+  they are told as text.
+
+``params={"betas": [...]}`` is sent as the ``anthropic-beta`` header (compaction, for one).
+
+**What the view pipeline does first.** A fix that changes what is counted (a message added,
+removed or rewritten, a tool definition added) is a step of the view pipeline for the models
+whose provider speaks this format (``ProviderSpec.wire``), so a preview and the budget hold
+what is sent: tool pairs (``_engine/steps/tool_pairs.py``), blank messages (``blank.py``), the
+user message first (``user_first.py``), the bare tool definitions (``bare_tools.py``). They stay
+here too, as a safety net for requests made without the pipeline (a tool round, a summary, a
+provider called directly); on a view the steps mended they change nothing. What stays here
+alone changes no counted content, or depends on what a view does not know:
+
+- system messages joined into the ``system`` field, tool results put in user messages, and
+  consecutive messages of one role merged: the same text in the same order, only the framing
+  between messages differs (and one view entry per stored message is what lets a preview show
+  each one's position, pin or exclusion);
+- call ids mapped to what the API takes: ids are not counted;
+- what turns on the request's ``params`` (a turn's options, which a preview has none of):
+  thinking blocks left out of a final assistant message when thinking is off (thinking is not
+  counted), the last tool round told as text when thinking is on (the same call and result,
+  as text), a server tool's blocks told as text when the request does not offer that tool,
+  sampling parameters dropped, ``max_tokens`` defaulted for the reply;
+- trailing whitespace cut from a final assistant message (a request that ends with the
+  assistant's message: never a turn's, which ends with the new user message);
+- cache breakpoints, which mark the request without changing it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from httpx_sse import ServerSentEvent
+
+from .._core.images import Image
+from .._core.messages import Message, Thinking, ToolCall
+from .._core.repair import ANTHROPIC_MAX_ID, repair_tool_pairs, wire_call_id
+from .._errors import MalformedReply, RequestRefused, StreamInterrupted
+from . import _wire as wire
+from ._base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
+from ._transport import HTTPProvider, SSECall, parse_event_json, stream_error
+from ._wire import BARE_SCHEMA, EARLIER, bare_tools, json_object, refuse
+
+API_VERSION = "2023-06-01"
+# The API requires max_tokens; every Claude model can produce at least this many.
+DEFAULT_MAX_TOKENS = 4096
+MIN_THINKING_BUDGET = 1024
+
+_THINKING = ("thinking", "redacted_thinking")
+_ID = re.compile(r"[A-Za-z0-9_-]+\Z")
+# claude-opus-4-7, claude-sonnet-5, claude-fable-5-1, claude-3-5-sonnet: (major, minor)
+_VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d+)(?:[-.](\d)(?!\d))?")
+
+
+def refuses_sampling(model: str) -> bool:
+    """Whether a Claude model refuses ``temperature``, ``top_p`` and ``top_k`` (and thinking
+    budgets): Claude 4.7 and later. No model database says so (genai-prices has no such
+    field), so it is read from the model's version."""
+    found = _VERSION.search(model.lower())
+    if found is None:
+        return False
+    version = (int(found.group(1)), int(found.group(2) or 0))
+    return version >= (4, 7) and version[0] < 100  # not a date read as a version
+
+
+def thinking_enabled(params: Mapping[str, Any]) -> bool:
+    """Whether a request's ``params`` turn extended thinking on (``enabled``, ``adaptive``)."""
+    config = params.get("thinking")
+    return isinstance(config, Mapping) and config.get("type") not in (None, "disabled")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a request turns on, read from its params once."""
+
+    thinking: str | None  # "enabled", "adaptive" … or None
+    budget: int | None
+    server_tools: frozenset[str]  # names of the server tools the request offers
+    compaction: bool  # context_management asks for server-side compaction
+
+
+def request_body(request: ChatRequest) -> dict[str, Any]:
+    """The request body, every wire rule kept (see the module docstring)."""
+    return build(request)[0]
+
+
+def build(request: ChatRequest, label: str = "anthropic") -> tuple[dict[str, Any], tuple[str, ...]]:
+    """(the request body, the ``anthropic-beta`` values); :class:`RequestRefused` when the
+    request would still break a rule."""
+    params = dict(request.params)
+    betas = _betas(params.pop("betas", None), label)
+    server = _server_tools(params.pop("tools", None), label)
+    refuses = refuses_sampling(request.model)
+    thinking = params.get("thinking")
+    if refuses and isinstance(thinking, Mapping) and thinking.get("type") == "enabled":
+        thinking = params["thinking"] = {"type": "adaptive"}  # 4.7+: adaptive only, no budget
+    kind = thinking.get("type") if isinstance(thinking, Mapping) and thinking.get("type") != "disabled" else None
+    budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
+    plan = _Plan(
+        kind,
+        budget if isinstance(budget, int) and not isinstance(budget, bool) else None,
+        frozenset(str(t["name"]) for t in server if "type" in t and isinstance(t.get("name"), str)),
+        isinstance(params.get("context_management"), Mapping),
+    )
+    system, messages = _wire_messages(request.messages, plan)
+    max_tokens = request.max_tokens
+    if max_tokens is None:
+        max_tokens = DEFAULT_MAX_TOKENS + (plan.budget or 0)
+    body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "messages": messages}
+    if system is not None:
+        body["system"] = system
+    tools = wire_tools(request.tools) + server
+    if tools:
+        body["tools"] = tools
+    elif _tool_blocks(messages):  # what _engine/steps/bare_tools.py counted for a view
+        body["tools"] = wire_tools(bare_tools(request.messages)) or [{"name": "tool", "input_schema": BARE_SCHEMA}]
+        body["tool_choice"] = {"type": "none"}
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.prompt_cache:
+        cache_breakpoints(body)
+    body.update(params)  # provider-specific parameters pass through as given
+    for name in ("temperature", "top_p", "top_k") if refuses else ("temperature", "top_k") if kind else ():
+        body.pop(name, None)  # the model refuses them (4.7+), or thinking does
+    body["stream"] = True
+    refuse(label, violations(body))
+    return body, betas
+
+
+def _betas(value: Any, label: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise RequestRefused(f"{label}: params betas must be a list of beta names, e.g. ['compact-2026-01-12']")
+    return tuple(v.strip() for v in value)
+
+
+def _server_tools(value: Any, label: str) -> list[dict[str, Any]]:
+    """Tools given in ``params`` (server tools such as web search), added to the function tools."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(t, Mapping) for t in value):
+        raise RequestRefused(
+            f"{label}: params tools must be a list of tool definitions, "
+            "e.g. [{'type': 'web_search_20250305', 'name': 'web_search'}]"
+        )
+    return [dict(t) for t in value]
+
+
+def wire_messages(messages: Sequence[Message], *, thinking: bool = False) -> tuple[str | None, list[dict[str, Any]]]:
+    """Core messages as (the ``system`` text, Messages API messages). ``thinking``: whether
+    the request enables extended thinking."""
+    return _wire_messages(messages, _Plan("enabled" if thinking else None, None, frozenset(), False))
+
+
+def _wire_messages(messages: Sequence[Message], plan: _Plan) -> tuple[str | None, list[dict[str, Any]]]:
+    system: list[str] = []
+    wire: list[dict[str, Any]] = []
+    for m in repair_tool_pairs(messages):
+        if m.role == "system":
+            if m.content.strip():
+                system.append(m.content)
+            continue
+        role = "assistant" if m.role == "assistant" else "user"
+        if m.role == "tool":
+            blocks = [_tool_result(m)]
+        elif m.role == "assistant":
+            blocks = _assistant_blocks(m, plan)
+        elif m.images:
+            blocks = _content_blocks(m)
+        else:
+            blocks = _text(m.content)
+        if not blocks:
+            continue
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    if wire and wire[0]["role"] == "assistant":
+        wire.insert(0, {"role": "user", "content": _text(EARLIER)})
+    if wire and wire[-1]["role"] == "assistant" and not plan.thinking:
+        # "When thinking is disabled, an assistant message in the final position cannot contain thinking"
+        wire[-1]["content"] = [b for b in wire[-1]["content"] if b["type"] not in _THINKING]
+        if not wire[-1]["content"]:
+            wire.pop()
+    if plan.thinking and len(wire) > 1 and _unthought_tool_round(wire[-2], wire[-1], plan.thinking):
+        _round_as_text(wire[-2], wire[-1])
+    if wire and wire[-1]["role"] == "assistant":
+        _strip_final(wire[-1])
+    return ("\n\n".join(system) if system else None), wire
+
+
+def _content_blocks(m: Message) -> list[dict[str, Any]]:
+    """Structured content as text and ``image`` blocks with a base64 source
+    (https://docs.anthropic.com/en/docs/build-with-claude/vision)."""
+    blocks: list[dict[str, Any]] = []
+    for part in m.parts:
+        if isinstance(part, Image):
+            source = {"type": "base64", "media_type": part.media_type, "data": part.data}
+            blocks.append({"type": "image", "source": source})
+        else:
+            blocks += _text(part.text)
+    return blocks
+
+
+def _text(text: str) -> list[dict[str, Any]]:
+    """A text block, or none for empty or whitespace-only text (which the API refuses)."""
+    return [{"type": "text", "text": text}] if text.strip() else []
+
+
+def _strip_final(message: dict[str, Any]) -> None:
+    """ "final assistant content cannot end with trailing whitespace"."""
+    blocks = message["content"]
+    if blocks and blocks[-1]["type"] == "text":
+        blocks[-1] = {**blocks[-1], "text": blocks[-1]["text"].rstrip()}
+
+
+def _unthought_tool_round(assistant: dict[str, Any], user: dict[str, Any], kind: str) -> bool:
+    """Whether the request ends with tool results whose assistant message has no thinking
+    before its calls: with thinking on the API refuses that ("Expected thinking or
+    redacted_thinking, but found tool_use"). With ``adaptive`` thinking Claude's own calls
+    (``toolu_`` ids) may come without it, and are left alone."""
+    blocks = assistant["content"]
+    uses = [b for b in blocks if b["type"] == "tool_use"]
+    if assistant["role"] != "assistant" or not uses or blocks[0]["type"] in _THINKING:
+        return False
+    if not any(b["type"] == "tool_result" for b in user["content"]):
+        return False
+    return kind == "enabled" or not all(b["id"].startswith("toolu_") for b in uses)
+
+
+def _round_as_text(assistant: dict[str, Any], user: dict[str, Any]) -> None:
+    """That last tool round told as text, which the API takes without thinking."""
+    names: dict[str, str] = {}
+    told: list[dict[str, Any]] = []
+    for b in assistant["content"]:
+        if b["type"] == "tool_use":
+            names[b["id"]] = b["name"]
+            b = {"type": "text", "text": f"[tool call {b['name']}({json.dumps(b['input'], ensure_ascii=False)})]"}
+        told.append(b)
+    assistant["content"] = told
+    answers: list[dict[str, Any]] = []
+    for b in user["content"]:
+        if b["type"] == "tool_result":
+            kind = "tool error" if b.get("is_error") else "tool result"
+            b = {"type": "text", "text": f"[{kind} {names.get(b['tool_use_id'], 'unknown')}: {b.get('content', '')}]"}
+        answers.append(b)
+    user["content"] = answers
+
+
+def _assistant_blocks(m: Message, plan: _Plan) -> list[dict[str, Any]]:
+    """An assistant message's blocks in the order the reply had them: its thinking first,
+    then its text with the kept blocks where they came in it, then its tool calls (thinking
+    and blocks that came between calls where they came)."""
+    kept = [t for t in m.thinking if t.provider == "anthropic"]  # another API's reasoning: left out
+    blocks = [_thinking_block(t) for t in kept if t.kind != "block" and t.after_calls <= 0]
+    at = 0
+    for t in sorted((t for t in kept if t.kind == "block" and t.after_calls <= 0), key=lambda t: t.at):
+        cut = min(max(t.at, at), len(m.content))
+        blocks += _text(m.content[at:cut])
+        blocks += _kept_block(t, plan)
+        at = cut
+    blocks += _text(m.content[at:])
+    for k, call in enumerate(m.tool_calls, 1):
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": wire_call_id(call.id, ANTHROPIC_MAX_ID),
+                "name": call.name,
+                "input": json_object(call.arguments),
+            }
+        )
+        for t in kept:
+            if t.after_calls == k:
+                blocks += _kept_block(t, plan) if t.kind == "block" else [_thinking_block(t)]
+    for t in kept:
+        if t.after_calls > len(m.tool_calls):
+            blocks += _kept_block(t, plan) if t.kind == "block" else [_thinking_block(t)]
+    while blocks and blocks[-1]["type"] in _THINKING:
+        blocks.pop()  # "The final block in an assistant message cannot be thinking" (a reply cut short)
+    return blocks
+
+
+def _kept_block(t: Thinking, plan: _Plan) -> list[dict[str, Any]]:
+    """A kept block as the API sent it, where the request lets the API take it back; else
+    what it says, as text."""
+    block = t.block()
+    if block is not None:
+        kind = block.get("type")
+        if kind == "compaction" and plan.compaction:
+            return [block]
+        if kind != "compaction" and block.get("name", _result_tool(block)) in plan.server_tools:
+            return [block]
+    return _text(t.text)
+
+
+def _result_tool(block: dict[str, Any]) -> str:
+    """The server tool a ``*_tool_result`` block answers: ``web_search_tool_result`` → ``web_search``."""
+    kind = str(block.get("type", ""))
+    return kind.removesuffix("_tool_result") if kind.endswith("_tool_result") else ""
+
+
+def _thinking_block(t: Thinking) -> dict[str, Any]:
+    if t.kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": t.data or ""}
+    block: dict[str, Any] = {"type": "thinking", "thinking": t.text}
+    if t.signature is not None:
+        block["signature"] = t.signature
+    return block
+
+
+def _tool_result(m: Message) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": wire_call_id(m.tool_call_id or "", ANTHROPIC_MAX_ID),
+    }
+    if m.content.strip():
+        result["content"] = m.content
+    if m.is_error:
+        result["is_error"] = True
+    return result
+
+
+def _tool_blocks(messages: list[dict[str, Any]]) -> bool:
+    return any(b["type"] in ("tool_use", "tool_result") for m in messages for b in m["content"])
+
+
+def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = []
+    for t in tools:
+        tool: dict[str, Any] = {"name": t.name}
+        if t.description:
+            tool["description"] = t.description
+        tool["input_schema"] = dict(t.parameters)
+        wire.append(tool)
+    return wire
+
+
+_EPHEMERAL = {"type": "ephemeral"}
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def cache_breakpoints(body: dict[str, Any]) -> None:
+    """Mark the prefix Anthropic may cache (it caches up to each block marked, at most four):
+    the tool definitions, the system side, and the conversation through its last message, so
+    the next turn, whose request starts with the same bytes, reads all of it from the cache
+    (Anthropic finds an earlier breakpoint's entry by itself)."""
+    if body.get("tools"):
+        body["tools"][-1] = {**body["tools"][-1], "cache_control": _EPHEMERAL}
+    if "system" in body:
+        body["system"] = [{"type": "text", "text": body["system"], "cache_control": _EPHEMERAL}]
+    messages = body["messages"]
+    if messages:
+        blocks = messages[-1]["content"]
+        for index in range(len(blocks) - 1, -1, -1):
+            if blocks[index].get("type") not in _UNMARKABLE:
+                blocks[index] = {**blocks[index], "cache_control": _EPHEMERAL}
+                break
+
+
+def _uses(message: Mapping[str, Any]) -> list[Any]:
+    blocks = message.get("content")
+    return [b.get("id") for b in blocks if b.get("type") == "tool_use"] if isinstance(blocks, list) else []
+
+
+def violations(body: Mapping[str, Any]) -> list[str]:
+    """The wire rules (module docstring) ``body`` breaks, each in a few words; [] when none."""
+    found: list[str] = []
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ["the request holds no message"]
+    thinking = body.get("thinking")
+    kind = thinking.get("type") if isinstance(thinking, Mapping) and thinking.get("type") != "disabled" else None
+    seen: set[str] = set()
+    tool_blocks = False
+    previous: dict[str, Any] | None = None
+    for n, message in enumerate(messages):
+        role, blocks = message.get("role"), message.get("content")
+        expected = "user" if n % 2 == 0 else "assistant"
+        if role != expected:
+            found.append(f"message {n} is the {role}'s where the {expected}'s must be")
+        if isinstance(blocks, str):
+            blocks = [{"type": "text", "text": blocks}]
+        if not isinstance(blocks, list) or not blocks:
+            found.append(f"message {n} is empty")
+            previous = message
+            continue
+        for b in blocks:
+            if b.get("type") == "text" and not str(b.get("text", "")).strip():
+                found.append(f"message {n} holds an empty or whitespace-only text block")
+            if b.get("type") == "tool_use":
+                tool_blocks = True
+                if b.get("id") in seen or not _ID.match(str(b.get("id"))):
+                    found.append(f"tool_use id {b.get('id')!r} is used twice or is not a valid id")
+                seen.add(b.get("id"))
+                if not isinstance(b.get("input"), dict):
+                    found.append(f"tool_use {b.get('id')!r} has input that is not an object")
+        if role == "assistant" and blocks[-1].get("type") in _THINKING:
+            found.append(f"assistant message {n} ends with a thinking block")
+        uses = _uses(previous) if previous is not None and previous.get("role") == "assistant" else []
+        results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        if results:
+            tool_blocks = True
+            if [b.get("type") for b in blocks[: len(results)]] != ["tool_result"] * len(results):
+                found.append(f"message {n}: tool_result blocks must come first")
+        if role == "user" and sorted(map(str, results)) != sorted(map(str, uses)):
+            found.append(f"message {n}: tool results do not answer the calls just before them")
+        previous = message
+    final = messages[-1]
+    if final.get("role") == "assistant" and not kind and any(b.get("type") in _THINKING for b in final["content"]):
+        found.append("the final assistant message holds thinking while thinking is off")
+    if tool_blocks and not body.get("tools"):
+        found.append("tool blocks are sent without tools")
+    if kind == "enabled":
+        budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
+        if not isinstance(budget, int) or budget < MIN_THINKING_BUDGET:
+            found.append(f"thinking budget_tokens must be a whole number >= {MIN_THINKING_BUDGET}, not {budget!r}")
+        elif not isinstance(body.get("max_tokens"), int) or body["max_tokens"] <= budget:
+            found.append(
+                f"max_tokens ({body.get('max_tokens')}) must be above the thinking budget ({budget}): "
+                "raise max_tokens= or lower budget_tokens"
+            )
+        last = messages[-1]
+        if len(messages) > 1 and any(b.get("type") == "tool_result" for b in last.get("content") or ()):
+            first = (messages[-2].get("content") or [{}])[0]
+            if first.get("type") not in _THINKING:
+                found.append(
+                    "with thinking on, the assistant message before the last tool results must start with thinking"
+                )
+    if kind and ("temperature" in body or "top_k" in body):
+        found.append("temperature and top_k cannot be sent with thinking")
+    if refuses_sampling(str(body.get("model", ""))) and any(k in body for k in ("temperature", "top_p", "top_k")):
+        found.append(f"{body.get('model')} refuses temperature, top_p and top_k")
+    return found
+
+
+@dataclass
+class _Block:
+    type: str
+    id: str = ""
+    name: str = ""
+    initial_input: Any = None
+    parts: list[str] = field(default_factory=list)
+    signature: str | None = None  # a thinking block's
+    data: str | None = None  # a redacted_thinking block's
+    raw: dict[str, Any] | None = None  # any other block, as content_block_start had it
+
+
+_KNOWN = ("text", "tool_use", "thinking", "redacted_thinking")
+
+
+class EventAssembler:
+    """Builds one reply from Messages API stream events. An event of a shape the API does not
+    send (a field of the wrong type, numbers past any range, JSON nested past Python's limit)
+    is a :class:`MalformedReply`, never a raw exception."""
+
+    def __init__(self, label: str, secrets: tuple[str, ...] = ()) -> None:
+        self.label = label
+        self.secrets = secrets
+        self.done = False
+        self._blocks: dict[int, _Block] = {}
+        self._usage: dict[str, int] = {}
+        self._stop_reason: str | None = None
+        self._model: str | None = None
+
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
+        data = parse_event_json(self.label, event)
+        if not isinstance(data, dict):
+            return []
+        try:
+            return self._feed(event, data)
+        except (TypeError, ValueError, AttributeError, KeyError, OverflowError, RecursionError):
+            raise self._malformed(data) from None
+
+    def _malformed(self, data: Any) -> MalformedReply:
+        kind = data.get("type") if isinstance(data, dict) else None
+        shown = kind if isinstance(kind, str) and len(kind) < 40 else "an"
+        return MalformedReply(
+            f"{self.label}: {shown} event in the reply has a shape the Messages API does not send; "
+            f"the partial reply was discarded"
+        )
+
+    def _feed(self, event: ServerSentEvent, data: dict[str, Any]) -> list[StreamEvent]:
+        kind = data.get("type") or event.event
+        if kind == "error":
+            raise stream_error(self.label, data.get("error"), self.secrets)
+        if kind == "message_start":
+            message = wire.mapping(data.get("message"))
+            self._model = wire.text(message.get("model"))
+            self._add_usage(message.get("usage"))
+        elif kind == "content_block_start":
+            block = wire.mapping(data.get("content_block"))
+            index = wire.index(data.get("index", len(self._blocks)))
+            started = _Block(
+                _str(block.get("type", "")), _str(block.get("id", "")), _str(block.get("name", "")), block.get("input")
+            )
+            self._blocks[index] = started
+            if started.type == "thinking":
+                started.signature = wire.text(block.get("signature")) or None  # "" until its signature_delta
+                if block.get("thinking"):
+                    started.parts.append(_str(block["thinking"]))
+            elif started.type == "redacted_thinking":
+                started.data = wire.text(block.get("data"))
+            elif started.type == "text":
+                if block.get("text"):
+                    return self._add_text(index, _str(block["text"]))
+            elif started.type != "tool_use":
+                started.raw = dict(block)
+                json.dumps(started.raw, allow_nan=False)  # it is sent back as it came: it must be JSON
+        elif kind == "content_block_delta":
+            delta = wire.mapping(data.get("delta"))
+            index = wire.index(data.get("index", 0))
+            delta_type = delta.get("type")
+            if delta_type == "text_delta" and delta.get("text"):
+                return self._add_text(index, _str(delta["text"]))
+            if delta_type == "input_json_delta" and delta.get("partial_json"):
+                self._blocks.setdefault(index, _Block("tool_use")).parts.append(_str(delta["partial_json"]))
+            elif delta_type == "thinking_delta" and delta.get("thinking"):
+                self._blocks.setdefault(index, _Block("thinking")).parts.append(_str(delta["thinking"]))
+            elif delta_type == "signature_delta" and isinstance(delta.get("signature"), str):
+                # one per block in practice; like Anthropic's SDK, the last one is the signature
+                self._blocks.setdefault(index, _Block("thinking")).signature = delta["signature"]
+            elif delta_type == "compaction_delta" and delta.get("content"):
+                self._blocks.setdefault(index, _Block("compaction", raw={"type": "compaction"})).parts.append(
+                    _str(delta["content"])
+                )
+            # citations_delta and delta types added later: not part of the stored reply
+        elif kind == "message_delta":
+            stop = wire.mapping(data.get("delta")).get("stop_reason")
+            self._stop_reason = wire.text(stop) or self._stop_reason
+            self._add_usage(data.get("usage"))  # cumulative counts: later values replace earlier ones
+        elif kind == "message_stop":
+            self.done = True
+        # ping, content_block_stop and event types added later need nothing
+        return []
+
+    def _add_text(self, index: int, text: str) -> list[StreamEvent]:
+        self._blocks.setdefault(index, _Block("text")).parts.append(text)
+        return [TextDelta(text)]
+
+    def _add_usage(self, usage: Any) -> None:
+        if usage is None:
+            return
+        for key, value in wire.mapping(usage).items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                if not 0 <= value < 2**53:
+                    raise ValueError(f"usage {key} out of range")
+                self._usage[key] = value
+            elif isinstance(value, float):
+                raise ValueError(f"usage {key} is not a whole number")
+
+    def finish(self) -> Completion:
+        if not self.done:
+            raise StreamInterrupted(
+                f"{self.label}: the reply stream ended without its final message_stop event; "
+                f"the partial reply was discarded"
+            )
+        try:
+            return self._finish()
+        except (TypeError, ValueError, AttributeError, KeyError, OverflowError, RecursionError):
+            raise self._malformed({"type": "content_block"}) from None
+
+    def _finish(self) -> Completion:
+        blocks = [self._blocks[i] for i in sorted(self._blocks)]
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        thinking: list[Thinking] = []
+        names: dict[str, str] = {}  # server tool use id -> its tool's name
+        for b in blocks:
+            if b.type == "text":
+                text.append("".join(b.parts))
+            elif b.type == "tool_use":
+                arguments = "".join(b.parts) or json.dumps(b.initial_input or {}, allow_nan=False)
+                calls.append(ToolCall(b.id or f"toolu_{len(calls) + 1}", b.name, arguments))
+            elif b.type == "thinking":
+                thinking.append(Thinking("thinking", "".join(b.parts), b.signature, after_calls=len(calls)))
+            elif b.type == "redacted_thinking":
+                thinking.append(Thinking("redacted_thinking", data=b.data or "", after_calls=len(calls)))
+            else:
+                raw = dict(b.raw or {"type": b.type})
+                if b.type == "server_tool_use":
+                    raw["input"] = json_object("".join(b.parts)) if b.parts else wire.mapping(raw.get("input"))
+                    names[_str(raw.get("id", ""))] = _str(raw.get("name", ""))
+                elif b.type == "compaction" and b.parts:
+                    raw["content"] = "".join(b.parts)
+                shown = block_text(raw, names)
+                at = sum(len(t) for t in text)
+                thinking.append(
+                    Thinking("block", shown, data=json.dumps(raw, ensure_ascii=False), after_calls=len(calls), at=at)
+                )
+        u = self._usage
+        cached = u.get("cache_read_input_tokens", 0)
+        usage = Usage(
+            # Anthropic counts cache reads and writes apart from input_tokens; ours is the total.
+            input_tokens=u.get("input_tokens", 0) + u.get("cache_creation_input_tokens", 0) + cached,
+            output_tokens=u.get("output_tokens", 0),
+            cached_tokens=cached,
+        )
+        message = Message.assistant("".join(text), calls, thinking)
+        return Completion(message, usage, self._stop_reason, self._model)
+
+
+def block_text(block: Mapping[str, Any], names: Mapping[str, str] | None = None) -> str:
+    """What a kept block says, for a person and for a request that cannot take the block
+    back: a server tool's call, its results (a web search's titles and links), a compaction's
+    summary."""
+    kind = str(block.get("type", ""))
+    if kind == "server_tool_use":
+        return f"[{block.get('name')} {json.dumps(block.get('input') or {}, ensure_ascii=False)}]"
+    if kind == "compaction":
+        content = block.get("content")
+        return f"[summary of the conversation before this point]\n{content}" if isinstance(content, str) else ""
+    if kind.endswith("_tool_result"):
+        tool = (names or {}).get(str(block.get("tool_use_id", "")), kind.removesuffix("_tool_result"))
+        content = block.get("content")
+        if isinstance(content, list):
+            lines = [
+                f"- {item.get('title') or item.get('url')} <{item.get('url')}>"
+                for item in content
+                if isinstance(item, Mapping) and item.get("url")
+            ]
+            return f"[{tool} results]\n" + "\n".join(lines) if lines else f"[{tool}: no results]"
+        if isinstance(content, Mapping):
+            error = content.get("error_code")
+            if error:
+                return f"[{tool} failed: {error}]"
+            if content.get("url"):
+                return f"[{tool} result] <{content.get('url')}>"
+        return f"[{tool} result]"
+    return ""
+
+
+def _str(value: Any) -> str:
+    found = wire.text(value)
+    if found is None:
+        raise TypeError("not a string")
+    return found
+
+
+class AnthropicProvider(HTTPProvider):
+    """``anthropic:MODEL``."""
+
+    name = "anthropic"
+
+    def call(self, request: ChatRequest) -> SSECall:
+        endpoint = self.endpoint()
+        body, betas = build(request, f"{self.name} ({endpoint.host})")
+        headers = {"anthropic-version": API_VERSION}
+        if betas:
+            headers["anthropic-beta"] = ",".join(betas)
+        if endpoint.api_key:
+            headers["x-api-key"] = endpoint.api_key
+        return SSECall(endpoint, "/v1/messages", body, headers)
+
+    def assembler(self, call: SSECall) -> EventAssembler:
+        return EventAssembler(call.label, call.endpoint.secrets)
