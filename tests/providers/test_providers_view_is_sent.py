@@ -213,9 +213,9 @@ def test_with_thinking_on_a_last_tool_round_made_without_it_is_previewed_counted
     body = wire.requests[0].json()
     assert "tools" not in body  # the round told as text needs no tool definitions
     sent = [an_from_wire(m) for m in body["messages"]]
-    assert sent == [an_as_sent(m) for m in (*preview.messages, Message.user("And now?"))][:2] + [
-        ("user", "[tool result get_weather: -3 C, snow]And now?", ())
-    ]  # the result and the new question are one user message on the wire: the same text
+    previewed = [an_as_sent(m) for m in preview.messages]
+    # the result and the new question go as one user message on the wire: the same text
+    assert sent == [*previewed[:2], ("user", previewed[2][1] + "And now?", ())]
 
 
 def test_a_server_tools_blocks_the_turn_does_not_offer_are_previewed_counted_and_sent_as_text(
