@@ -76,7 +76,7 @@ alone changes no counted content:
   each one's position, pin or exclusion);
 - call ids mapped to what the API takes: ids are not counted;
 - thinking blocks left out of a final assistant message when thinking is off (thinking is not
-  counted, nor a server tool's block sent back whole), sampling parameters dropped,
+  counted: the API drops it from earlier turns), sampling parameters dropped,
   ``max_tokens`` defaulted for the reply;
 - trailing whitespace cut from a final assistant message (a request that ends with the
   assistant's message: never a turn's, which ends with the new user message);

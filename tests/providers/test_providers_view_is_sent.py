@@ -237,7 +237,8 @@ def test_a_server_tools_blocks_the_turn_does_not_offer_are_previewed_counted_and
         counting = Counting(TokenCounter.for_model(claude))
         assert told.entries[1].tokens == counting.count(said) > counting.count(found)
         whole = session.preview(params={"tools": [web_search]})
-        assert whole.entries[1].message == found and whole.entries[1].tokens == counting.count(found)
+        block_json = counting.scale(counting.counter.count_text(json.dumps(search)))  # the API reads it whole
+        assert whole.entries[1].message == found and whole.entries[1].tokens == counting.count(found) + block_json
         session.submit_turn("More?", tools=[])
         session.submit_turn("More?", tools=[], params={"tools": [web_search]}, slot=None)
     first, second = (r.json() for r in wire.requests)

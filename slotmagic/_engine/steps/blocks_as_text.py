@@ -7,7 +7,9 @@ server-side compaction (``context_management``); any other request is sent what 
 text in the message where they came (:func:`~slotmagic.providers._anthropic.blocks_as_text`).
 That text is what the model reads, so here, for models whose provider speaks Anthropic's format,
 it is put in the view's message and counted, and a preview shows it. A block sent whole is not
-text of the message (like thinking, it is not counted).
+text of the message, but the API reads it as input (a search's results, a compaction's summary:
+unlike thinking, which it drops from earlier turns), so the message's count adds the block's JSON,
+counted as text.
 
 It runs after ``counted`` and counts what it changes (the stored count is of the message
 without the blocks' text); a message of nothing but a block whose text is blank sends nothing
@@ -17,6 +19,7 @@ the pipeline; on a view this step mended it changes nothing.
 
 from __future__ import annotations
 
+from ..._core.messages import Message
 from ...providers._anthropic_plan import blocks_as_text as told
 from ...providers._anthropic_plan import request_plan
 from ..view import Omitted, ViewBuild, ViewEntry
@@ -38,11 +41,17 @@ def blocks_as_text(build: ViewBuild) -> None:
             continue
         plan = plan or request_plan(build.counting.model, build.params.value)
         message = told(message, plan)
-        if message is entry.message:
-            out.append(entry)
-        elif blank(message, build.wire):
+        if message is not entry.message and blank(message, build.wire):
             if entry.position is not None:
                 build.omitted.append(Omitted(entry.position, entry.position + 1, "blank"))
-        else:
-            out.append(ViewEntry(message, entry.kind, entry.position, count(message)))
+            continue
+        tokens = entry.tokens if message is entry.message else count(message)
+        out.append(ViewEntry(message, entry.kind, entry.position, tokens + _whole(message, build)))
     build.conversation[:] = out
+
+
+def _whole(message: Message, build: ViewBuild) -> int:
+    """What the blocks ``message`` sends back whole cost: their JSON, counted as text."""
+    counting = build.counting
+    sent = [t.data for t in message.thinking if t.kind == "block" and t.provider == "anthropic" and t.data]
+    return sum(counting.scale(counting.counter.count_text(data)) for data in sent)
