@@ -469,7 +469,7 @@ class TurnEngine:
         slot, record, info = self.writer.write(turn, messages, info, rounds.shelved, reply_message.content)
         self.usage = self.usage + usage
         try:
-            self.observe(turn.model, turn.request, last.usage)
+            self.observe(turn.model, rounds.sent or turn.request, last.usage)  # what the usage answers
         except StoreError as exc:  # the turn is stored: a lost calibration must not say otherwise
             logger.info("the token estimate's calibration was not updated: %s", exc)
         notes = (*turn.notes, rounds.note) if rounds.note else turn.notes
