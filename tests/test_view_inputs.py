@@ -23,7 +23,7 @@ from slotmagic._core.repair import NOT_RUN, repair_tool_pairs
 from slotmagic._core.slots import SlotMode
 from slotmagic._core.workflow import Workflow
 from slotmagic._engine.inputs import INPUTS, Counting, Params, Source, ViewInputs
-from slotmagic._engine.pipeline import STEPS, make_view
+from slotmagic._engine.pipeline import STEPS, Prefix, make_view
 from slotmagic._engine.steps import Step, step
 from slotmagic._engine.view import View
 from slotmagic._engine.view_cache import ViewCache
@@ -344,3 +344,36 @@ def test_the_anthropic_wire_changes_nothing_on_a_view_its_steps_mended(
     view = make_view(inputs(History.of(messages), wire="anthropic", counting=CLAUDE, params=Params.of(params)))
     plan = request_plan(CLAUDE.model, params)
     assert mended(view.messages, plan) == list(view.messages)
+
+
+# -- a turn's second view starts where its first stood -----------------------------------------
+
+
+def test_a_view_differing_in_its_tools_alone_runs_only_the_steps_that_read_them(tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    def counted_steps() -> list[Step]:
+        def watched(one: Step) -> Step:
+            def run(build: object) -> None:
+                ran.append(one.name)
+                one(build)  # type: ignore[arg-type]
+
+            return Step(one.name, one.reads, run)
+
+        return [watched(one) for one in STEPS]
+
+    steps = counted_steps()
+    tools_from = next(i for i, one in enumerate(STEPS) if "tools" in one.reads)
+    for made in scenarios(tmp_path):
+        without = dataclasses.replace(made, tools=())
+        with_tools = dataclasses.replace(made, tools=OTHER["tools"])  # type: ignore[arg-type]
+        prefix = Prefix(frozenset({"tools"}))
+        ran.clear()
+        first = make_view(without, steps, prefix)
+        second = make_view(with_tools, steps, prefix)
+        assert first == make_view(without) and second == make_view(with_tools)  # the same views
+        assert ran == [s.name for s in STEPS] + [s.name for s in STEPS[tools_from:]]
+        # inputs that differ in anything an earlier step reads start from the beginning
+        ran.clear()
+        other = dataclasses.replace(with_tools, prompt="another prompt")  # read by the first step
+        assert make_view(other, steps, prefix) == make_view(other) and ran == [s.name for s in STEPS]

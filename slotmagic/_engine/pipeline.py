@@ -25,6 +25,7 @@ and token counts come from the store (each message is counted once per encoding)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import Any
 
@@ -300,11 +301,56 @@ STEPS: tuple[Step, ...] = (
 )
 
 
-def make_view(inputs: ViewInputs, steps: Sequence[Step] = STEPS) -> View:
-    """Run the steps over ``inputs``: what the model is sent, entry by entry."""
-    build = ViewBuild(inputs)
-    for one in steps:
-        one(build)
+@dataclass
+class Prefix:
+    """Where a view's build stood before its first step that reads one of ``varies``: the next
+    view made with it, from inputs equal in everything those earlier steps read, starts there.
+    A turn makes its view twice, without its tools and then with them (the tools depend on the
+    view, and count in it): only the steps that read the tools run again."""
+
+    varies: frozenset[str]
+    _kept: tuple[ViewInputs, int, ViewBuild] | None = None
+
+    def resume(self, inputs: ViewInputs, steps: Sequence[Step]) -> tuple[int, ViewBuild | None]:
+        """The first step to run for ``inputs`` and the build to run it on (None: a new one)."""
+        at = next((i for i, one in enumerate(steps) if one.reads & self.varies), len(steps))
+        kept = self._kept
+        if kept is None or kept[1] != at:
+            return at, None
+        before, _, build = kept
+        read = frozenset().union(*(one.reads for one in steps[:at]))
+        if any(getattr(before, name) != getattr(inputs, name) for name in read):
+            return at, None
+        return at, _copied(build, inputs)
+
+    def keep(self, inputs: ViewInputs, at: int, build: ViewBuild) -> None:
+        self._kept = (inputs, at, _copied(build, inputs))
+
+
+def _copied(build: ViewBuild, inputs: ViewInputs) -> ViewBuild:
+    """``build`` for ``inputs``, its lists its own (the steps change them in place)."""
+    return replace(
+        build,
+        inputs=inputs,
+        system=list(build.system),
+        conversation=list(build.conversation),
+        omitted=list(build.omitted),
+        problems=list(build.problems),
+    )
+
+
+def make_view(inputs: ViewInputs, steps: Sequence[Step] = STEPS, prefix: Prefix | None = None) -> View:
+    """Run the steps over ``inputs``: what the model is sent, entry by entry (from where
+    ``prefix`` stood, when the steps before it read nothing that differs)."""
+    first, build = (0, None) if prefix is None else prefix.resume(inputs, steps)
+    start = first if build is not None else 0
+    build = build if build is not None else ViewBuild(inputs)
+    for index in range(start, len(steps)):
+        if prefix is not None and index == first and start == 0:
+            prefix.keep(inputs, first, build)
+        steps[index](build)
+    if prefix is not None and first == len(steps) and start == 0:
+        prefix.keep(inputs, first, build)
     return View(
         inputs.slot,
         (*build.system, *build.conversation),

@@ -49,7 +49,7 @@ from .fit import RequestFit
 from .inputs import Params, Source, ViewInputs
 from .loop import ToolRounds, steps_of
 from .pending import PendingTurn, TurnOptions, counted, request_for
-from .pipeline import make_view
+from .pipeline import Prefix, make_view
 from .plan import CellPlan, plan_cell_turn, refuse_far_fork
 from .pool import ProviderPool
 from .reading import PageRoom, read_namespace_tool, recall_tool
@@ -162,6 +162,7 @@ class TurnEngine:
         new: Message | None = None,
         tools: ToolRegistry | None = None,
         params: Mapping[str, Any] | None = None,
+        prefix: Prefix | None = None,
     ) -> View:
         """What the model would be sent for the slot's next turn (``new`` last, if given;
         ``tools`` counted in the budget's tools share; ``params`` the turn's provider parameters,
@@ -190,7 +191,7 @@ class TurnEngine:
         )
         view = self._views.get(inputs)
         if view is None:
-            view = make_view(inputs)
+            view = make_view(inputs, prefix=prefix)
             for problem in view.problems:
                 self.warn_once(problem)
             self._views.put(inputs, view)
@@ -333,11 +334,12 @@ class TurnEngine:
         room = PageRoom(count=lambda text: counting.scale(counting.counter.count_text(text)))
         reader = read_namespace_tool(self.namespace, room)
         reserve = options.max_tokens or 0
+        prefix = Prefix(frozenset({"tools"}))  # the views below differ in their tools alone
 
         def view_with(tools: ToolRegistry | None) -> View:
             return self.view(
                 slot, history, options.system, model=model, reserve=reserve, compaction=compaction, new=turn.user,
-                tools=tools, params=options.params,
+                tools=tools, params=options.params, prefix=prefix,
             )  # fmt: skip
 
         view = view_with(None)
