@@ -231,19 +231,24 @@ def file_bytes(path: str) -> int:
 
 
 # Files this process found whole: (device, inode) -> (size, mtime, ctime, whether every page
-# was checked). A file whose stamp is still the same has not been written since, by anyone
-# through any means (a copy is a new inode, and nothing sets a ctime back), so opening it again
-# skips the check. Only a check that began well after the file's last change is kept: a change
-# within the same tick of the file system's clock would keep its timestamps.
-_FOUND_WHOLE: dict[tuple[int, int], tuple[int, int, int, bool]] = {}
+# was checked, what ``identify`` found of it). A file whose stamp is still the same has not been
+# written since, by anyone through any means (a copy is a new inode, and nothing sets a ctime
+# back), so opening it again skips the check, and reading whose file it is. Only a check that
+# began well after the file's last change is kept: a change within the same tick of the file
+# system's clock would keep its timestamps.
+_FOUND_WHOLE: dict[tuple[int, int], tuple[int, int, int, bool, FileInfo | None]] = {}
 SETTLED_NS = (
     25_000_000  # 25 ms: over a tick of the clock file times are taken from (10 ms at HZ=100, 15.6 ms on Windows)
 )
 
+# A file's identity (device, inode), its (size, mtime, ctime), and whether it is settled.
+Stamp = tuple[tuple[int, int], tuple[int, int, int], bool]
 
-def _stamp(path: str) -> tuple[tuple[int, int], tuple[int, int, int], bool] | None:
+
+def file_stamp(path: str) -> Stamp | None:
     """The file's identity and timestamps, and whether it last changed long enough ago to be
-    told apart from a later change; None with a WAL that holds frames (the file is not all)."""
+    told apart from a later change; None with a WAL that holds frames (the file is not all).
+    Taken before the file is read: a change made while it is read gives it another stamp."""
     now = time.time_ns()
     try:
         found = os.stat(path)
@@ -257,16 +262,46 @@ def _stamp(path: str) -> tuple[tuple[int, int], tuple[int, int, int], bool] | No
     return (found.st_dev, found.st_ino), (found.st_size, found.st_mtime_ns, found.st_ctime_ns), settled
 
 
+def known_whole(stamp: Stamp | None) -> FileInfo | None:
+    """What ``identify`` found of a file this process found whole, while its ``stamp`` shows it
+    unchanged since (and the check covered what a file of its size needs); else None. Reopening
+    an unchanged file then reads nothing of it to know whose it is."""
+    if stamp is None:
+        return None
+    seen = _FOUND_WHOLE.get(stamp[0])
+    if seen is None or seen[4] is None or seen[:3] != stamp[1]:
+        return None
+    # no WAL frames (a stamp says so): the file's size is all there is to check
+    return seen[4] if seen[3] or stamp[1][0] > FULL_CHECK_BYTES else None
+
+
 def check_integrity(db: sqlite3.Connection, path: str, *, limit: int | None = None, size: int | None = None) -> None:
     """Refuse a damaged file: every page checked when the file is up to ``limit`` bytes, the
     small tables (sessions, slots, turns) beyond; not again while the file stays as this
     process found it whole. Damage found later, by a read or a write, is refused then
     (``translate``). ``size``: the file's and its WAL's, when the caller has just read it."""
-    full = (file_bytes(path) if size is None else size) <= (FULL_CHECK_BYTES if limit is None else limit)
-    stamp = _stamp(path) if path != ":memory:" else None
+    size = file_bytes(path) if size is None else size
+    check_whole(db, path, size=size, stamp=file_stamp(path) if path != ":memory:" else None, limit=limit)
+
+
+def check_whole(
+    db: sqlite3.Connection,
+    path: str,
+    *,
+    size: int,
+    stamp: Stamp | None,
+    info: FileInfo | None = None,
+    limit: int | None = None,
+) -> None:
+    """``check_integrity`` with the file's ``stamp`` taken by the caller before it read the
+    file; ``info``, what ``identify`` found of it since, is kept with the stamp (see
+    ``known_whole``)."""
+    full = size <= (FULL_CHECK_BYTES if limit is None else limit)
     if stamp is not None:
         seen = _FOUND_WHOLE.get(stamp[0])
         if seen is not None and seen[:3] == stamp[1] and (seen[3] or not full):
+            if info is not None and seen[4] is None:
+                _FOUND_WHOLE[stamp[0]] = (*seen[:4], info)
             return
     if full:
         checks = ["quick_check(1)"]
@@ -278,7 +313,7 @@ def check_integrity(db: sqlite3.Connection, path: str, *, limit: int | None = No
         if found is None or found[0] != "ok":
             raise StoreError(damaged_message(path, found[0] if found else "the check found nothing to read"))
     if stamp is not None and stamp[2]:
-        _FOUND_WHOLE[stamp[0]] = (*stamp[1], full)
+        _FOUND_WHOLE[stamp[0]] = (*stamp[1], full, info)
 
 
 def backup_before_migrating(db: sqlite3.Connection, version: int) -> Path | None:

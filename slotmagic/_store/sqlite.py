@@ -31,11 +31,14 @@ from .files import (
     check_header,
     check_integrity,
     check_path,
+    check_whole,
     connect_readonly,
     create_private,
     file_bytes,
+    file_stamp,
     guarded,
     identify,
+    known_whole,
     nothing_to_write_back,
     readonly_message,
     readonly_reason,
@@ -119,16 +122,19 @@ class SQLiteStore(RowStore):
         read or a close could write into it (``nothing_to_write_back``)."""
         db = self._connect(self.path)
         try:
-            info = FileInfo(0, True)
-            size = file_bytes(self.path)
-            if size > 0:
-                try:
-                    info = identify(db, self.path)
-                except StoreError:
-                    if not created:
-                        check_header(self.path, db)  # not a database at all: says so instead
-                    raise
-                check_integrity(db, self.path, size=size)
+            stamp = file_stamp(self.path)  # before anything is read: a change meanwhile gives another
+            info = known_whole(stamp)
+            if info is None:
+                info = FileInfo(0, True)
+                size = file_bytes(self.path) if stamp is None else stamp[1][0]  # a stamp: no WAL frames
+                if size > 0:
+                    try:
+                        info = identify(db, self.path)
+                    except StoreError:
+                        if not created:
+                            check_header(self.path, db)  # not a database at all: says so instead
+                        raise
+                    check_whole(db, self.path, size=size, stamp=stamp, info=info)
             if info.version > len(MIGRATIONS):
                 raise StoreError(newer_schema_message(info.version))
             self._prepare(db, durability, current=info.marked and info.version == len(MIGRATIONS), wal=info.wal)
