@@ -83,11 +83,12 @@ def use_wal(db: sqlite3.Connection, path: str, timeout: float) -> None:
 # -- creating, reading, checking ----------------------------------------------------------------
 
 
-def create_private(path: Path) -> bool:
+def create_private(target: str | os.PathLike[str]) -> bool:
     """Create the file, and every folder missing on the way to it, readable by their owner
     only (it holds conversations). Returns whether the file was created."""
-    if path.exists():
+    if os.path.exists(target):  # the usual case: no Path made
         return False
+    path = Path(target)
     missing = []
     folder = path.parent
     while not folder.exists():
@@ -151,10 +152,18 @@ def nothing_to_write_back(path: str) -> bool:
     no WAL holding frames (closing the last connection would copy them into the file) and no
     rollback journal (a hot one would be played back into it). Then opening checks the file
     through the connection it keeps; else first through a read-only one."""
-    with contextlib.suppress(OSError):
-        if os.path.getsize(path + "-wal") > 0:
-            return False
-    return not os.path.exists(path + "-journal")
+    return _bytes(path + "-wal") == 0 and not os.access(path + "-journal", os.F_OK)
+
+
+def _bytes(name: str) -> int:
+    """A file's size, 0 when there is none: asked first without an exception (after the last
+    connection closes there is no WAL, and no rollback journal beside a file in WAL mode)."""
+    if not os.access(name, os.F_OK):
+        return 0
+    try:
+        return os.stat(name).st_size
+    except OSError:
+        return 0
 
 
 def connect_readonly(
@@ -223,11 +232,7 @@ def slotmagic_tables() -> frozenset[str]:
 
 
 def file_bytes(path: str) -> int:
-    total = 0
-    for name in (path, path + "-wal"):
-        with contextlib.suppress(OSError):
-            total += os.path.getsize(name)
-    return total
+    return _bytes(path) + _bytes(path + "-wal")
 
 
 # Files this process found whole: (device, inode) -> (size, mtime, ctime, whether every page
@@ -254,9 +259,8 @@ def file_stamp(path: str) -> Stamp | None:
         found = os.stat(path)
     except OSError:
         return None
-    with contextlib.suppress(OSError):
-        if os.path.getsize(path + "-wal") > 0:
-            return None
+    if _bytes(path + "-wal") > 0:
+        return None
     coarse = found.st_mtime_ns % 1_000_000_000 == 0  # a file system that keeps whole seconds
     settled = now - max(found.st_mtime_ns, found.st_ctime_ns) > (3_000_000_000 if coarse else SETTLED_NS)
     return (found.st_dev, found.st_ino), (found.st_size, found.st_mtime_ns, found.st_ctime_ns), settled

@@ -20,7 +20,6 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import ClassVar, Literal
 
 from .._errors import StoreError
@@ -97,7 +96,7 @@ class SQLiteStore(RowStore):
             migrate(db)
             return db
         try:
-            created = create_private(Path(self.path))
+            created = create_private(self.path)
         except OSError as exc:
             raise StoreError(
                 f"cannot create the state file {self.path} ({exc.strerror or exc}); "
