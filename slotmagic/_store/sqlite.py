@@ -196,12 +196,9 @@ class SQLiteStore(RowStore):
 
     # -- plumbing --------------------------------------------------------------------------
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def _read(self) -> _Reading:
         """The connection, with the caches brought up to date with other connections' writes."""
-        with self._lock:
-            self._sync()
-            yield self._db
+        return _Reading(self)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -303,6 +300,29 @@ class SQLiteStore(RowStore):
             else:
                 self._db.close()
             self._forget()
+
+
+class _Reading:
+    """``SQLiteStore._read``: the store's lock held and its caches brought up to date. A class,
+    not a generator: every read of the store enters one."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> GuardedConnection:
+        store = self._store
+        store._lock.acquire()
+        try:
+            store._sync()
+        except BaseException:
+            store._lock.release()
+            raise
+        return store._db
+
+    def __exit__(self, *exc: object) -> None:
+        self._store._lock.release()
 
 
 def _close_without_checkpoint(db: sqlite3.Connection, path: str, timeout: float) -> None:
