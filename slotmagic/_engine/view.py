@@ -277,6 +277,7 @@ class _ViewData(TypedDict):
     omitted: int
     hidden: int
     budget: BudgetData | None
+    bare_tools: list[str]  # the tool definitions the wire adds beside the history's calls
     rows: list[Row]
 
 
@@ -343,7 +344,9 @@ def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT
         placed.append((gap.lo, _gap_row(gap.lo, gap.hi, gap.reason)))
     rows = [row for _, row in sorted(placed, key=lambda item: item[0])]
     hidden = 0
-    stored = [i for i, row in enumerate(rows) if row["type"] == "entry" and row["kind"] in ("history", "elided")]
+    stored = [
+        i for i, row in enumerate(rows) if row["type"] == "entry" and row["kind"] in ("history", "elided", "told")
+    ]
     if len(stored) > row_limit:
         drop = set(stored[: len(stored) - row_limit])
         hidden = len(drop)
@@ -375,6 +378,7 @@ def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT
             "needs_compaction": report.needs_compaction,
             "over": list(report.over),
         },
+        "bare_tools": [t.name for t in view.bare_tools],
         "rows": rows,
     }
 
@@ -395,6 +399,8 @@ def view_summary(data: ViewData) -> str:
             line += " · past the threshold: the next turn compacts"
     if data["omitted"]:
         line += f" · {plural(data['omitted'], 'stored message')} left out"
+    if data["bare_tools"]:  # counted in the tools share: the history's calls need them
+        line += f" · with bare tool definitions ({', '.join(data['bare_tools'])})"
     return line
 
 
