@@ -93,7 +93,8 @@ def timed(check):
         finally:
             checked.append((time.perf_counter() - start) * 1e3)
     return run
-store.check_integrity = timed(store.check_integrity)
+store.check_integrity = timed(store.check_integrity)  # through a read-only connection first
+store.check_whole = timed(store.check_whole)  # through the connection the store keeps
 shell = InteractiveShell.instance()
 with contextlib.redirect_stdout(io.StringIO()):
     start = time.perf_counter()

@@ -803,3 +803,54 @@ def test_reopening_a_whole_file_runs_few_statements(tmp_path: Path, monkeypatch:
     assert not any("journal_mode =" in s for s in statements), statements
     assert sum("current_slot" in s for s in statements) == 2, statements  # does it exist; with its slots
     assert len(statements) <= 8, statements
+
+
+def opened_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements the stores opened from now on run, comments left out."""
+    seen: list[str] = []
+    connect = SQLiteStore._connect
+
+    def traced(self: SQLiteStore, target: str) -> Any:
+        db = connect(self, target)
+        db.set_trace_callback(lambda sql: None if sql.startswith("--") else seen.append(" ".join(sql.split())))
+        return db
+
+    monkeypatch.setattr(SQLiteStore, "_connect", traced)
+    return seen
+
+
+def test_reopening_a_file_unchanged_since_it_was_found_whole_does_not_read_whose_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its mark, schema version and journal mode are as they were when this process found it
+    # whole: the statement that reads them (and compiles three pragma tables) is not run again.
+    path = tmp_path / "state.sqlite3"
+    with Session.open("s", db_path=path) as session:
+        session.append([Message.user("q"), Message.assistant("a")])
+    time.sleep(2 * opening.SETTLED_NS / 1e9)  # a check begun this soon after a change counts for nothing
+    statements = opened_statements(monkeypatch)
+    Session.open("s", db_path=path).close()
+    assert sum("application_id" in s for s in statements) == 1, statements  # read, and found whole
+    statements.clear()
+    with Session.open("s", db_path=path) as session:
+        assert [m.content for m in session.messages()] == ["q", "a"]
+    assert not any("application_id" in s or "quick_check" in s for s in statements), statements
+    assert len(statements) <= 6, statements
+
+
+def test_a_file_changed_since_it_was_found_whole_is_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    Session.open("s", db_path=path).close()
+    time.sleep(2 * opening.SETTLED_NS / 1e9)
+    Session.open("s", db_path=path).close()  # found whole: kept
+    with sqlite3.connect(path) as db:  # in place, the size unchanged
+        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    db.close()
+    with pytest.raises(StoreError, match="upgrade slotmagic"):
+        Session.open("s", db_path=path)
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+        db.execute("PRAGMA application_id = 1234")
+    db.close()
+    with pytest.raises(StoreError, match="not a slotmagic store"):
+        Session.open("s", db_path=path)

@@ -16,6 +16,7 @@ from .checks import check_text
 __all__ = ["check_user", "current_user"]
 
 MAX_USER = 100
+_BREAKS = frozenset("\r\n\x00")  # a user name is one line
 
 
 def current_user() -> str | None:
@@ -54,6 +55,6 @@ def check_user(value: object) -> str:
     if not isinstance(value, str):
         raise ConfigError(f"a user name must be text, not {type(value).__name__}")
     text = check_text(value, "the user name").strip()
-    if not text or len(text) > MAX_USER or any(c in text for c in "\r\n\x00"):
+    if not text or len(text) > MAX_USER or not _BREAKS.isdisjoint(text):
         raise ConfigError(f"a user name must be one line of 1-{MAX_USER} characters, not {value!r:.60}")
     return text

@@ -83,11 +83,12 @@ def use_wal(db: sqlite3.Connection, path: str, timeout: float) -> None:
 # -- creating, reading, checking ----------------------------------------------------------------
 
 
-def create_private(path: Path) -> bool:
+def create_private(target: str | os.PathLike[str]) -> bool:
     """Create the file, and every folder missing on the way to it, readable by their owner
     only (it holds conversations). Returns whether the file was created."""
-    if path.exists():
+    if os.path.exists(target):  # the usual case: no Path made
         return False
+    path = Path(target)
     missing = []
     folder = path.parent
     while not folder.exists():
@@ -151,10 +152,18 @@ def nothing_to_write_back(path: str) -> bool:
     no WAL holding frames (closing the last connection would copy them into the file) and no
     rollback journal (a hot one would be played back into it). Then opening checks the file
     through the connection it keeps; else first through a read-only one."""
-    with contextlib.suppress(OSError):
-        if os.path.getsize(path + "-wal") > 0:
-            return False
-    return not os.path.exists(path + "-journal")
+    return _bytes(path + "-wal") == 0 and not os.access(path + "-journal", os.F_OK)
+
+
+def _bytes(name: str) -> int:
+    """A file's size, 0 when there is none: asked first without an exception (after the last
+    connection closes there is no WAL, and no rollback journal beside a file in WAL mode)."""
+    if not os.access(name, os.F_OK):
+        return 0
+    try:
+        return os.stat(name).st_size
+    except OSError:
+        return 0
 
 
 def connect_readonly(
@@ -223,38 +232,51 @@ def slotmagic_tables() -> frozenset[str]:
 
 
 def file_bytes(path: str) -> int:
-    total = 0
-    for name in (path, path + "-wal"):
-        with contextlib.suppress(OSError):
-            total += os.path.getsize(name)
-    return total
+    return _bytes(path) + _bytes(path + "-wal")
 
 
 # Files this process found whole: (device, inode) -> (size, mtime, ctime, whether every page
-# was checked). A file whose stamp is still the same has not been written since, by anyone
-# through any means (a copy is a new inode, and nothing sets a ctime back), so opening it again
-# skips the check. Only a check that began well after the file's last change is kept: a change
-# within the same tick of the file system's clock would keep its timestamps.
-_FOUND_WHOLE: dict[tuple[int, int], tuple[int, int, int, bool]] = {}
+# was checked, what ``identify`` found of it). A file whose stamp is still the same has not been
+# written since, by anyone through any means (a copy is a new inode, and nothing sets a ctime
+# back), so opening it again skips the check, and reading whose file it is. Only a check that
+# began well after the file's last change is kept: a change within the same tick of the file
+# system's clock would keep its timestamps.
+_FOUND_WHOLE: dict[tuple[int, int], tuple[int, int, int, bool, FileInfo | None]] = {}
 SETTLED_NS = (
     25_000_000  # 25 ms: over a tick of the clock file times are taken from (10 ms at HZ=100, 15.6 ms on Windows)
 )
 
+# A file's identity (device, inode), its (size, mtime, ctime), and whether it is settled.
+Stamp = tuple[tuple[int, int], tuple[int, int, int], bool]
 
-def _stamp(path: str) -> tuple[tuple[int, int], tuple[int, int, int], bool] | None:
+
+def file_stamp(path: str) -> Stamp | None:
     """The file's identity and timestamps, and whether it last changed long enough ago to be
-    told apart from a later change; None with a WAL that holds frames (the file is not all)."""
+    told apart from a later change; None with a WAL that holds frames (the file is not all).
+    Taken before the file is read: a change made while it is read gives it another stamp."""
     now = time.time_ns()
     try:
         found = os.stat(path)
     except OSError:
         return None
-    with contextlib.suppress(OSError):
-        if os.path.getsize(path + "-wal") > 0:
-            return None
+    if _bytes(path + "-wal") > 0:
+        return None
     coarse = found.st_mtime_ns % 1_000_000_000 == 0  # a file system that keeps whole seconds
     settled = now - max(found.st_mtime_ns, found.st_ctime_ns) > (3_000_000_000 if coarse else SETTLED_NS)
     return (found.st_dev, found.st_ino), (found.st_size, found.st_mtime_ns, found.st_ctime_ns), settled
+
+
+def known_whole(stamp: Stamp | None) -> FileInfo | None:
+    """What ``identify`` found of a file this process found whole, while its ``stamp`` shows it
+    unchanged since (and the check covered what a file of its size needs); else None. Reopening
+    an unchanged file then reads nothing of it to know whose it is."""
+    if stamp is None:
+        return None
+    seen = _FOUND_WHOLE.get(stamp[0])
+    if seen is None or seen[4] is None or seen[:3] != stamp[1]:
+        return None
+    # no WAL frames (a stamp says so): the file's size is all there is to check
+    return seen[4] if seen[3] or stamp[1][0] > FULL_CHECK_BYTES else None
 
 
 def check_integrity(db: sqlite3.Connection, path: str, *, limit: int | None = None, size: int | None = None) -> None:
@@ -262,11 +284,28 @@ def check_integrity(db: sqlite3.Connection, path: str, *, limit: int | None = No
     small tables (sessions, slots, turns) beyond; not again while the file stays as this
     process found it whole. Damage found later, by a read or a write, is refused then
     (``translate``). ``size``: the file's and its WAL's, when the caller has just read it."""
-    full = (file_bytes(path) if size is None else size) <= (FULL_CHECK_BYTES if limit is None else limit)
-    stamp = _stamp(path) if path != ":memory:" else None
+    size = file_bytes(path) if size is None else size
+    check_whole(db, path, size=size, stamp=file_stamp(path) if path != ":memory:" else None, limit=limit)
+
+
+def check_whole(
+    db: sqlite3.Connection,
+    path: str,
+    *,
+    size: int,
+    stamp: Stamp | None,
+    info: FileInfo | None = None,
+    limit: int | None = None,
+) -> None:
+    """``check_integrity`` with the file's ``stamp`` taken by the caller before it read the
+    file; ``info``, what ``identify`` found of it since, is kept with the stamp (see
+    ``known_whole``)."""
+    full = size <= (FULL_CHECK_BYTES if limit is None else limit)
     if stamp is not None:
         seen = _FOUND_WHOLE.get(stamp[0])
         if seen is not None and seen[:3] == stamp[1] and (seen[3] or not full):
+            if info is not None and seen[4] is None:
+                _FOUND_WHOLE[stamp[0]] = (*seen[:4], info)
             return
     if full:
         checks = ["quick_check(1)"]
@@ -278,7 +317,7 @@ def check_integrity(db: sqlite3.Connection, path: str, *, limit: int | None = No
         if found is None or found[0] != "ok":
             raise StoreError(damaged_message(path, found[0] if found else "the check found nothing to read"))
     if stamp is not None and stamp[2]:
-        _FOUND_WHOLE[stamp[0]] = (*stamp[1], full)
+        _FOUND_WHOLE[stamp[0]] = (*stamp[1], full, info)
 
 
 def backup_before_migrating(db: sqlite3.Connection, version: int) -> Path | None:

@@ -20,7 +20,6 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import ClassVar, Literal
 
 from .._errors import StoreError
@@ -31,11 +30,14 @@ from .files import (
     check_header,
     check_integrity,
     check_path,
+    check_whole,
     connect_readonly,
     create_private,
     file_bytes,
+    file_stamp,
     guarded,
     identify,
+    known_whole,
     nothing_to_write_back,
     readonly_message,
     readonly_reason,
@@ -94,7 +96,7 @@ class SQLiteStore(RowStore):
             migrate(db)
             return db
         try:
-            created = create_private(Path(self.path))
+            created = create_private(self.path)
         except OSError as exc:
             raise StoreError(
                 f"cannot create the state file {self.path} ({exc.strerror or exc}); "
@@ -119,16 +121,19 @@ class SQLiteStore(RowStore):
         read or a close could write into it (``nothing_to_write_back``)."""
         db = self._connect(self.path)
         try:
-            info = FileInfo(0, True)
-            size = file_bytes(self.path)
-            if size > 0:
-                try:
-                    info = identify(db, self.path)
-                except StoreError:
-                    if not created:
-                        check_header(self.path, db)  # not a database at all: says so instead
-                    raise
-                check_integrity(db, self.path, size=size)
+            stamp = file_stamp(self.path)  # before anything is read: a change meanwhile gives another
+            info = known_whole(stamp)
+            if info is None:
+                info = FileInfo(0, True)
+                size = file_bytes(self.path) if stamp is None else stamp[1][0]  # a stamp: no WAL frames
+                if size > 0:
+                    try:
+                        info = identify(db, self.path)
+                    except StoreError:
+                        if not created:
+                            check_header(self.path, db)  # not a database at all: says so instead
+                        raise
+                    check_whole(db, self.path, size=size, stamp=stamp, info=info)
             if info.version > len(MIGRATIONS):
                 raise StoreError(newer_schema_message(info.version))
             self._prepare(db, durability, current=info.marked and info.version == len(MIGRATIONS), wal=info.wal)
@@ -191,12 +196,9 @@ class SQLiteStore(RowStore):
 
     # -- plumbing --------------------------------------------------------------------------
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def _read(self) -> _Reading:
         """The connection, with the caches brought up to date with other connections' writes."""
-        with self._lock:
-            self._sync()
-            yield self._db
+        return _Reading(self)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -298,6 +300,29 @@ class SQLiteStore(RowStore):
             else:
                 self._db.close()
             self._forget()
+
+
+class _Reading:
+    """``SQLiteStore._read``: the store's lock held and its caches brought up to date. A class,
+    not a generator: every read of the store enters one."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> GuardedConnection:
+        store = self._store
+        store._lock.acquire()
+        try:
+            store._sync()
+        except BaseException:
+            store._lock.release()
+            raise
+        return store._db
+
+    def __exit__(self, *exc: object) -> None:
+        self._store._lock.release()
 
 
 def _close_without_checkpoint(db: sqlite3.Connection, path: str, timeout: float) -> None:

@@ -17,6 +17,7 @@ from .._errors import ConfigError
 __all__ = ["DEFAULT_SCHEMA", "PostgresTarget", "is_postgres_url", "parse_postgres_url", "shown_target"]
 
 _SCHEMES = ("postgresql", "postgres")
+_PREFIXES = tuple(s + "://" for s in _SCHEMES)
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 DEFAULT_SCHEMA = "slotmagic"
 DEFAULT_APPLICATION = "slotmagic"
@@ -25,7 +26,7 @@ _APPLICATION = re.compile(r"[\x21-\x7e]{1,63}")  # printable ASCII: the server t
 
 
 def is_postgres_url(value: object) -> bool:
-    return isinstance(value, str) and value.strip().lower().startswith(tuple(s + "://" for s in _SCHEMES))
+    return isinstance(value, str) and value.strip().lower().startswith(_PREFIXES)
 
 
 @dataclass(frozen=True)

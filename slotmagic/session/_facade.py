@@ -18,6 +18,7 @@ session holds no turn logic of its own. Old spellings forward with a warning (_m
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -61,6 +62,13 @@ from ._options import Options
 from ._workflows import Workflows
 
 
+@functools.cache
+def _default_settings() -> ProviderSettings:
+    """The settings of every session given none: frozen, so one will do (making one checks
+    every field, on each Session.open)."""
+    return ProviderSettings()
+
+
 class Session(MovedNames):
     """One conversation workspace: named slots (message histories) and a current slot.
 
@@ -85,7 +93,7 @@ class Session(MovedNames):
                 f"store must be a slotmagic store (slotmagic._store.open_store(path) makes one), not "
                 f"{type(store).__name__} {store!r:.60}; or pass db_path= instead"
             )
-        settings = settings or ProviderSettings()
+        settings = settings or _default_settings()
         if not isinstance(settings, ProviderSettings):
             raise ConfigError(f"settings must be a ProviderSettings, not {type(settings).__name__}")
         self.store = store

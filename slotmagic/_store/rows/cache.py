@@ -24,6 +24,11 @@ from ..history import Mark
 _ROLE_STRINGS: dict[str, str] = {role: role for role in ROLES}
 
 
+# Each field's slot, set through its descriptor: object.__setattr__ would look the name up on
+# every call, nine times a message (a frozen dataclass refuses plain assignment).
+_SET = {name: getattr(Message, name).__set__ for name in Message.__slots__}
+
+
 def messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list[Message]:
     """Rebuild messages from trusted rows without re-running validation: loading a long
     history is otherwise dominated by object construction. Kept small, since a full slot's
@@ -32,24 +37,27 @@ def messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list
     out: list[Message] = []
     append = out.append
     new = object.__new__
-    put = object.__setattr__
     roles = _ROLE_STRINGS
     numbers: dict[int, int] = {}
+    setters = _SET
+    role_, content_, tokens_ = setters["role"], setters["content"], setters["tokens"]
+    tool_calls_, tool_call_id_, name_ = setters["tool_calls"], setters["tool_call_id"], setters["name"]
+    thinking_, is_error_, images_ = setters["thinking"], setters["is_error"], setters["images"]
     for role, content, tokens, extra in rows:
         message = new(Message)
-        put(message, "role", roles.get(role, role))
-        put(message, "content", content)
-        put(message, "tokens", numbers.setdefault(tokens, tokens))
+        role_(message, roles.get(role, role))
+        content_(message, content)
+        tokens_(message, numbers.setdefault(tokens, tokens))
         if extra is None:  # the defaults (NO_EXTRA), set one by one: this runs for every message read
-            put(message, "tool_calls", ())
-            put(message, "tool_call_id", None)
-            put(message, "name", None)
-            put(message, "thinking", ())
-            put(message, "is_error", False)
-            put(message, "images", ())
+            tool_calls_(message, ())
+            tool_call_id_(message, None)
+            name_(message, None)
+            thinking_(message, ())
+            is_error_(message, False)
+            images_(message, ())
         else:
             for name, value in fields_from_extra(json.loads(extra)).items():
-                put(message, name, value)
+                setters[name](message, value)
         append(message)
     return out
 
