@@ -14,6 +14,7 @@ set and not required otherwise. Keys go into request headers only.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -270,6 +271,13 @@ if TYPE_CHECKING:
 
 else:
     ProviderSettings = settings_class(REGISTRY)
+
+
+@functools.cache
+def default_settings() -> ProviderSettings:
+    """The settings of every session given none: frozen, so one will do (making one checks
+    every field, on each Session.open); the environment is read when an endpoint is resolved."""
+    return ProviderSettings()
 
 
 def resolve_endpoint(

@@ -18,7 +18,6 @@ session holds no turn logic of its own. Old spellings forward with a warning (_m
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -51,6 +50,7 @@ from .._snapshot import LastUserCache
 from .._store import Store, open_store
 from .._tree import SlotTree, build_tree
 from ..providers import ProviderSettings
+from ..providers._settings import default_settings
 from ..tools import ToolRegistry
 from ._checks import check_config, check_messages, check_model, optional_slot, turn_options
 from ._compactions import Compactions
@@ -60,13 +60,6 @@ from ._moved import MovedNames
 from ._names import check_db_path, default_db_path, new_session_id
 from ._options import Options
 from ._workflows import Workflows
-
-
-@functools.cache
-def _default_settings() -> ProviderSettings:
-    """The settings of every session given none: frozen, so one will do (making one checks
-    every field, on each Session.open)."""
-    return ProviderSettings()
 
 
 class Session(MovedNames):
@@ -93,7 +86,7 @@ class Session(MovedNames):
                 f"store must be a slotmagic store (slotmagic._store.open_store(path) makes one), not "
                 f"{type(store).__name__} {store!r:.60}; or pass db_path= instead"
             )
-        settings = settings or _default_settings()
+        settings = settings or default_settings()
         if not isinstance(settings, ProviderSettings):
             raise ConfigError(f"settings must be a ProviderSettings, not {type(settings).__name__}")
         self.store = store
