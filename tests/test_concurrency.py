@@ -228,3 +228,27 @@ def test_append_by_another_connection_is_seen_without_rereading(db_path: Path) -
         assert [m.content for m in theirs.messages()] == [m.content for m in mine.messages()]
         theirs.store.append_turn("race", "default", [Message.user("theirs").with_tokens(1)], TurnInfo(kind="append"))
         assert mine.messages()[-1].content == "theirs"
+
+
+def test_a_slot_deleted_and_made_anew_by_another_connection_is_read_anew(db_path: Path) -> None:
+    """A cached segment outlives another connection's write to its session only while its slot
+    row is the one it was read from: a slot deleted and made again under the same name (on
+    SQLite, often with the same row id) is read anew, never served from the old cache. The
+    check rides on the session's rows when they are read again, and asks when they are not."""
+    with Session.open("race", db_path=db_path) as mine, Session.open("race", db_path=db_path) as theirs:
+        mine.create_slot("x")
+        mine.append([Message.user("old one"), Message.user("old two")], slot="x")
+        assert [m.content for m in mine.messages("x")] == ["old one", "old two"]  # cached now
+        theirs.delete_slot("x", force=True)
+        theirs.create_slot("x")
+        theirs.append([Message.user("new")], slot="x")
+        assert [m.content for m in mine.messages("x")] == ["new"]  # the session's rows read again say so
+
+        mine.append([Message.user("again")], slot="x")
+        held = mine.store.history("race", "x")
+        assert [m.content for m in held.messages()] == ["new", "again"]  # cached now
+        theirs.delete_slot("x", force=True)
+        theirs.create_slot("x")
+        mine.store.sessions()  # a read that notices their write, reading no slot row
+        assert held.messages() == []  # its rows are gone: not the cached ones
+        assert mine.messages("x") == []
