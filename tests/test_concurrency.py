@@ -252,3 +252,24 @@ def test_a_slot_deleted_and_made_anew_by_another_connection_is_read_anew(db_path
         mine.store.sessions()  # a read that notices their write, reading no slot row
         assert held.messages() == []  # its rows are gone: not the cached ones
         assert mine.messages("x") == []
+
+
+def test_another_connections_marks_and_workflows_are_seen_and_its_turns_keep_them(db_path: Path) -> None:
+    """What a kernel keeps of a session besides its slot rows (its active workflow, its
+    segments' marks) is read again after another connection writes to those, and only then:
+    another member's turn leaves them kept (on PostgreSQL, ``sessions.noted`` says which)."""
+    with Session.open("race", db_path=db_path) as mine, Session.open("race", db_path=db_path) as theirs:
+        mine.append([Message.user("one"), Message.user("two")])
+        history = lambda: mine.store.history("race", "default")  # noqa: E731
+        assert history().marks() == {} and mine.workflows.active() is None  # kept now
+        theirs.store.mark_message("race", None, 1, "pin")
+        assert history().marks() == {1: "pin"}
+        theirs.workflows.define("plan", "a -> b")
+        active = mine.workflows.active()
+        assert active is not None and active.name == "plan"
+        theirs.append([Message.user("three")])  # changes neither
+        assert history().marks() == {1: "pin"} and [m.content for m in history().messages()][-1] == "three"
+        theirs.workflows.use(None)
+        theirs.store.mark_message("race", None, 0, "exclude")
+        assert mine.workflows.active() is None
+        assert history().marks() == {0: "exclude", 1: "pin"}

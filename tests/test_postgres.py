@@ -417,6 +417,7 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
         db.execute(f"DROP INDEX {schema}.turns_cached")
         db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN changed")
         db.execute(f"ALTER TABLE {schema}.changes DROP COLUMN unscoped")
+        db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN noted")  # version 6's
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 1")
     with Session.open("old", db_path=postgres_url) as s:
         kept = s.store.record_cell("old", "cell-1", CellRecord("%slot pin 0", "changes", current="default"))
@@ -445,11 +446,12 @@ def test_a_schema_of_version_3_gains_the_index_of_turns_a_prompt_cache_served(po
         db.execute(f"DROP INDEX {schema}.turns_cached")
         db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN changed")  # version 5's
         db.execute(f"ALTER TABLE {schema}.changes DROP COLUMN unscoped")
+        db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN noted")  # version 6's
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 3")
     with Session.open("old", db_path=postgres_url) as s:
         assert s.budget().cached_tokens == 600
     with psycopg.connect(POSTGRES) as db:
-        assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)] == [(5,)]
+        assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)] == [(6,)]
         db.execute(f"SET search_path = {schema}")
         db.execute("SET enable_seqscan = off")  # a table this small is read whole otherwise
         plan = db.execute(

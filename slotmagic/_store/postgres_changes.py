@@ -44,28 +44,34 @@ class ChangeTracking(RowStore):
     _retell_at: float | None
     _lock: threading.RLock
 
-    def _changes(self, db: _Connection) -> tuple[int, int, list[str]]:
-        """The change counter, the last write whose sessions are not known, and the sessions
-        written since the version this store knows: one round trip."""
+    def _changes(self, db: _Connection) -> tuple[int, int, list[str], list[str]]:
+        """The change counter, the last write whose sessions are not known, the sessions
+        written since the version this store knows, and those of them whose workflows or
+        annotations were: one round trip."""
         known = _NEVER if self._version is None else self._version
         found = db.execute(
-            "SELECT version, unscoped, ARRAY(SELECT id FROM sessions WHERE changed > ?) FROM changes", (known,)
+            "SELECT version, unscoped, ARRAY(SELECT id FROM sessions WHERE changed > ?),"
+            " ARRAY(SELECT id FROM sessions WHERE noted > ?) FROM changes",
+            (known, known),
         ).fetchone()
-        return int(found[0]), int(found[1]), list(found[2])
+        return int(found[0]), int(found[1]), list(found[2]), list(found[3])
 
-    def _sync(self, version: int, unscoped: int, sessions: list[str]) -> None:
+    def _sync(self, version: int, unscoped: int, sessions: list[str], noted: list[str]) -> None:
         known = self._version
         if version == known:
             return
         self._version = version
         if known is not None:
-            self._others_changed(known, unscoped, sessions)
+            self._others_changed(known, unscoped, sessions, noted)
 
-    def _others_changed(self, known: int, unscoped: int, sessions: list[str]) -> None:
+    def _others_changed(self, known: int, unscoped: int, sessions: list[str], noted: list[str]) -> None:
         """Other connections wrote since version ``known``: what they changed is read again.
         Writes record the sessions they changed (``sessions.changed``), so only those are
         forgotten; a write that could not say (``changes.unscoped``) makes everything read
-        again. Writes that changed no session (token counts, calibration) cost nothing."""
+        again. Writes that changed no session (token counts, calibration) cost nothing. A
+        session's active workflow and its segments' marks, compactions and working context
+        are forgotten only when a write to those was recorded (``sessions.noted``): not
+        after another member's turn."""
         if unscoped > known:
             self._others_wrote()
             return
@@ -73,9 +79,14 @@ class ChangeTracking(RowStore):
             return
         self._generation += 1
         self._others_seen += 1
-        mine: set[int] = set()
-        for session_id in sessions:
+        mine: set[int] = set()  # the segments of the sessions written
+        annotated: set[int] = set()  # of those whose workflows or annotations were
+        for session_id in noted:
             self._active_workflows.pop(session_id, None)
+            rows = self._sessions.get(session_id)
+            if rows is not None:
+                annotated.update(rows.rows)
+        for session_id in sessions:
             rows = self._sessions.pop(session_id, None)
             if rows is not None:
                 mine.update(rows.rows)
@@ -86,7 +97,7 @@ class ChangeTracking(RowStore):
         keys = [key for key in self._segments if key in mine or key not in others]
         for key in keys:
             self._created.pop(key, None)
-        self._reread_segments(keys)
+        self._reread_segments(keys, [key for key in keys if key in annotated or key not in mine])
 
     def _channels_of(self, sessions: list[str]) -> list[str]:
         """The channels a write to ``sessions`` is told on besides ``CHANNEL`` (which kernels

@@ -176,13 +176,19 @@ ALTER TABLE sessions ADD COLUMN changed BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE changes ADD COLUMN unscoped BIGINT NOT NULL DEFAULT 0
 """
 
+# Version 6: ``sessions.noted``, the change counter of the last write to the session's
+# workflows, marks, compactions or working context: a kernel forgets those of a session only
+# after such a write (another member's turn writes none of them; it was two statements more
+# per turn, for each kernel on the session).
+_V6 = "ALTER TABLE sessions ADD COLUMN noted BIGINT NOT NULL DEFAULT 0"
+
 
 def _statements(sql: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in sql.split(";") if s.strip())
 
 
 # Each step is a list of statements; version N (version 1 is the SQLite store's version 6,
-# version 2 its version 7, version 3 its version 9, version 4 its version 10, version 5
+# version 2 its version 7, version 3 its version 9, version 4 its version 10, versions 5 and 6
 # PostgreSQL's own).
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _statements(_V1),
@@ -190,4 +196,5 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _statements(_V3),
     _statements(_V4),
     _statements(_V5),
+    _statements(_V6),
 )

@@ -153,12 +153,12 @@ class RowsBase:
         self._active_workflows.clear()
         self._reread_segments(list(self._segments))
 
-    def _reread_segments(self, keys: list[int]) -> None:
-        """Another connection may have changed these slots: their marks, compactions and
-        working context are read again, and a slot deleted or made anew is dropped when the
-        segment is next used (``_segment``): by then its session's rows were mostly read
-        again, which say so, with no statement of its own."""
-        for key in keys:
+    def _reread_segments(self, keys: list[int], annotated: Iterable[int] | None = None) -> None:
+        """Another connection may have changed these slots: the marks, compactions and
+        working context of ``annotated`` (default: all of them) are read again, and a slot
+        deleted or made anew is dropped when the segment is next used (``_segment``): by then
+        its session's rows were mostly read again, which say so, with no statement of its own."""
+        for key in keys if annotated is None else annotated:
             segment = self._segments[key]
             segment.marks = segment.compactions = segment.context = None
         self._unverified.update(keys)
