@@ -273,3 +273,43 @@ def test_another_connections_marks_and_workflows_are_seen_and_its_turns_keep_the
         theirs.store.mark_message("race", None, 0, "exclude")
         assert mine.workflows.active() is None
         assert history().marks() == {0: "exclude", 1: "pin"}
+
+
+def test_another_connections_slot_changes_are_listed_as_a_fresh_reader_lists_them(db_path: Path) -> None:
+    """After each of another connection's writes to a session's slots, a kernel that had read
+    them lists what one reading them first lists: on PostgreSQL it reads again only the rows
+    written (``slots.changed``), or all of them when one was removed."""
+    with Session.open("race", db_path=db_path) as mine, Session.open("race", db_path=db_path) as theirs:
+
+        def listed(session: Session) -> list[tuple[object, ...]]:
+            return [
+                (s.id, s.current, s.meta.parent_id, s.meta.fork_at, s.meta.message_count, s.config.mode)
+                for s in session.list_slots()
+            ]
+
+        def same() -> None:
+            with Session.open("race", db_path=db_path) as fresh:
+                assert listed(mine) == listed(fresh)
+
+        mine.create_slot("a")
+        mine.append([Message.user("one"), Message.user("two")], slot="a")
+        same()
+        steps = [
+            lambda: theirs.append([Message.user("three")], slot="a"),
+            lambda: theirs.derive_slot("b", "a"),
+            lambda: theirs.append([Message.user("four")], slot="b"),
+            lambda: theirs.rename_slot("b", "c"),
+            lambda: theirs.switch_slot("c"),
+            lambda: theirs.configure_slot("c", mode="focused"),
+            lambda: theirs.create_slot("x"),
+            lambda: theirs.delete_slot("x"),  # a row removed
+            lambda: theirs.delete_slot("a", force=True),  # kept as the parent of c, hidden
+            lambda: (theirs.derive_slot("d", "c"), theirs.delete_slot("c", force=True)),
+            lambda: theirs.append([Message.user("five")], slot="d"),
+            lambda: theirs.history.undo("d"),  # a row hidden, one made
+            lambda: theirs.history.redo("d"),
+        ]
+        for step in steps:
+            step()
+            same()
+        assert [s.id for s in mine.list_slots()] == ["default", "d"]

@@ -180,6 +180,16 @@ def test_a_live_refresh_after_another_members_turn_reads_only_what_it_changed(
         assert derived.statements <= 2 and derived.round_trips <= 2, derived
         assert all("cy2" in tree.known for tree in trees)
 
+        # The rows read are those cy's writes changed: every other slot's row is the one kept,
+        # and its Slot the same object (a tree of a hundred slots remakes one node).
+        before = {slot.id: slot for slot in bob.list_slots()}
+        cy.submit_turn("cy's second turn", slot="cy")
+        sent_by(bob, live.changed)
+        after = {slot.id: slot for slot in bob.list_slots()}
+        assert after.keys() == before.keys()
+        assert [name for name in after if after[name] is not before[name]] == ["cy"]
+        assert after["cy"].meta.message_count == before["cy"].meta.message_count + 2
+
         # Nothing new: the counter only.
         idle = sent_by(bob, live.changed)
         assert idle.statements <= 1 and idle.round_trips <= 1, idle

@@ -75,6 +75,7 @@ class PostgresStore(ChangeTracking):
         self.damaged = False
         self.refusal: str | None = None
         self._init_caches()
+        self._stale = {}
         self._version: int | None = None
         self._in_transaction = False
         self._scope = threading.local()  # this thread's consistent() block: open, and the connection it looked on

@@ -22,7 +22,17 @@ from typing import TYPE_CHECKING, cast
 
 from .postgres_connection import _Connection, _Listener
 from .postgres_schema import CHANNEL, session_channel
-from .rows import RowStore
+from .rows import Connection, RowStore
+from .rows.cache import SessionRows, SlotRow
+from .rows.common import ROW_COLUMNS
+
+# A session's rows changed since a version: the current slot, how many slot rows it has (fewer
+# than those known and those read: some were removed), and the rows written since.
+_SESSION_AND_SLOTS_SINCE = (
+    "SELECT sessions.current_slot, (SELECT count(*) FROM slots s WHERE s.session_id = sessions.id), "
+    + ", ".join(f"slots.{name}" for name in ROW_COLUMNS.split(", "))
+    + " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id AND slots.changed > ? WHERE sessions.id = ?"
+)
 
 if TYPE_CHECKING:
     from .postgres import PostgresStore
@@ -43,6 +53,8 @@ class ChangeTracking(RowStore):
     _heard: int
     _retell_at: float | None
     _lock: threading.RLock
+    # session -> (version, its rows as of that version): others changed it since (see _rows)
+    _stale: dict[str, tuple[int, SessionRows]]
 
     def _changes(self, db: _Connection) -> tuple[int, int, list[str], list[str]]:
         """The change counter, the last write whose sessions are not known, the sessions
@@ -90,6 +102,7 @@ class ChangeTracking(RowStore):
             rows = self._sessions.pop(session_id, None)
             if rows is not None:
                 mine.update(rows.rows)
+                self._stale[session_id] = (known, rows)
         others: set[int] = set()
         for rows in self._sessions.values():
             others.update(rows.rows)
@@ -98,6 +111,41 @@ class ChangeTracking(RowStore):
         for key in keys:
             self._created.pop(key, None)
         self._reread_segments(keys, [key for key in keys if key in annotated or key not in mine])
+
+    def _others_wrote(self) -> None:
+        self._stale.clear()
+        super()._others_wrote()
+
+    def _forget(self) -> None:
+        self._stale.clear()
+        super()._forget()
+
+    def _rows(self, db: Connection, session_id: str) -> SessionRows:
+        """A session others changed since this store read its rows is read again from the
+        rows they wrote (``slots.changed``, set on every write to a row): a member's turn
+        changed one row of the session's hundred. Rows removed meanwhile (fewer rows than
+        those kept and read) make it read whole."""
+        stale = self._stale.pop(session_id, None)
+        if stale is None or session_id in self._sessions:
+            return super()._rows(db, session_id)
+        since, kept = stale
+        found = db.execute(_SESSION_AND_SLOTS_SINCE, (since, session_id)).fetchall()
+        if not found:
+            return super()._rows(db, session_id)  # the session is gone: as if never read
+        rows = dict(kept.rows)
+        for got in found:
+            if got[2] is not None:
+                row = rows[got[2]] = SlotRow(*got[2:12])
+                if got[12] is not None:
+                    row.undo = json.loads(got[12])
+        if len(rows) != found[0][1]:
+            return super()._rows(db, session_id)
+        if self._touched is not None:
+            self._touched.add(session_id)
+        for row in rows.values():
+            self._row_read(row)
+        loaded = self._sessions[session_id] = SessionRows(rows, found[0][0])
+        return loaded
 
     def _channels_of(self, sessions: list[str]) -> list[str]:
         """The channels a write to ``sessions`` is told on besides ``CHANNEL`` (which kernels

@@ -176,11 +176,21 @@ ALTER TABLE sessions ADD COLUMN changed BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE changes ADD COLUMN unscoped BIGINT NOT NULL DEFAULT 0
 """
 
-# Version 6: ``sessions.noted``, the change counter of the last write to the session's
-# workflows, marks, compactions or working context: a kernel forgets those of a session only
-# after such a write (another member's turn writes none of them; it was two statements more
-# per turn, for each kernel on the session).
-_V6 = "ALTER TABLE sessions ADD COLUMN noted BIGINT NOT NULL DEFAULT 0"
+# Version 6: what another kernel's write changed, finer than the session. ``sessions.noted``:
+# the change counter of the last write to the session's workflows, marks, compactions or
+# working context (a kernel forgets those only after such a write: another member's turn
+# writes none). ``slots.changed``: that of the last write to the row, set by a trigger (every
+# write to a slot row, whatever the statement, inserts included), so that a kernel reads
+# again only the rows of a session others changed, not all of them (a session of a team holds
+# a hundred slots, and each member's turn changed one).
+_V6 = (
+    "ALTER TABLE sessions ADD COLUMN noted BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE slots ADD COLUMN changed BIGINT NOT NULL DEFAULT 0",
+    # The schema's own counter whatever the search_path of the connection that writes
+    "CREATE FUNCTION slot_changed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
+    " BEGIN NEW.changed := (SELECT version FROM changes); RETURN NEW; END $$",
+    "CREATE TRIGGER slots_changed BEFORE INSERT OR UPDATE ON slots FOR EACH ROW EXECUTE FUNCTION slot_changed()",
+)
 
 
 def _statements(sql: str) -> tuple[str, ...]:
@@ -196,5 +206,5 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _statements(_V3),
     _statements(_V4),
     _statements(_V5),
-    _statements(_V6),
+    _V6,
 )

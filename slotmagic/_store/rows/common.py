@@ -221,16 +221,22 @@ class RowsBase:
             row = rows[key] = SlotRow(*found[1:11])
             if found[11] is not None:
                 row.undo = json.loads(found[11])
-            self._created[key] = row.created_at
-            if key in self._unverified:  # (see _reread_segments) its row says whether it still holds
-                self._unverified.discard(key)
-                segment = self._segments.get(key)
-                if segment is not None and segment.created_at != row.created_at:
-                    del self._segments[key]
+            self._row_read(row)
         loaded = SessionRows(rows, current)
         if known:  # an unknown session is not cached: it may be created any time
             self._sessions[session_id] = loaded
         return loaded
+
+    def _row_read(self, row: SlotRow) -> None:
+        """A slot row as it is now: its segment, if one is cached and unverified (see
+        ``_reread_segments``), is kept only if it was read from this very row."""
+        key = row.key
+        self._created[key] = row.created_at
+        if key in self._unverified:
+            self._unverified.discard(key)
+            segment = self._segments.get(key)
+            if segment is not None and segment.created_at != row.created_at:
+                del self._segments[key]
 
     def _row(self, rows: SessionRows, slot_id: str | None) -> SlotRow:
         """The live row of the slot (of the current slot if None)."""
