@@ -418,6 +418,9 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
         db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN changed")
         db.execute(f"ALTER TABLE {schema}.changes DROP COLUMN unscoped")
         db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN noted")  # version 6's
+        db.execute(f"DROP TRIGGER slots_changed ON {schema}.slots")
+        db.execute(f"DROP FUNCTION {schema}.slot_changed()")
+        db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN changed")
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 1")
     with Session.open("old", db_path=postgres_url) as s:
         kept = s.store.record_cell("old", "cell-1", CellRecord("%slot pin 0", "changes", current="default"))
@@ -447,6 +450,9 @@ def test_a_schema_of_version_3_gains_the_index_of_turns_a_prompt_cache_served(po
         db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN changed")  # version 5's
         db.execute(f"ALTER TABLE {schema}.changes DROP COLUMN unscoped")
         db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN noted")  # version 6's
+        db.execute(f"DROP TRIGGER slots_changed ON {schema}.slots")
+        db.execute(f"DROP FUNCTION {schema}.slot_changed()")
+        db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN changed")
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 3")
     with Session.open("old", db_path=postgres_url) as s:
         assert s.budget().cached_tokens == 600
@@ -687,3 +693,21 @@ def test_a_consistent_block_looks_for_other_kernels_writes_once(postgres_url: st
             reader.join()
             assert elsewhere == [["default", "x", "y"]]  # another thread's read looks
         assert [s.id for s in mine.slots("c")] == ["default", "x", "y"]
+
+
+def test_a_slot_row_written_on_any_connection_records_the_change_counter(postgres_url: str) -> None:
+    """``slots.changed`` (schema version 6: kernels read again only the rows others wrote) is
+    set by the schema's trigger on every write to a slot row, from the schema's own counter,
+    whatever the writing connection's search_path (an administrator's, a script's)."""
+    schema = schema_of(postgres_url)
+    with Session.open("s", db_path=postgres_url) as s:
+        s.create_slot("a")
+        s.append([Message.user("hi")], slot="a")
+    with psycopg.connect(POSTGRES, autocommit=True) as db:  # search_path: the server's default
+        version = db.execute(f"SELECT version FROM {schema}.changes").fetchone()[0]  # type: ignore[index]
+        changed = db.execute(f"SELECT changed FROM {schema}.slots WHERE name = 'a'").fetchone()[0]  # type: ignore[index]
+        assert changed == version > 0
+        db.execute(f"UPDATE {schema}.changes SET version = version + 1")
+        db.execute(f"UPDATE {schema}.slots SET tokens = tokens WHERE name = 'a'")
+        changed = db.execute(f"SELECT changed FROM {schema}.slots WHERE name = 'a'").fetchone()[0]  # type: ignore[index]
+        assert changed == version + 1
