@@ -419,8 +419,10 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
         db.execute(f"ALTER TABLE {schema}.changes DROP COLUMN unscoped")
         db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN noted")  # version 6's
         db.execute(f"DROP TRIGGER slots_changed ON {schema}.slots")
-        db.execute(f"DROP FUNCTION {schema}.slot_changed()")
+        db.execute(f"DROP TRIGGER slots_removed ON {schema}.slots")
+        db.execute(f"DROP FUNCTION {schema}.slot_changed(), {schema}.slot_removed()")
         db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN changed")
+        db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN removed")
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 1")
     with Session.open("old", db_path=postgres_url) as s:
         kept = s.store.record_cell("old", "cell-1", CellRecord("%slot pin 0", "changes", current="default"))
@@ -451,8 +453,10 @@ def test_a_schema_of_version_3_gains_the_index_of_turns_a_prompt_cache_served(po
         db.execute(f"ALTER TABLE {schema}.changes DROP COLUMN unscoped")
         db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN noted")  # version 6's
         db.execute(f"DROP TRIGGER slots_changed ON {schema}.slots")
-        db.execute(f"DROP FUNCTION {schema}.slot_changed()")
+        db.execute(f"DROP TRIGGER slots_removed ON {schema}.slots")
+        db.execute(f"DROP FUNCTION {schema}.slot_changed(), {schema}.slot_removed()")
         db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN changed")
+        db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN removed")
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 3")
     with Session.open("old", db_path=postgres_url) as s:
         assert s.budget().cached_tokens == 600

@@ -26,10 +26,10 @@ from .rows import Connection, RowStore
 from .rows.cache import SessionRows, SlotRow
 from .rows.common import ROW_COLUMNS
 
-# A session's rows changed since a version: the current slot, how many slot rows it has (fewer
-# than those known and those read: some were removed), and the rows written since.
+# A session's rows changed since a version: the current slot, the last write that removed one
+# of its rows, and the rows written since.
 _SESSION_AND_SLOTS_SINCE = (
-    "SELECT sessions.current_slot, (SELECT count(*) FROM slots s WHERE s.session_id = sessions.id), "
+    "SELECT sessions.current_slot, sessions.removed, "
     + ", ".join(f"slots.{name}" for name in ROW_COLUMNS.split(", "))
     + " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id AND slots.changed > ? WHERE sessions.id = ?"
 )
@@ -123,23 +123,21 @@ class ChangeTracking(RowStore):
     def _rows(self, db: Connection, session_id: str) -> SessionRows:
         """A session others changed since this store read its rows is read again from the
         rows they wrote (``slots.changed``, set on every write to a row): a member's turn
-        changed one row of the session's hundred. Rows removed meanwhile (fewer rows than
-        those kept and read) make it read whole."""
+        changed one row of the session's hundred. A row removed meanwhile
+        (``sessions.removed``) makes it read whole."""
         stale = self._stale.pop(session_id, None)
         if stale is None or session_id in self._sessions:
             return super()._rows(db, session_id)
         since, kept = stale
         found = db.execute(_SESSION_AND_SLOTS_SINCE, (since, session_id)).fetchall()
-        if not found:
-            return super()._rows(db, session_id)  # the session is gone: as if never read
+        if not found or found[0][1] > since:  # the session is gone, or rows of it
+            return super()._rows(db, session_id)
         rows = dict(kept.rows)
         for got in found:
             if got[2] is not None:
                 row = rows[got[2]] = SlotRow(*got[2:12])
                 if got[12] is not None:
                     row.undo = json.loads(got[12])
-        if len(rows) != found[0][1]:
-            return super()._rows(db, session_id)
         if self._touched is not None:
             self._touched.add(session_id)
         for row in rows.values():

@@ -179,17 +179,24 @@ ALTER TABLE changes ADD COLUMN unscoped BIGINT NOT NULL DEFAULT 0
 # Version 6: what another kernel's write changed, finer than the session. ``sessions.noted``:
 # the change counter of the last write to the session's workflows, marks, compactions or
 # working context (a kernel forgets those only after such a write: another member's turn
-# writes none). ``slots.changed``: that of the last write to the row, set by a trigger (every
-# write to a slot row, whatever the statement, inserts included), so that a kernel reads
-# again only the rows of a session others changed, not all of them (a session of a team holds
-# a hundred slots, and each member's turn changed one).
+# writes none). ``slots.changed``: that of the last write to the row, and
+# ``sessions.removed``: that of the last write that removed one of its rows (or moved it to
+# another session), both set by triggers (every write, whatever its statement), so that a
+# kernel reads again only the rows of a session others wrote, not all of them (a session of a
+# team holds a hundred slots, and each member's turn changed one). The functions read the
+# schema's own counter whatever the search_path of the connection that writes.
 _V6 = (
     "ALTER TABLE sessions ADD COLUMN noted BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE sessions ADD COLUMN removed BIGINT NOT NULL DEFAULT 0",
     "ALTER TABLE slots ADD COLUMN changed BIGINT NOT NULL DEFAULT 0",
-    # The schema's own counter whatever the search_path of the connection that writes
     "CREATE FUNCTION slot_changed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
     " BEGIN NEW.changed := (SELECT version FROM changes); RETURN NEW; END $$",
     "CREATE TRIGGER slots_changed BEFORE INSERT OR UPDATE ON slots FOR EACH ROW EXECUTE FUNCTION slot_changed()",
+    "CREATE FUNCTION slot_removed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
+    " BEGIN UPDATE sessions SET removed = (SELECT version FROM changes) WHERE id = OLD.session_id;"
+    " RETURN NULL; END $$",
+    "CREATE TRIGGER slots_removed AFTER DELETE OR UPDATE OF session_id ON slots FOR EACH ROW"
+    " EXECUTE FUNCTION slot_removed()",
 )
 
 
