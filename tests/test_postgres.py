@@ -19,7 +19,7 @@ from slotmagic import ConfigError, Message, Session, StoreError
 from slotmagic._core.cells import CellRecord
 from slotmagic._store import open_store
 from slotmagic._store.postgres import PostgresStore
-from slotmagic._store.postgres_schema import CACHED_SQL, MIGRATIONS
+from slotmagic._store.postgres_schema import CACHED_SQL, MIGRATIONS, VERSION_SETTING
 from slotmagic._store.urls import parse_postgres_url, shown_target
 
 SECRET = "Planted-Secret-pw-4711"
@@ -715,3 +715,17 @@ def test_a_slot_row_written_on_any_connection_records_the_change_counter(postgre
         db.execute(f"UPDATE {schema}.slots SET tokens = tokens WHERE name = 'a'")
         changed = db.execute(f"SELECT changed FROM {schema}.slots WHERE name = 'a'").fetchone()[0]  # type: ignore[index]
         assert changed == version + 1
+        db.execute(f"UPDATE {schema}.changes SET version = version + 1")
+        db.execute(f"DELETE FROM {schema}.slots WHERE name = 'a'")
+        removed = db.execute(f"SELECT removed FROM {schema}.sessions WHERE id = 's'").fetchone()[0]  # type: ignore[index]
+        assert removed == version + 2
+        # A store's write transaction hands its counter to the triggers (no read of the table).
+        with db.transaction():
+            db.execute(f"SELECT set_config('{VERSION_SETTING}', '999', true)")
+            db.execute(f"UPDATE {schema}.slots SET tokens = tokens WHERE name = 'default'")
+        assert db.execute(f"SELECT changed FROM {schema}.slots WHERE name = 'default'").fetchone() == (999,)
+    with Session.open("s", db_path=postgres_url) as s:
+        s.append([Message.user("again")])
+    with psycopg.connect(POSTGRES, autocommit=True) as db:
+        version = db.execute(f"SELECT version FROM {schema}.changes").fetchone()[0]  # type: ignore[index]
+        assert db.execute(f"SELECT changed FROM {schema}.slots WHERE name = 'default'").fetchone() == (version,)

@@ -45,7 +45,7 @@ from .._core.messages import Message
 from .._errors import StoreError
 from .postgres_changes import _NEVER, ChangeTracking
 from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line
-from .postgres_schema import CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
+from .postgres_schema import CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE, VERSION_SETTING
 from .rows import Connection, Dialect
 from .urls import parse_postgres_url
 
@@ -292,14 +292,15 @@ class PostgresStore(ChangeTracking):
         # Three statements in one simple query: one round trip (a pipeline lost with its
         # connection logs a warning into the notebook as well as raising).
         counter = db.script(
-            "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current(), unscoped;"
+            "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current(), unscoped,"
+            f" set_config('{VERSION_SETTING}', version::text, true);"  # for the slot triggers (schema v6)
             " SELECT ARRAY(SELECT id FROM sessions WHERE changed > %s),"
             " ARRAY(SELECT id FROM sessions WHERE noted > %s)",
             (known, known),
         )
         with db.errors():
             counter.nextset()
-            version, xid, unscoped = counter.fetchone()  # type: ignore[misc]
+            version, xid, unscoped, _ = counter.fetchone()  # type: ignore[misc]
             counter.nextset()
             sessions, noted = counter.fetchone()  # type: ignore[misc]
         db.noted = False  # (see _commit)

@@ -183,18 +183,25 @@ ALTER TABLE changes ADD COLUMN unscoped BIGINT NOT NULL DEFAULT 0
 # ``sessions.removed``: that of the last write that removed one of its rows (or moved it to
 # another session), both set by triggers (every write, whatever its statement), so that a
 # kernel reads again only the rows of a session others wrote, not all of them (a session of a
-# team holds a hundred slots, and each member's turn changed one). The functions read the
-# schema's own counter whatever the search_path of the connection that writes.
+# team holds a hundred slots, and each member's turn changed one). The counter is the one a
+# store's write transaction set (``VERSION_SETTING``, see ``PostgresStore._begin``: reading
+# the one row of ``changes`` again cost a turn's slot update more than the update), else, for
+# a write that is no store's, read from the schema's table whatever the search_path.
+VERSION_SETTING = "slotmagic.version"
+_VERSION = (
+    f" DECLARE v text := current_setting('{VERSION_SETTING}', true); BEGIN IF v IS NULL OR v = '' THEN"
+    " EXECUTE 'SELECT version FROM ' || quote_ident(TG_TABLE_SCHEMA) || '.changes' INTO v; END IF;"
+)
 _V6 = (
     "ALTER TABLE sessions ADD COLUMN noted BIGINT NOT NULL DEFAULT 0",
     "ALTER TABLE sessions ADD COLUMN removed BIGINT NOT NULL DEFAULT 0",
     "ALTER TABLE slots ADD COLUMN changed BIGINT NOT NULL DEFAULT 0",
-    "CREATE FUNCTION slot_changed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
-    " BEGIN NEW.changed := (SELECT version FROM changes); RETURN NEW; END $$",
+    f"CREATE FUNCTION slot_changed() RETURNS trigger LANGUAGE plpgsql AS $${_VERSION}"
+    " NEW.changed := v::bigint; RETURN NEW; END $$",
     "CREATE TRIGGER slots_changed BEFORE INSERT OR UPDATE ON slots FOR EACH ROW EXECUTE FUNCTION slot_changed()",
-    "CREATE FUNCTION slot_removed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
-    " BEGIN UPDATE sessions SET removed = (SELECT version FROM changes) WHERE id = OLD.session_id;"
-    " RETURN NULL; END $$",
+    f"CREATE FUNCTION slot_removed() RETURNS trigger LANGUAGE plpgsql AS $${_VERSION}"
+    " EXECUTE 'UPDATE ' || quote_ident(TG_TABLE_SCHEMA) || '.sessions SET removed = $1 WHERE id = $2'"
+    " USING v::bigint, OLD.session_id; RETURN NULL; END $$",
     "CREATE TRIGGER slots_removed AFTER DELETE OR UPDATE OF session_id ON slots FOR EACH ROW"
     " EXECUTE FUNCTION slot_removed()",
 )
