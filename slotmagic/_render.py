@@ -31,6 +31,7 @@ _LABELS = {
     "elided": "older tool result, shortened",
     "not_run": "added: the call was not run",
     "opening": "added: the API wants a user message first",
+    "told": "told as text: thinking is on",
 }
 NAMESPACE_REF = re.compile(r"namespace://[^\s)\]>\"']+")
 

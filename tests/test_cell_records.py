@@ -6,6 +6,7 @@ session now when run by hand; an edited cell acts anew."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -313,3 +314,39 @@ def test_a_positional_edit_far_back_is_refused_with_what_to_do(headless: Any) ->
     message = str(raised.value)
     assert "\n" not in message and "SlotMagic.notebook" in message and "%%turn --id" in message
     assert digest(headless) == before
+
+
+def test_a_recovered_store_replays_the_notebook_as_the_first_run_did(
+    ip: Any, capsys: pytest.CaptureFixture[str], calls: list[int]
+) -> None:
+    """A damaged file recovered in place (``recover(replace=True)``) keeps the cells' records:
+    Restart Kernel + Run All replays them, as it would have before the damage."""
+    cells = [
+        ("c0", "%slot create lease"),
+        *FILL[:3],
+        ("c1", "%ctx goal add Get the deposit back"),
+        ("c2", "%slot rename lease tenancy"),
+        ("c3", "%slot list"),
+    ]
+    first = run_all(ip, cells, capsys)
+    stored, asked = digest(ip), len(calls)
+    slotmagic.unload_ipython_extension(ip)  # the kernel ends; its file is recovered before the next
+    report = slotmagic.recover(os.environ["SLOTMAGIC_DB"], replace=True)
+    assert report.complete, str(report)
+    delattr(ip, "_slotmagic_cell_identity")
+    slotmagic.load_ipython_extension(ip)
+    again = run_all(ip, cells, capsys)
+    assert same(again) == same(first)
+    assert len(calls) == asked and digest(ip) == stored
+
+
+def test_a_replayed_turn_names_its_slot_as_the_cell_did(
+    ip: Any, capsys: pytest.CaptureFixture[str], calls: list[int]
+) -> None:
+    """The slot renamed later in the notebook: Run All replays the turn's footer as it read
+    (slot lease), not with the name the slot has now."""
+    cells = [("c0", "%slot create lease"), FILL[0], ("c1", "%slot rename lease tenancy")]
+    check_run_all_again(ip, cells, capsys, calls)
+    capsys.readouterr()
+    ip.run_cell(FILL[0][1], cell_id=FILL[0][0])
+    assert "[replayed from the store, no model call · slot lease · turn 1" in capsys.readouterr().out

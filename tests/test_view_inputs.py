@@ -22,12 +22,14 @@ from slotmagic._core.messages import Message, Thinking, ToolCall
 from slotmagic._core.repair import NOT_RUN, repair_tool_pairs
 from slotmagic._core.slots import SlotMode
 from slotmagic._core.workflow import Workflow
-from slotmagic._engine.inputs import INPUTS, Counting, Source, ViewInputs
+from slotmagic._engine.inputs import INPUTS, Counting, Params, Source, ViewInputs
 from slotmagic._engine.pipeline import STEPS, make_view
 from slotmagic._engine.steps import Step, step
 from slotmagic._engine.view import View
 from slotmagic._engine.view_cache import ViewCache
 from slotmagic._store.base import History
+from slotmagic.providers._anthropic import _mended as mended
+from slotmagic.providers._anthropic_plan import request_plan
 from slotmagic.providers._base import ToolSpec
 from slotmagic.tokens import TokenCounter
 
@@ -70,6 +72,7 @@ OTHER: dict[str, object] = {
     "workflow": Workflow.define("claim", "draft -> file"),
     "context_turns": None,
     "wire": "anthropic",
+    "params": Params.of({"thinking": {"type": "enabled", "budget_tokens": 2048}}),
 }
 
 
@@ -156,6 +159,12 @@ def scenarios(tmp_path: Path) -> Iterator[ViewInputs]:
     yield inputs(History.of(chat(300)), budget=ContextBudget.auto(4_000), context_turns=None, tools=spec)
     # Anthropic's format: a user message before a reply first, bare definitions beside the calls
     yield inputs(History.of(chat(2)[2:]), wire="anthropic", new=Message.user("q"))
+    # with thinking on: a server tool's block the request does not offer, told as text, and a
+    # last tool round made without thinking, told as text
+    search = '{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "rent"}}'
+    found = Message.assistant("Rents rose.", thinking=[Thinking("block", "[web_search rent]", data=search, at=0)])
+    searched = [Message.user("rents?"), found, *chat(1)[1:3]]
+    yield inputs(History.of(searched), wire="anthropic", params=OTHER["params"], new=Message.user("q"))
     with Session.open("steps", db_path=tmp_path / "s.db", model="echo") as session:
         session.append(chat(2))
         session.history.pin(1)
@@ -177,7 +186,7 @@ def test_each_step_reads_only_the_inputs_it_declares(tmp_path: Path) -> None:
         for name, seen in read.items():
             read_by[name] |= seen
     # the scenarios take every step through the paths that read its inputs
-    assert {"compaction", "summary", "workflow", "context", "new", "elided", "not_run", "opening"} <= kinds
+    assert {"compaction", "summary", "workflow", "context", "new", "elided", "not_run", "opening", "told"} <= kinds
     assert {"excluded", "beyond", "filtered", "compacted", "blank"} <= kinds  # what was left out, and why
     for one in STEPS:
         assert read_by[one.name] <= one.reads, f"step {one.name} reads {read_by[one.name] - one.reads} undeclared"
@@ -296,3 +305,42 @@ def test_a_reply_of_reasoning_alone_is_left_out_where_its_format_sends_nothing_o
     view = make_view(inputs(History.of(history), wire=wire))
     left = {"anthropic": [(1, "blank")], "openai": [(1, "blank"), (3, "blank")], None: []}[wire]
     assert [(o.lo, o.reason) for o in view.omitted] == left
+
+
+THOUGHT = Thinking("thinking", "hm", "sig")
+SEARCH = Thinking("block", "[web_search q]", data='{"type": "server_tool_use", "id": "srv_1", "name": "web_search"}')
+CLAUDE = Counting(TokenCounter.for_model("anthropic:claude-sonnet-4-5"))
+CLAUDE_MESSAGES = st.one_of(
+    MESSAGES,
+    st.builds(
+        lambda ids, thought, text: Message.assistant(
+            text, [ToolCall(i, "f", "{}") for i in ids], [THOUGHT] if thought else []
+        ),
+        st.lists(st.sampled_from(["a", "toolu_b"]), max_size=2),
+        st.booleans(),
+        st.sampled_from(["", "said"]),
+    ),
+    st.builds(lambda at: Message.assistant("found it", thinking=[replace_at(SEARCH, at)]), st.integers(0, 9)),
+)
+
+
+def replace_at(block: Thinking, at: int) -> Thinking:
+    return dataclasses.replace(block, at=at)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(CLAUDE_MESSAGES, max_size=8),
+    st.sampled_from([{}, {"thinking": {"type": "enabled"}}, {"thinking": {"type": "adaptive"}}]),
+    st.booleans(),
+)
+def test_the_anthropic_wire_changes_nothing_on_a_view_its_steps_mended(
+    messages: list[Message], params: dict[str, object], offered: bool
+) -> None:
+    """The wire's own rewrites (tool pairs, blocks and the last round as text) on the messages
+    of a view made with the same params: the same messages, so what is previewed is sent."""
+    if offered:
+        params = {**params, "tools": [{"type": "web_search_20250305", "name": "web_search"}]}
+    view = make_view(inputs(History.of(messages), wire="anthropic", counting=CLAUDE, params=Params.of(params)))
+    plan = request_plan(CLAUDE.model, params)
+    assert mended(view.messages, plan) == list(view.messages)

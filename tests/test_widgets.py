@@ -14,7 +14,7 @@ import slotmagic
 from slotmagic import FocusedConfig, Message, Session
 from slotmagic._core.messages import ToolCall
 from slotmagic._core.slots import SlotMode
-from slotmagic._engine.view import Omitted, View, ViewEntry, view_data
+from slotmagic._engine.view import Omitted, View, ViewEntry, view_data, view_html, view_summary
 from slotmagic._tree import SlotTree
 from slotmagic.widgets import (
     SlotBudgetWidget,
@@ -142,6 +142,19 @@ def test_a_long_view_shows_its_latest_entries(session: Session) -> None:
     data = view_data(session.preview(), row_limit=10)
     assert data["hidden"] == 50 and data["rows"][0]["type"] == "hidden"
     assert [r["text"] for r in data["rows"][1:3]] == ["q25", "a25"] and len(data["rows"]) == 11
+
+
+def test_a_preview_says_which_bare_tool_definitions_it_counts(session: Session) -> None:
+    """A history of tool calls sent in a turn that offers no tools carries their definitions:
+    the widget's and the HTML preview's line names them, as %slot preview does."""
+    call = ToolCall("c1", "search", "{}")
+    session.append([Message.user("find it"), Message.assistant("", (call,)), Message.tool("c1", "found", "search")])
+    view = session.preview(model="openai:gpt-4o-mini")
+    data = view_data(view)
+    assert data["bare_tools"] == ["search"]
+    assert view_summary(data).endswith(" · with bare tool definitions (search)")
+    assert "with bare tool definitions (search)" in view_html(view)
+    assert view_data(session.preview(model="echo"))["bare_tools"] == []  # echo is sent none
 
 
 # -- the tree widget in a shell, following other cells ------------------------------------------

@@ -9,8 +9,11 @@ import json
 from .._core.tokens import estimate_message_tokens
 from .._core.usage import Usage
 from .._store.base import Store
+from ..providers import REGISTRY
 from ..providers._base import ChatRequest
+from ..providers._wire import bare_tools
 from ..tokens import Calibration, TokenCounter
+from .steps.bare_tools import BARE_TOOLS
 from .view import Counting
 
 _CALIBRATION = "calibration"  # the store's meta key
@@ -40,11 +43,15 @@ class Calibrator:
         return Counting(counter, 1.0 if counter.exact else self.calibration.factor(model))
 
     def observe(self, model: str, request: ChatRequest, usage: Usage) -> None:
-        """Calibrate the estimate of a model counted by estimate, from what it reported."""
+        """Calibrate the estimate of a model counted by estimate, from what it reported for
+        ``request``: its messages and the tool definitions it carries (the turn's, or the bare
+        ones a wire adds beside a history's calls), estimated as a view counts them."""
         counter = TokenCounter.for_model(model)
         if counter.exact or usage.input_tokens <= 0 or model == "echo":
             return
         estimated = sum(m.tokens or estimate_message_tokens(m) for m in request.messages)
+        tools = request.tools or (bare_tools(request.messages) if REGISTRY.wire(model) in BARE_TOOLS else ())
+        estimated += counter.count_tools(tools, has_system=any(m.role == "system" for m in request.messages))
 
         def update(stored: str | None) -> str:
             calibration = Calibration.from_dict(json.loads(stored) if stored else None)

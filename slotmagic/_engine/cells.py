@@ -25,7 +25,7 @@ in the store: a replay writes nothing but the current slot it restores.
 from __future__ import annotations
 
 from contextlib import suppress
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from .._core.cells import START, CellOutput, CellRecord, Kind
 from .._errors import SlotNotFound
@@ -33,6 +33,18 @@ from .._store.base import Store
 from .plan import turn_stored
 
 __all__ = ["CellBook"]
+
+
+@dataclass(frozen=True)
+class ShownTurn:
+    """How a ``%%turn`` cell read when it was recorded (see :meth:`CellBook.as_shown`)."""
+
+    before: tuple[str, ...] = ()  # lines it printed before its reply
+    notes: tuple[str, ...] = ()  # the notes under its reply
+    slot: str | None = None  # the slot its footer named
+
+
+NOT_SHOWN = ShownTurn()  # a cell never recorded
 
 
 class CellBook:
@@ -118,19 +130,19 @@ class CellBook:
         self._retracing, self._last = self._follows(record), key
         return record
 
-    def notes(self, key: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """What a ``%%turn`` cell printed before its reply when it was recorded (a compaction's
-        line), and the notes under its reply: a replay shows them again, so the cell reads as
-        it did."""
+    def as_shown(self, key: str) -> ShownTurn:
+        """How a ``%%turn`` cell read when it was recorded: what it printed before its reply (a
+        compaction's line), the notes under its reply, and the slot its footer named. A replay
+        shows them again, so the cell reads as it did (the slot renamed since, say)."""
         record = self._store.cell_record(self._session_id, key)
         if record is None or record.kind != "turn":
-            return (), ()
+            return NOT_SHOWN
         before = []
         for output in record.outputs:
             if output.kind != "stream":
                 break
             before.append(output.text)
-        return tuple(before), record.notes
+        return ShownTurn(tuple(before), record.notes, record.current)
 
     def changed_since(self, record: CellRecord) -> bool:
         """Whether the session differs now from what it was right after ``record``'s cell."""

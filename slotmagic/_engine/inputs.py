@@ -13,8 +13,11 @@ else only to itself.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from .._core.budget import ContextBudget
 from .._core.compaction import Compaction
@@ -85,6 +88,24 @@ class Source:
 
 
 @dataclass(frozen=True, slots=True)
+class Params:
+    """A request's provider parameters (a turn's ``params=``: extended thinking, server tools …),
+    equal to another and hashed by their JSON (``key``), as a view's inputs must be."""
+
+    key: str = "{}"
+    value: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any] | None) -> Params:
+        if not params:
+            return NO_PARAMS
+        return cls(json.dumps(params, sort_keys=True, separators=(",", ":")), dict(params))
+
+
+NO_PARAMS = Params()
+
+
+@dataclass(frozen=True, slots=True)
 class ViewInputs:
     """Everything the view pipeline reads, and nothing else. ``slot`` is the slot's id,
     ``source`` its history; ``prompt`` the system prompt in effect; ``reserve`` what the reply
@@ -93,7 +114,9 @@ class ViewInputs:
     carries; ``workflow`` the session's active one; ``context_turns`` how long a working-context
     change is sent (None: off); ``wire`` the request format the model's provider speaks
     (``ProviderSpec.wire``: "openai", "anthropic", None for one of its own), for the steps that
-    mend what that format requires. A step reads only the fields it declares (see :mod:`.steps`)."""
+    mend what that format requires; ``params`` the turn's provider parameters, for the steps whose
+    mending depends on them (with thinking on, Anthropic's API takes a last tool round made without
+    it only as text). A step reads only the fields it declares (see :mod:`.steps`)."""
 
     slot: str
     config: SlotConfig
@@ -108,6 +131,7 @@ class ViewInputs:
     workflow: Workflow | None = None
     context_turns: int | None = DEFAULT_RECENT_TURNS
     wire: str | None = None
+    params: Params = NO_PARAMS
 
     @property
     def preview(self) -> bool:

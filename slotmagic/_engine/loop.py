@@ -132,6 +132,7 @@ class ToolRounds:
     on_step: Callable[[ToolStep], None] | None = None
     shelved: list[Message] = field(default_factory=list)  # results kept aside: stored again with the turn
     last: Completion | None = None  # the latest reply
+    sent: ChatRequest | None = None  # the latest request, which ``last`` answers (None: ``request``)
     final: Message | None = None  # the reply that ended the turn without calls
     fit: RequestFit | None = None  # keeps every next request within the window
     room: PageRoom = field(default_factory=PageRoom)  # what a page read in this round may take
@@ -179,6 +180,8 @@ class ToolRounds:
         if fitted is not None and self._offer_reader(fitted.messages):
             request = replace(request, tools=self.request.tools)
             fitted = request if self.fit is None else self.fit.fit(request)
+        if fitted is not None:
+            self.sent = fitted
         if fitted is None:
             assert self.fit is not None
             self.note = (

@@ -6,7 +6,9 @@ system prompt, the latest compaction (its summary in place of the messages it fo
 slot's mode, the workflow and working-context blocks (``steps/workflow.py``, ``blocks.py``),
 blank messages left out (``steps/blank.py``), then token counts, images left out for a model
 that takes none (``steps/images.py``), tool calls and results paired as the APIs require
-(``steps/tool_pairs.py``), a user message first for an API that wants one
+(``steps/tool_pairs.py``), what a request's params make Anthropic's API take only as text (a
+server tool's blocks, ``steps/blocks_as_text.py``; with thinking on, a last tool round made
+without it, ``steps/round_as_text.py``), a user message first for an API that wants one
 (``steps/user_first.py``), the bare tool definitions a request without tools carries beside a
 history's tool calls (``steps/bare_tools.py``), older tool results shortened when space is
 short (``tool_results.py``) and the budget. ``Session.view()``, ``%slot preview``, ``%slot budget``
@@ -22,8 +24,9 @@ and token counts come from the store (each message is counted once per encoding)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import repeat
+from typing import Any
 
 from .._core.budget import ContextBudget
 from .._core.compaction import Compaction
@@ -34,11 +37,13 @@ from .._core.workflow import Workflow
 from .._store.base import History
 from ..providers._base import ToolSpec
 from .blocks import context_block
-from .inputs import Counting, Source, ViewInputs
+from .inputs import Counting, Params, Source, ViewInputs
 from .steps import Step, step
 from .steps.bare_tools import bare_tools
 from .steps.blank import blank_messages
+from .steps.blocks_as_text import blocks_as_text
 from .steps.images import images_for_model
+from .steps.round_as_text import round_as_text
 from .steps.tool_pairs import tool_pairs
 from .steps.user_first import user_first
 from .steps.workflow import workflow_block
@@ -286,6 +291,8 @@ STEPS: tuple[Step, ...] = (
     counted,
     images_for_model,
     tool_pairs,
+    blocks_as_text,
+    round_as_text,
     user_first,
     bare_tools,
     aged_tool_results,
@@ -329,15 +336,16 @@ def assemble(
     workflow: Workflow | None = None,
     context_turns: int | None = DEFAULT_RECENT_TURNS,
     wire: str | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> View:
     """:func:`make_view` with its inputs given one by one (``history`` taken as it is, never
     as a key: see :class:`~slotmagic._engine.inputs.Source`). ``compaction`` is one not stored
     yet, to apply instead of the history's; ``new`` is the turn's new message (a preview has
     none); ``workflow`` the session's active workflow and ``context_turns`` how long a
     working-context change is sent (see ``blocks``); ``wire`` the request format the model's
-    provider speaks (``ProviderSpec.wire``)."""
+    provider speaks (``ProviderSpec.wire``); ``params`` the turn's provider parameters."""
     inputs = ViewInputs(
         slot, config, Source(history), prompt, counting, budget, reserve, compaction, new, tuple(tools), workflow,
-        context_turns, wire,
+        context_turns, wire, Params.of(params),
     )  # fmt: skip
     return make_view(inputs, steps)

@@ -10,7 +10,7 @@ from, and its footer says so. Nothing is lost and no reply sits after messages i
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import cache
 from typing import Any, Literal
@@ -46,7 +46,7 @@ from .calibration import Calibrator
 from .compactor import Fold, Summarizer, plan_fold, summary_limit
 from .effects import Steps
 from .fit import RequestFit
-from .inputs import Source, ViewInputs
+from .inputs import Params, Source, ViewInputs
 from .loop import ToolRounds, steps_of
 from .pending import PendingTurn, TurnOptions, counted, request_for
 from .pipeline import make_view
@@ -161,9 +161,11 @@ class TurnEngine:
         compaction: Compaction | None = None,
         new: Message | None = None,
         tools: ToolRegistry | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> View:
         """What the model would be sent for the slot's next turn (``new`` last, if given;
-        ``tools`` counted in the budget's tools share). A preview is kept until anything it was
+        ``tools`` counted in the budget's tools share; ``params`` the turn's provider parameters,
+        which decide some of what a provider sends). A preview is kept until anything it was
         made from changes (its inputs are the key): widgets and %slot preview ask again and again."""
         model = model or slot.config.model or self.model
         # The history stands when nothing was written since it was read (here or, once noticed,
@@ -184,6 +186,7 @@ class TurnEngine:
             workflow=self._active_workflow(generation),
             context_turns=self.working_context_turns,
             wire=REGISTRY.wire(model),
+            params=Params.of(params),
         )
         view = self._views.get(inputs)
         if view is None:
@@ -334,7 +337,7 @@ class TurnEngine:
         def view_with(tools: ToolRegistry | None) -> View:
             return self.view(
                 slot, history, options.system, model=model, reserve=reserve, compaction=compaction, new=turn.user,
-                tools=tools,
+                tools=tools, params=options.params,
             )  # fmt: skip
 
         view = view_with(None)
@@ -466,7 +469,7 @@ class TurnEngine:
         slot, record, info = self.writer.write(turn, messages, info, rounds.shelved, reply_message.content)
         self.usage = self.usage + usage
         try:
-            self.observe(turn.model, turn.request, last.usage)
+            self.observe(turn.model, rounds.sent or turn.request, last.usage)  # what the usage answers
         except StoreError as exc:  # the turn is stored: a lost calibration must not say otherwise
             logger.info("the token estimate's calibration was not updated: %s", exc)
         notes = (*turn.notes, rounds.note) if rounds.note else turn.notes

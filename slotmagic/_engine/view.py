@@ -20,10 +20,10 @@ from .._store.base import History
 from ..providers._base import ToolSpec
 from ..tokens import ESTIMATE
 from .inputs import Counting as Counting  # re-exported: it was defined here
-from .inputs import ViewInputs
+from .inputs import Params, ViewInputs
 
 EntryKind = Literal[
-    "system", "history", "elided", "summary", "compaction", "context", "workflow", "new", "not_run", "opening"
+    "system", "history", "elided", "summary", "compaction", "context", "workflow", "new", "not_run", "opening", "told"
 ]
 OmitReason = Literal["compacted", "filtered", "excluded", "beyond", "blank", "replaced"]
 
@@ -36,7 +36,9 @@ class ViewEntry:
     ``compaction``'s summary) or are the turn's ``new`` message. A ``not_run`` entry answers a
     tool call no stored result answers (APIs refuse a call without its result): it carries the
     call's position, so it shows beside it; an ``opening`` entry is the user message an API that
-    wants one first is sent before a view that starts with a reply. ``tokens`` is the message's
+    wants one first is sent before a view that starts with a reply; a ``told`` entry is a stored
+    message the request's params make the API take only as text (a last tool round made without
+    thinking, sent to a model thinking), at its position. ``tokens`` is the message's
     count as the model will count it (exact, or a calibrated estimate)."""
 
     message: Message
@@ -123,6 +125,10 @@ class ViewBuild:
     def wire(self) -> str | None:
         return self.inputs.wire
 
+    @property
+    def params(self) -> Params:
+        return self.inputs.params
+
     def inject(self, message: Message, kind: EntryKind) -> ViewEntry:
         """An entry for a message a step made."""
         return ViewEntry(message, kind)
@@ -175,6 +181,7 @@ class View:
             "elided": " · older tool result, shortened",
             "not_run": " · added: the call was not run",
             "opening": " · added: the API wants a user message first",
+            "told": " · told as text: thinking is on",
         }
         for number, entry in enumerate(self.entries, 1):
             label = (
@@ -270,6 +277,7 @@ class _ViewData(TypedDict):
     omitted: int
     hidden: int
     budget: BudgetData | None
+    bare_tools: list[str]  # the tool definitions the wire adds beside the history's calls
     rows: list[Row]
 
 
@@ -336,7 +344,9 @@ def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT
         placed.append((gap.lo, _gap_row(gap.lo, gap.hi, gap.reason)))
     rows = [row for _, row in sorted(placed, key=lambda item: item[0])]
     hidden = 0
-    stored = [i for i, row in enumerate(rows) if row["type"] == "entry" and row["kind"] in ("history", "elided")]
+    stored = [
+        i for i, row in enumerate(rows) if row["type"] == "entry" and row["kind"] in ("history", "elided", "told")
+    ]
     if len(stored) > row_limit:
         drop = set(stored[: len(stored) - row_limit])
         hidden = len(drop)
@@ -368,6 +378,7 @@ def view_data(view: View, mode: str | None = None, *, row_limit: int = ROW_LIMIT
             "needs_compaction": report.needs_compaction,
             "over": list(report.over),
         },
+        "bare_tools": [t.name for t in view.bare_tools],
         "rows": rows,
     }
 
@@ -388,6 +399,8 @@ def view_summary(data: ViewData) -> str:
             line += " · past the threshold: the next turn compacts"
     if data["omitted"]:
         line += f" · {plural(data['omitted'], 'stored message')} left out"
+    if data["bare_tools"]:  # counted in the tools share: the history's calls need them
+        line += f" · with bare tool definitions ({', '.join(data['bare_tools'])})"
     return line
 
 

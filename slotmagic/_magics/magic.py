@@ -22,6 +22,7 @@ from traitlets import TraitError, validate
 
 from .._attach import attach_all
 from .._core.attachments import Attached
+from .._engine.cells import NOT_SHOWN
 from .._engine.fanout import FanOutResult
 from .._engine.reply import Reply
 from .._errors import ConfigError, SlotMagicError
@@ -216,9 +217,9 @@ class SlotMagic(Magics, SlotMagicOptions):
                 emit(self.shell, gone.outputs)
                 return
         assert self.shell is not None
-        before, notes = ((), ()) if key is None else session.cells.notes(key)
+        shown = NOT_SHOWN if key is None else session.cells.as_shown(key)
         with capture(self.shell) as outputs, user_errors():
-            reply = run_turn(session, self, args, text, cell_id, attachments, before, notes)
+            reply = run_turn(session, self, args, text, cell_id, attachments, shown)
         if key is not None:  # a read after it retraces only if it replayed
             slot, kept = (reply.slot, reply.notes) if isinstance(reply, Reply) else (None, ())
             session.cells.turn(key, _replayed(reply), outputs, slot, kept)

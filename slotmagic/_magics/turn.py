@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
 
 from .._core.attachments import Attached
+from .._engine.cells import NOT_SHOWN, ShownTurn
 from .._engine.fanout import FanOutResult
 from .._engine.reply import Reply
 from .._errors import ConfigError
@@ -98,13 +98,12 @@ def run_turn(
     cell: str,
     cell_id: str | None,
     attachments: tuple[Attached, ...] = (),
-    before: Sequence[str] = (),
-    notes: Sequence[str] = (),
+    shown: ShownTurn = NOT_SHOWN,
 ) -> Reply | FanOutResult:
     """Run (or replay) the turn with a live view, return the stored reply (a fan-out's
-    columns with ``--slots`` or ``--models``). ``attachments`` follow the text; ``before``
-    are the lines the cell printed before its reply the first time (a compaction's) and
-    ``notes`` the notes under it: a replay shows them again."""
+    columns with ``--slots`` or ``--models``). ``attachments`` follow the text; ``shown`` is
+    how the cell read the first time (the lines it printed before its reply, a compaction's;
+    the notes under it; the slot its footer named): a replay shows it so again."""
     if args.slots is not None or args.models is not None:
         if attachments or getattr(args, "read_vars", False):
             raise ConfigError("--attach and --read-vars go with one slot's turn, not with --slots or --models")
@@ -135,7 +134,7 @@ def run_turn(
     )
     stream.on_step = view.step
     if stream.replayed:
-        for line in before:
+        for line in shown.before:
             sys.stdout.write(line)
     notice = stream.compacting
     if notice is not None:  # a model call before the reply: say why the cell waits
@@ -150,7 +149,9 @@ def run_turn(
         raise
     assert stream.reply is not None
     reply = stream.reply
-    if reply.replayed and notes and not reply.notes:  # what the first run noted under it
-        reply = replace(reply, notes=tuple(notes))
-    view.finish(reply, footer(reply))
+    if reply.replayed and shown.notes and not reply.notes:  # what the first run noted under it
+        reply = replace(reply, notes=shown.notes)
+    # A replay names the slot as the cell did (renamed since, its footer still says where it went).
+    as_of = replace(reply, slot=shown.slot) if reply.replayed and shown.slot else reply
+    view.finish(reply, footer(as_of))
     return reply

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # What a session holds beside its histories, carried by recover(): large tool results and
 # workflows (per session), then pins, compactions and working-context changes (per slot row, at
 # positions of its history). Token counts are not carried: they are counted again when needed.
-STATE_TABLES = ("namespace", "workflows", "marks", "compactions", "context_events", "meta")
+STATE_TABLES = ("namespace", "workflows", "marks", "compactions", "context_events", "meta", "cells")
 
 Turn = tuple[int, int, int]  # (number, start, count)
 Placed = tuple[int, int]  # a message's (turn, tokens)
@@ -264,6 +264,7 @@ def count_saved(db: sqlite3.Connection, report: RecoveryReport) -> None:
 
 def keep_state(db: sqlite3.Connection, moved: set[int], report: RecoveryReport) -> None:
     """Keep the state rows that still fit the recovered histories and parse; count the rest."""
+    from .._core.cells import CellRecord
     from .._core.compaction import Compaction
     from .._core.context import ContextEvent
     from .._core.workflow import Workflow
@@ -302,6 +303,10 @@ def keep_state(db: sqlite3.Connection, moved: set[int], report: RecoveryReport) 
         "context_events": (
             "slot, at, turn, event",
             lambda r: fits(r[0], r[1]) and parses(lambda: ContextEvent.from_dict(json.loads(r[3]), r[2], r[1])),
+        ),
+        "cells": (  # what a notebook's magic cells did: a Run All after recovery replays them
+            "session_id, record",
+            lambda r: r[0] in sessions and parses(lambda: CellRecord.from_dict(json.loads(r[1]))),
         ),
         "meta": (
             "key, value",

@@ -221,7 +221,7 @@ def recover(
     The damaged file is only read. The new file (``new_path``, default
     ``<name>.recovered.sqlite3`` beside it) holds every session and slot whose rows could be
     read, each slot's history with every turn that was read whole, in order; the sessions'
-    large tool results, workflows and calibration; and each slot's pins, compactions and
+    large tool results, workflows, calibration and notebook cell records; and each slot's pins, compactions and
     working context where its history kept every turn (see ``RecoveryReport.dropped``). With
     ``replace=True`` the damaged file (and its WAL) is moved aside to ``<file>.damaged`` and
     the recovered one takes its place, so notebooks that use it open the recovered one.

@@ -61,21 +61,23 @@ own 400 messages quoted below.
 removed or rewritten, a tool definition added) is a step of the view pipeline for the models
 whose provider speaks this format (``ProviderSpec.wire``), so a preview and the budget hold
 what is sent: tool pairs (``_engine/steps/tool_pairs.py``), blank messages (``blank.py``), the
-user message first (``user_first.py``), the bare tool definitions (``bare_tools.py``). They stay
-here too, as a safety net for requests made without the pipeline (a tool round, a summary, a
-provider called directly); on a view the steps mended they change nothing. What stays here
-alone changes no counted content, or depends on what a view does not know:
+user message first (``user_first.py``), the bare tool definitions (``bare_tools.py``), and what
+the request's ``params`` make this API take only as text (:mod:`._anthropic_plan`: a server
+tool's blocks a request that does not offer the tool cannot take back, ``blocks_as_text.py``;
+with thinking on, a last tool round made without it, ``round_as_text.py``; a preview knows the
+params when given them, ``Session.preview(params=...)``, and a turn's view always does). They
+stay here too, as a safety net for requests made without the pipeline (a tool round, a summary,
+a provider called directly); on a view the steps mended they change nothing. What stays here
+alone changes no counted content:
 
 - system messages joined into the ``system`` field, tool results put in user messages, and
   consecutive messages of one role merged: the same text in the same order, only the framing
   between messages differs (and one view entry per stored message is what lets a preview show
   each one's position, pin or exclusion);
 - call ids mapped to what the API takes: ids are not counted;
-- what turns on the request's ``params`` (a turn's options, which a preview has none of):
-  thinking blocks left out of a final assistant message when thinking is off (thinking is not
-  counted), the last tool round told as text when thinking is on (the same call and result,
-  as text), a server tool's blocks told as text when the request does not offer that tool,
-  sampling parameters dropped, ``max_tokens`` defaulted for the reply;
+- thinking blocks left out of a final assistant message when thinking is off (thinking is not
+  counted: the API drops it from earlier turns), sampling parameters dropped,
+  ``max_tokens`` defaulted for the reply;
 - trailing whitespace cut from a final assistant message (a request that ends with the
   assistant's message: never a turn's, which ends with the new user message);
 - cache breakpoints, which mark the request without changing it.
@@ -96,6 +98,7 @@ from .._core.messages import Message, Thinking, ToolCall
 from .._core.repair import ANTHROPIC_MAX_ID, repair_tool_pairs, wire_call_id
 from .._errors import MalformedReply, RequestRefused, StreamInterrupted
 from . import _wire as wire
+from ._anthropic_plan import RequestPlan, blocks_as_text, refuses_sampling, request_plan, round_as_text
 from ._base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
 from ._transport import HTTPProvider, SSECall, parse_event_json, stream_error
 from ._wire import BARE_SCHEMA, EARLIER, bare_tools, json_object, refuse
@@ -107,35 +110,6 @@ MIN_THINKING_BUDGET = 1024
 
 _THINKING = ("thinking", "redacted_thinking")
 _ID = re.compile(r"[A-Za-z0-9_-]+\Z")
-# claude-opus-4-7, claude-sonnet-5, claude-fable-5-1, claude-3-5-sonnet: (major, minor)
-_VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d+)(?:[-.](\d)(?!\d))?")
-
-
-def refuses_sampling(model: str) -> bool:
-    """Whether a Claude model refuses ``temperature``, ``top_p`` and ``top_k`` (and thinking
-    budgets): Claude 4.7 and later. No model database says so (genai-prices has no such
-    field), so it is read from the model's version."""
-    found = _VERSION.search(model.lower())
-    if found is None:
-        return False
-    version = (int(found.group(1)), int(found.group(2) or 0))
-    return version >= (4, 7) and version[0] < 100  # not a date read as a version
-
-
-def thinking_enabled(params: Mapping[str, Any]) -> bool:
-    """Whether a request's ``params`` turn extended thinking on (``enabled``, ``adaptive``)."""
-    config = params.get("thinking")
-    return isinstance(config, Mapping) and config.get("type") not in (None, "disabled")
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """What a request turns on, read from its params once."""
-
-    thinking: str | None  # "enabled", "adaptive" … or None
-    budget: int | None
-    server_tools: frozenset[str]  # names of the server tools the request offers
-    compaction: bool  # context_management asks for server-side compaction
 
 
 def request_body(request: ChatRequest) -> dict[str, Any]:
@@ -148,20 +122,16 @@ def build(request: ChatRequest, label: str = "anthropic") -> tuple[dict[str, Any
     request would still break a rule."""
     params = dict(request.params)
     betas = _betas(params.pop("betas", None), label)
-    server = _server_tools(params.pop("tools", None), label)
+    server = _server_tools(params.get("tools"), label)
+    plan = request_plan(request.model, params)
+    params.pop("tools", None)
     refuses = refuses_sampling(request.model)
     thinking = params.get("thinking")
     if refuses and isinstance(thinking, Mapping) and thinking.get("type") == "enabled":
-        thinking = params["thinking"] = {"type": "adaptive"}  # 4.7+: adaptive only, no budget
-    kind = thinking.get("type") if isinstance(thinking, Mapping) and thinking.get("type") != "disabled" else None
-    budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
-    plan = _Plan(
-        kind,
-        budget if isinstance(budget, int) and not isinstance(budget, bool) else None,
-        frozenset(str(t["name"]) for t in server if "type" in t and isinstance(t.get("name"), str)),
-        isinstance(params.get("context_management"), Mapping),
-    )
-    system, messages = _wire_messages(request.messages, plan)
+        params["thinking"] = {"type": "adaptive"}  # 4.7+: adaptive only, no budget
+    kind = plan.thinking
+    mended = _mended(request.messages, plan)
+    system, messages = _wire_messages(mended, plan)
     max_tokens = request.max_tokens
     if max_tokens is None:
         max_tokens = DEFAULT_MAX_TOKENS + (plan.budget or 0)
@@ -172,7 +142,7 @@ def build(request: ChatRequest, label: str = "anthropic") -> tuple[dict[str, Any
     if tools:
         body["tools"] = tools
     elif _tool_blocks(messages):  # what _engine/steps/bare_tools.py counted for a view
-        body["tools"] = wire_tools(bare_tools(request.messages)) or [{"name": "tool", "input_schema": BARE_SCHEMA}]
+        body["tools"] = wire_tools(bare_tools(mended)) or [{"name": "tool", "input_schema": BARE_SCHEMA}]
         body["tool_choice"] = {"type": "none"}
     if request.temperature is not None:
         body["temperature"] = request.temperature
@@ -211,13 +181,22 @@ def _server_tools(value: Any, label: str) -> list[dict[str, Any]]:
 def wire_messages(messages: Sequence[Message], *, thinking: bool = False) -> tuple[str | None, list[dict[str, Any]]]:
     """Core messages as (the ``system`` text, Messages API messages). ``thinking``: whether
     the request enables extended thinking."""
-    return _wire_messages(messages, _Plan("enabled" if thinking else None, None, frozenset(), False))
+    plan = RequestPlan("enabled" if thinking else None)
+    return _wire_messages(_mended(messages, plan), plan)
 
 
-def _wire_messages(messages: Sequence[Message], plan: _Plan) -> tuple[str | None, list[dict[str, Any]]]:
+def _mended(messages: Sequence[Message], plan: RequestPlan) -> list[Message]:
+    """``messages`` as the wire sends them: tool pairs repaired, then what ``plan`` rewrites as
+    text (the view pipeline made the same rewrites already for a turn's request, see
+    :func:`blocks_as_text` and :func:`round_as_text`: on such a list they change nothing)."""
+    repaired = [blocks_as_text(m, plan) if m.thinking else m for m in repair_tool_pairs(messages)]
+    return round_as_text(repaired, plan)
+
+
+def _wire_messages(messages: Sequence[Message], plan: RequestPlan) -> tuple[str | None, list[dict[str, Any]]]:
     system: list[str] = []
     wire: list[dict[str, Any]] = []
-    for m in repair_tool_pairs(messages):
+    for m in messages:
         if m.role == "system":
             if m.content.strip():
                 system.append(m.content)
@@ -226,7 +205,7 @@ def _wire_messages(messages: Sequence[Message], plan: _Plan) -> tuple[str | None
         if m.role == "tool":
             blocks = [_tool_result(m)]
         elif m.role == "assistant":
-            blocks = _assistant_blocks(m, plan)
+            blocks = _assistant_blocks(m)
         elif m.images:
             blocks = _content_blocks(m)
         else:
@@ -244,8 +223,6 @@ def _wire_messages(messages: Sequence[Message], plan: _Plan) -> tuple[str | None
         wire[-1]["content"] = [b for b in wire[-1]["content"] if b["type"] not in _THINKING]
         if not wire[-1]["content"]:
             wire.pop()
-    if plan.thinking and len(wire) > 1 and _unthought_tool_round(wire[-2], wire[-1], plan.thinking):
-        _round_as_text(wire[-2], wire[-1])
     if wire and wire[-1]["role"] == "assistant":
         _strip_final(wire[-1])
     return ("\n\n".join(system) if system else None), wire
@@ -276,40 +253,7 @@ def _strip_final(message: dict[str, Any]) -> None:
         blocks[-1] = {**blocks[-1], "text": blocks[-1]["text"].rstrip()}
 
 
-def _unthought_tool_round(assistant: dict[str, Any], user: dict[str, Any], kind: str) -> bool:
-    """Whether the request ends with tool results whose assistant message has no thinking
-    before its calls: with thinking on the API refuses that ("Expected thinking or
-    redacted_thinking, but found tool_use"). With ``adaptive`` thinking Claude's own calls
-    (``toolu_`` ids) may come without it, and are left alone."""
-    blocks = assistant["content"]
-    uses = [b for b in blocks if b["type"] == "tool_use"]
-    if assistant["role"] != "assistant" or not uses or blocks[0]["type"] in _THINKING:
-        return False
-    if not any(b["type"] == "tool_result" for b in user["content"]):
-        return False
-    return kind == "enabled" or not all(b["id"].startswith("toolu_") for b in uses)
-
-
-def _round_as_text(assistant: dict[str, Any], user: dict[str, Any]) -> None:
-    """That last tool round told as text, which the API takes without thinking."""
-    names: dict[str, str] = {}
-    told: list[dict[str, Any]] = []
-    for b in assistant["content"]:
-        if b["type"] == "tool_use":
-            names[b["id"]] = b["name"]
-            b = {"type": "text", "text": f"[tool call {b['name']}({json.dumps(b['input'], ensure_ascii=False)})]"}
-        told.append(b)
-    assistant["content"] = told
-    answers: list[dict[str, Any]] = []
-    for b in user["content"]:
-        if b["type"] == "tool_result":
-            kind = "tool error" if b.get("is_error") else "tool result"
-            b = {"type": "text", "text": f"[{kind} {names.get(b['tool_use_id'], 'unknown')}: {b.get('content', '')}]"}
-        answers.append(b)
-    user["content"] = answers
-
-
-def _assistant_blocks(m: Message, plan: _Plan) -> list[dict[str, Any]]:
+def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
     """An assistant message's blocks in the order the reply had them: its thinking first,
     then its text with the kept blocks where they came in it, then its tool calls (thinking
     and blocks that came between calls where they came)."""
@@ -319,7 +263,7 @@ def _assistant_blocks(m: Message, plan: _Plan) -> list[dict[str, Any]]:
     for t in sorted((t for t in kept if t.kind == "block" and t.after_calls <= 0), key=lambda t: t.at):
         cut = min(max(t.at, at), len(m.content))
         blocks += _text(m.content[at:cut])
-        blocks += _kept_block(t, plan)
+        blocks += _kept_block(t)
         at = cut
     blocks += _text(m.content[at:])
     for k, call in enumerate(m.tool_calls, 1):
@@ -333,32 +277,20 @@ def _assistant_blocks(m: Message, plan: _Plan) -> list[dict[str, Any]]:
         )
         for t in kept:
             if t.after_calls == k:
-                blocks += _kept_block(t, plan) if t.kind == "block" else [_thinking_block(t)]
+                blocks += _kept_block(t) if t.kind == "block" else [_thinking_block(t)]
     for t in kept:
         if t.after_calls > len(m.tool_calls):
-            blocks += _kept_block(t, plan) if t.kind == "block" else [_thinking_block(t)]
+            blocks += _kept_block(t) if t.kind == "block" else [_thinking_block(t)]
     while blocks and blocks[-1]["type"] in _THINKING:
         blocks.pop()  # "The final block in an assistant message cannot be thinking" (a reply cut short)
     return blocks
 
 
-def _kept_block(t: Thinking, plan: _Plan) -> list[dict[str, Any]]:
-    """A kept block as the API sent it, where the request lets the API take it back; else
-    what it says, as text."""
+def _kept_block(t: Thinking) -> list[dict[str, Any]]:
+    """A kept block as the API sent it (:func:`blocks_as_text` told as text those the request
+    cannot take back)."""
     block = t.block()
-    if block is not None:
-        kind = block.get("type")
-        if kind == "compaction" and plan.compaction:
-            return [block]
-        if kind != "compaction" and block.get("name", _result_tool(block)) in plan.server_tools:
-            return [block]
-    return _text(t.text)
-
-
-def _result_tool(block: dict[str, Any]) -> str:
-    """The server tool a ``*_tool_result`` block answers: ``web_search_tool_result`` → ``web_search``."""
-    kind = str(block.get("type", ""))
-    return kind.removesuffix("_tool_result") if kind.endswith("_tool_result") else ""
+    return [block] if block is not None else _text(t.text)
 
 
 def _thinking_block(t: Thinking) -> dict[str, Any]:

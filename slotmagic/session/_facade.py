@@ -367,17 +367,23 @@ class Session(MovedNames):
         messages = self.store.history(self.session_id, optional_slot(slot)).messages()
         return self._engine.namespace.expand(messages) if expand else messages
 
-    def view(self, slot: str | None = None) -> list[Message]:
+    def view(self, slot: str | None = None, *, params: Mapping[str, Any] | None = None) -> list[Message]:
         """Exactly the messages the model would be sent for the slot's next turn, before the
         new user message (the same code path a real request takes)."""
-        return list(self.preview(slot).messages)
+        return list(self.preview(slot, params=params).messages)
 
-    def preview(self, slot: str | None = None, *, model: str | None = None) -> View:
+    def preview(
+        self, slot: str | None = None, *, model: str | None = None, params: Mapping[str, Any] | None = None
+    ) -> View:
         """The slot's next request entry by entry: where each message came from, what it costs,
-        and which stored positions a compaction or the slot's mode leaves out."""
+        and which stored positions a compaction or the slot's mode leaves out. ``params``: the
+        provider parameters the turn will send (``submit_turn(params=…)``), where they change
+        what is sent (with Anthropic's extended thinking on, a last tool round made without it
+        goes as text)."""
         history = self.store.history(self.session_id, optional_slot(slot))
         assert history.slot is not None
-        return self._engine.view(history.slot, history, model=check_model(model) if model else None)
+        checked = check_json_mapping(params, "params") if params is not None else None
+        return self._engine.view(history.slot, history, model=check_model(model) if model else None, params=checked)
 
     def budget(self, slot: str | None = None, *, model: str | None = None) -> SlotBudget:
         """The slot's next request against its budget by category, the compaction threshold,

@@ -89,7 +89,10 @@ def test_the_server_blocks_go_back_where_the_api_wants_them(
     plain = anthropic_body(ChatRequest("claude-sonnet-4-0", history))
     assert check("/v1/messages", plain) == []
     told = plain["messages"][1]["content"]
-    assert [b["type"] for b in told] == ["text", "text", "text"] and "<https://www.crescendo.ai" in told[1]["text"]
+    assert [b["type"] for b in told] == ["text"]  # each block's text on a line of its own, where it came
+    call, found, answer = told[0]["text"].split("\n", 2)
+    assert call.startswith("[web_search {") and found == "[web_search results]"
+    assert "<https://www.crescendo.ai" in answer and answer.endswith(stored.content.strip())
     # and another provider sees the answer, not Anthropic's blocks
     openai = openai_body(ChatRequest("gpt-4o", history), Endpoint("openai", "http://localhost:1/v1"))
     assert openai["messages"][1] == {"role": "assistant", "content": stored.content}

@@ -288,10 +288,7 @@ def test_a_last_tool_round_made_by_another_provider_is_told_as_text() -> None:
     assert body["messages"][1:] == [
         {
             "role": "assistant",
-            "content": [
-                {"type": "text", "text": "Checking."},
-                {"type": "text", "text": '[tool call get_weather({"city": "Oslo"})]'},
-            ],
+            "content": [{"type": "text", "text": 'Checking.\n[tool call get_weather({"city": "Oslo"})]'}],
         },
         {"role": "user", "content": [{"type": "text", "text": "[tool result get_weather: -3 C, snow]"}]},
     ]

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from slotmagic import Session
+from slotmagic._core.tokens import estimate_message_tokens
 from slotmagic.providers import ProviderSettings
+from slotmagic.tokens import TokenCounter
 
 from .wire_server import (
     WireServer,
@@ -218,3 +220,22 @@ def test_a_turn_whose_slot_is_undone_meanwhile_says_so(wire: WireServer, session
     with pytest.raises(TurnNotStored, match="slot 'default' was undone, or deleted and made again, while it was"):
         session.submit_turn("Undo.", model=PROTOCOLS["openai"])
     assert session.messages() == []
+
+
+def test_calibration_learns_from_the_request_the_last_usage_answers(wire: WireServer, session: Session) -> None:
+    """A turn's last reply reports the input tokens of the last request (the question, the
+    call and its result), with its tool definitions: that is the request its estimate is
+    compared with, not the turn's first one."""
+    model = PROTOCOLS["anthropic"]
+    wire.script(
+        calls("anthropic", ("toolu_1", "weather", '{"city": "Oslo"}')),
+        sse_response(an_text_stream("Snowing.", input_tokens=130)),
+    )
+    session.submit_turn("Weather in Oslo?", model=model)
+    second = wire.requests[1].json()
+    sent = session.messages()[:3]  # the question, the call, its result: what the second request held
+    specs = session.tools.specs([t["name"] for t in second["tools"]])
+    estimate = sum(m.tokens or estimate_message_tokens(m) for m in sent)
+    estimate += TokenCounter.for_model(model).count_tools(specs, has_system=False)
+    observed = session._engine.calibration.to_dict()["models"][model]
+    assert observed == [[round(130 / estimate, 6), estimate]]

@@ -9,6 +9,7 @@ previewed and counted for the models that speak it."""
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,70 @@ def test_the_bare_tool_definitions_a_history_of_calls_needs_are_counted_and_sent
         assert [from_wire(m) for m in body["messages"]] == [
             as_sent(m) for m in (*preview.messages, Message.user("Thanks"))
         ]
+
+
+# -- what a turn's params make Anthropic's API take only as text ------------------------------------
+
+THINKING_ON = {"thinking": {"type": "enabled", "budget_tokens": 2048}}
+
+
+def test_with_thinking_on_a_last_tool_round_made_without_it_is_previewed_counted_and_sent_as_text(
+    tmp_path: Path, wire: WireServer, settings: ProviderSettings
+) -> None:
+    """The round another provider made (no thinking before its calls, none can be made up) goes
+    to a thinking Claude as text: a preview made with the turn's params shows it so, counted."""
+    wire.script(sse_response(an_text_stream("Still cold.")))
+    claude = "anthropic:claude-sonnet-4-5"
+    history = [Message.user("Weather in Oslo?"), Message.assistant("Checking.", [OSLO])]
+    history += [Message.tool(OSLO.id, "-3 C, snow", OSLO.name)]
+    with Session.open("round", db_path=tmp_path / "s.db", model=claude, settings=settings) as session:
+        session.append(history)
+        plain = session.preview()
+        assert [e.kind for e in plain.entries] == ["history"] * 3  # thinking off: tool_use as it is
+        preview = session.preview(params=THINKING_ON)
+        assert [(e.kind, e.position, e.message.role) for e in preview.entries] == [
+            ("history", 0, "user"), ("told", 1, "assistant"), ("told", 2, "user"),
+        ]  # fmt: skip
+        call, result = preview.entries[1].message, preview.entries[2].message
+        assert call.content == 'Checking.\n[tool call get_weather({"city": "Oslo"})]' and not call.tool_calls
+        assert result.content == "[tool result get_weather: -3 C, snow]"
+        counting = Counting(TokenCounter.for_model(claude))
+        assert [e.tokens for e in preview.entries[1:]] == [counting.count(call), counting.count(result)]
+        assert plain.bare_tools and not preview.bare_tools  # told as text: no definitions needed
+        assert "told as text: thinking is on" in preview.to_text()
+        assert session.view(params=THINKING_ON) == list(preview.messages)
+        session.submit_turn("And now?", tools=[], params=THINKING_ON)
+    body = wire.requests[0].json()
+    assert "tools" not in body  # the round told as text needs no tool definitions
+    sent = [an_from_wire(m) for m in body["messages"]]
+    previewed = [an_as_sent(m) for m in preview.messages]
+    # the result and the new question go as one user message on the wire: the same text
+    assert sent == [*previewed[:2], ("user", previewed[2][1] + "And now?", ())]
+
+
+def test_a_server_tools_blocks_the_turn_does_not_offer_are_previewed_counted_and_sent_as_text(
+    tmp_path: Path, wire: WireServer, settings: ProviderSettings
+) -> None:
+    """A web search Claude ran server-side: sent back whole to a turn that offers the search
+    tool (not text of the message, not counted), told as text to any other, where it came."""
+    wire.script(sse_response(an_text_stream("More.")), sse_response(an_text_stream("More.")))
+    claude = "anthropic:claude-sonnet-4-5"
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "oslo"}}
+    block = Thinking("block", '[web_search {"query": "oslo"}]', data=json.dumps(search), at=0)
+    found = Message.assistant("Oslo is cold today.", thinking=[block])
+    web_search = {"type": "web_search_20250305", "name": "web_search"}
+    with Session.open("search", db_path=tmp_path / "s.db", model=claude, settings=settings) as session:
+        session.append([Message.user("News from Oslo?"), found])
+        told = session.preview()
+        said = told.entries[1].message
+        assert said.content == '[web_search {"query": "oslo"}]\nOslo is cold today.' and not said.thinking
+        counting = Counting(TokenCounter.for_model(claude))
+        assert told.entries[1].tokens == counting.count(said) > counting.count(found)
+        whole = session.preview(params={"tools": [web_search]})
+        block_json = counting.scale(counting.counter.count_text(json.dumps(search)))  # the API reads it whole
+        assert whole.entries[1].message == found and whole.entries[1].tokens == counting.count(found) + block_json
+        session.submit_turn("More?", tools=[])
+        session.submit_turn("More?", tools=[], params={"tools": [web_search]}, slot=None)
+    first, second = (r.json() for r in wire.requests)
+    assert [an_from_wire(m) for m in first["messages"]][:2] == [an_as_sent(m) for m in told.messages]
+    assert [b["type"] for b in second["messages"][1]["content"]] == ["server_tool_use", "text"]
