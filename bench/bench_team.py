@@ -371,16 +371,17 @@ def run_worker(spec: dict[str, Any]) -> None:
     known: dict[str, int] = {}
 
     def refresh() -> None:
-        for slot in tree.list_slots():
-            count = slot.meta.message_count
-            if known.get(slot.id) == count:
-                continue
-            if members > 1:
-                now = time.time()
-                for message in tree.store.history(session_id, slot.id).messages(known.get(slot.id, 0)):
-                    if message.role == "user" and ":" in message.content:
-                        report.seen.setdefault(message.content, now)
-            known[slot.id] = count
+        with tree.store.consistent():  # one look for others' writes per refresh, as the live widgets make
+            for slot in tree.list_slots():
+                count = slot.meta.message_count
+                if known.get(slot.id) == count:
+                    continue
+                if members > 1:
+                    now = time.time()
+                    for message in tree.store.history(session_id, slot.id).messages(known.get(slot.id, 0)):
+                        if message.role == "user" and ":" in message.content:
+                            report.seen.setdefault(message.content, now)
+                known[slot.id] = count
         report.refreshes += 1
 
     def follow() -> None:

@@ -228,3 +228,88 @@ def test_append_by_another_connection_is_seen_without_rereading(db_path: Path) -
         assert [m.content for m in theirs.messages()] == [m.content for m in mine.messages()]
         theirs.store.append_turn("race", "default", [Message.user("theirs").with_tokens(1)], TurnInfo(kind="append"))
         assert mine.messages()[-1].content == "theirs"
+
+
+def test_a_slot_deleted_and_made_anew_by_another_connection_is_read_anew(db_path: Path) -> None:
+    """A cached segment outlives another connection's write to its session only while its slot
+    row is the one it was read from: a slot deleted and made again under the same name (on
+    SQLite, often with the same row id) is read anew, never served from the old cache. The
+    check rides on the session's rows when they are read again, and asks when they are not."""
+    with Session.open("race", db_path=db_path) as mine, Session.open("race", db_path=db_path) as theirs:
+        mine.create_slot("x")
+        mine.append([Message.user("old one"), Message.user("old two")], slot="x")
+        assert [m.content for m in mine.messages("x")] == ["old one", "old two"]  # cached now
+        theirs.delete_slot("x", force=True)
+        theirs.create_slot("x")
+        theirs.append([Message.user("new")], slot="x")
+        assert [m.content for m in mine.messages("x")] == ["new"]  # the session's rows read again say so
+
+        mine.append([Message.user("again")], slot="x")
+        held = mine.store.history("race", "x")
+        assert [m.content for m in held.messages()] == ["new", "again"]  # cached now
+        theirs.delete_slot("x", force=True)
+        theirs.create_slot("x")
+        mine.store.sessions()  # a read that notices their write, reading no slot row
+        assert held.messages() == []  # its rows are gone: not the cached ones
+        assert mine.messages("x") == []
+
+
+def test_another_connections_marks_and_workflows_are_seen_and_its_turns_keep_them(db_path: Path) -> None:
+    """What a kernel keeps of a session besides its slot rows (its active workflow, its
+    segments' marks) is read again after another connection writes to those, and only then:
+    another member's turn leaves them kept (on PostgreSQL, ``sessions.noted`` says which)."""
+    with Session.open("race", db_path=db_path) as mine, Session.open("race", db_path=db_path) as theirs:
+        mine.append([Message.user("one"), Message.user("two")])
+        history = lambda: mine.store.history("race", "default")  # noqa: E731
+        assert history().marks() == {} and mine.workflows.active() is None  # kept now
+        theirs.store.mark_message("race", None, 1, "pin")
+        assert history().marks() == {1: "pin"}
+        theirs.workflows.define("plan", "a -> b")
+        active = mine.workflows.active()
+        assert active is not None and active.name == "plan"
+        theirs.append([Message.user("three")])  # changes neither
+        assert history().marks() == {1: "pin"} and [m.content for m in history().messages()][-1] == "three"
+        theirs.workflows.use(None)
+        theirs.store.mark_message("race", None, 0, "exclude")
+        assert mine.workflows.active() is None
+        assert history().marks() == {0: "exclude", 1: "pin"}
+
+
+def test_another_connections_slot_changes_are_listed_as_a_fresh_reader_lists_them(db_path: Path) -> None:
+    """After each of another connection's writes to a session's slots, a kernel that had read
+    them lists what one reading them first lists: on PostgreSQL it reads again only the rows
+    written (``slots.changed``), or all of them when one was removed."""
+    with Session.open("race", db_path=db_path) as mine, Session.open("race", db_path=db_path) as theirs:
+
+        def listed(session: Session) -> list[tuple[object, ...]]:
+            return [
+                (s.id, s.current, s.meta.parent_id, s.meta.fork_at, s.meta.message_count, s.config.mode)
+                for s in session.list_slots()
+            ]
+
+        def same() -> None:
+            with Session.open("race", db_path=db_path) as fresh:
+                assert listed(mine) == listed(fresh)
+
+        mine.create_slot("a")
+        mine.append([Message.user("one"), Message.user("two")], slot="a")
+        same()
+        steps = [
+            lambda: theirs.append([Message.user("three")], slot="a"),
+            lambda: theirs.derive_slot("b", "a"),
+            lambda: theirs.append([Message.user("four")], slot="b"),
+            lambda: theirs.rename_slot("b", "c"),
+            lambda: theirs.switch_slot("c"),
+            lambda: theirs.configure_slot("c", mode="focused"),
+            lambda: theirs.create_slot("x"),
+            lambda: theirs.delete_slot("x"),  # a row removed
+            lambda: theirs.delete_slot("a", force=True),  # kept as the parent of c, hidden
+            lambda: (theirs.derive_slot("d", "c"), theirs.delete_slot("c", force=True)),
+            lambda: theirs.append([Message.user("five")], slot="d"),
+            lambda: theirs.history.undo("d"),  # a row hidden, one made
+            lambda: theirs.history.redo("d"),
+        ]
+        for step in steps:
+            step()
+            same()
+        assert [s.id for s in mine.list_slots()] == ["default", "d"]

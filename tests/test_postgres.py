@@ -19,7 +19,7 @@ from slotmagic import ConfigError, Message, Session, StoreError
 from slotmagic._core.cells import CellRecord
 from slotmagic._store import open_store
 from slotmagic._store.postgres import PostgresStore
-from slotmagic._store.postgres_schema import CACHED_SQL, MIGRATIONS
+from slotmagic._store.postgres_schema import CACHED_SQL, MIGRATIONS, VERSION_SETTING
 from slotmagic._store.urls import parse_postgres_url, shown_target
 
 SECRET = "Planted-Secret-pw-4711"
@@ -417,6 +417,12 @@ def test_a_schema_of_version_1_upgrades_and_exploring_works_on_it(postgres_url: 
         db.execute(f"DROP INDEX {schema}.turns_cached")
         db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN changed")
         db.execute(f"ALTER TABLE {schema}.changes DROP COLUMN unscoped")
+        db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN noted")  # version 6's
+        db.execute(f"DROP TRIGGER slots_changed ON {schema}.slots")
+        db.execute(f"DROP TRIGGER slots_removed ON {schema}.slots")
+        db.execute(f"DROP FUNCTION {schema}.slot_changed(), {schema}.slot_removed()")
+        db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN changed")
+        db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN removed")
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 1")
     with Session.open("old", db_path=postgres_url) as s:
         kept = s.store.record_cell("old", "cell-1", CellRecord("%slot pin 0", "changes", current="default"))
@@ -445,11 +451,17 @@ def test_a_schema_of_version_3_gains_the_index_of_turns_a_prompt_cache_served(po
         db.execute(f"DROP INDEX {schema}.turns_cached")
         db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN changed")  # version 5's
         db.execute(f"ALTER TABLE {schema}.changes DROP COLUMN unscoped")
+        db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN noted")  # version 6's
+        db.execute(f"DROP TRIGGER slots_changed ON {schema}.slots")
+        db.execute(f"DROP TRIGGER slots_removed ON {schema}.slots")
+        db.execute(f"DROP FUNCTION {schema}.slot_changed(), {schema}.slot_removed()")
+        db.execute(f"ALTER TABLE {schema}.slots DROP COLUMN changed")
+        db.execute(f"ALTER TABLE {schema}.sessions DROP COLUMN removed")
         db.execute(f"UPDATE {schema}.slotmagic_schema SET version = 3")
     with Session.open("old", db_path=postgres_url) as s:
         assert s.budget().cached_tokens == 600
     with psycopg.connect(POSTGRES) as db:
-        assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)] == [(5,)]
+        assert db.execute(f"SELECT version FROM {schema}.slotmagic_schema").fetchall() == [(len(MIGRATIONS),)] == [(6,)]
         db.execute(f"SET search_path = {schema}")
         db.execute("SET enable_seqscan = off")  # a table this small is read whole otherwise
         plan = db.execute(
@@ -685,3 +697,35 @@ def test_a_consistent_block_looks_for_other_kernels_writes_once(postgres_url: st
             reader.join()
             assert elsewhere == [["default", "x", "y"]]  # another thread's read looks
         assert [s.id for s in mine.slots("c")] == ["default", "x", "y"]
+
+
+def test_a_slot_row_written_on_any_connection_records_the_change_counter(postgres_url: str) -> None:
+    """``slots.changed`` (schema version 6: kernels read again only the rows others wrote) is
+    set by the schema's trigger on every write to a slot row, from the schema's own counter,
+    whatever the writing connection's search_path (an administrator's, a script's)."""
+    schema = schema_of(postgres_url)
+    with Session.open("s", db_path=postgres_url) as s:
+        s.create_slot("a")
+        s.append([Message.user("hi")], slot="a")
+    with psycopg.connect(POSTGRES, autocommit=True) as db:  # search_path: the server's default
+        version = db.execute(f"SELECT version FROM {schema}.changes").fetchone()[0]  # type: ignore[index]
+        changed = db.execute(f"SELECT changed FROM {schema}.slots WHERE name = 'a'").fetchone()[0]  # type: ignore[index]
+        assert changed == version > 0
+        db.execute(f"UPDATE {schema}.changes SET version = version + 1")
+        db.execute(f"UPDATE {schema}.slots SET tokens = tokens WHERE name = 'a'")
+        changed = db.execute(f"SELECT changed FROM {schema}.slots WHERE name = 'a'").fetchone()[0]  # type: ignore[index]
+        assert changed == version + 1
+        db.execute(f"UPDATE {schema}.changes SET version = version + 1")
+        db.execute(f"DELETE FROM {schema}.slots WHERE name = 'a'")
+        removed = db.execute(f"SELECT removed FROM {schema}.sessions WHERE id = 's'").fetchone()[0]  # type: ignore[index]
+        assert removed == version + 2
+        # A store's write transaction hands its counter to the triggers (no read of the table).
+        with db.transaction():
+            db.execute(f"SELECT set_config('{VERSION_SETTING}', '999', true)")
+            db.execute(f"UPDATE {schema}.slots SET tokens = tokens WHERE name = 'default'")
+        assert db.execute(f"SELECT changed FROM {schema}.slots WHERE name = 'default'").fetchone() == (999,)
+    with Session.open("s", db_path=postgres_url) as s:
+        s.append([Message.user("again")])
+    with psycopg.connect(POSTGRES, autocommit=True) as db:
+        version = db.execute(f"SELECT version FROM {schema}.changes").fetchone()[0]  # type: ignore[index]
+        assert db.execute(f"SELECT changed FROM {schema}.slots WHERE name = 'default'").fetchone() == (version,)

@@ -45,7 +45,7 @@ from .._core.messages import Message
 from .._errors import StoreError
 from .postgres_changes import _NEVER, ChangeTracking
 from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line
-from .postgres_schema import CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE
+from .postgres_schema import CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE, VERSION_SETTING
 from .rows import Connection, Dialect
 from .urls import parse_postgres_url
 
@@ -75,6 +75,7 @@ class PostgresStore(ChangeTracking):
         self.damaged = False
         self.refusal: str | None = None
         self._init_caches()
+        self._stale = {}
         self._version: int | None = None
         self._in_transaction = False
         self._scope = threading.local()  # this thread's consistent() block: open, and the connection it looked on
@@ -227,13 +228,13 @@ class PostgresStore(ChangeTracking):
             try:
                 if getattr(scope, "looked_on", None) is not db:
                     try:
-                        version, unscoped, sessions = self._changes(db)
+                        version, unscoped, sessions, noted = self._changes(db)
                     except StoreError:
                         if not db.broken:
                             raise
                         db = self._connection()  # lost while idle (a server restart): once more, on a new one
-                        version, unscoped, sessions = self._changes(db)
-                    self._sync(version, unscoped, sessions)
+                        version, unscoped, sessions, noted = self._changes(db)
+                    self._sync(version, unscoped, sessions, noted)
                     if getattr(scope, "open", False):
                         scope.looked_on = db
                 yield db
@@ -257,16 +258,16 @@ class PostgresStore(ChangeTracking):
             self._touched, self._quiet = set(), False
             try:
                 try:
-                    version, xid, unscoped, sessions = self._begin(db)
+                    version, xid, unscoped, sessions, noted = self._begin(db)
                 except StoreError:
                     if not db.broken:
                         raise
                     db = self._connection()  # lost while idle: nothing was sent yet, so once more
-                    version, xid, unscoped, sessions = self._begin(db)
+                    version, xid, unscoped, sessions, noted = self._begin(db)
                 known = self._version
                 self._version = version
                 if known is not None and version != known + 1:
-                    self._others_changed(known, unscoped, sessions)
+                    self._others_changed(known, unscoped, sessions, noted)
                 yield db
                 self._commit(db, xid, version)
             except BaseException:
@@ -281,7 +282,7 @@ class PostgresStore(ChangeTracking):
                 self._in_transaction = False
                 self._touched = None
 
-    def _begin(self, db: _Connection) -> tuple[int, int, int, list[str]]:
+    def _begin(self, db: _Connection) -> tuple[int, int, int, list[str], list[str]]:
         """Open a write transaction: the change counter's new value, the transaction's id,
         and what others wrote since the version this store knows (see ``_changes``). The row
         lock on the counter makes writers take turns: what others committed before it is what
@@ -291,16 +292,19 @@ class PostgresStore(ChangeTracking):
         # Three statements in one simple query: one round trip (a pipeline lost with its
         # connection logs a warning into the notebook as well as raising).
         counter = db.script(
-            "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current(), unscoped;"
-            " SELECT ARRAY(SELECT id FROM sessions WHERE changed > %s)",
-            (known,),
+            "BEGIN; UPDATE changes SET version = version + 1 RETURNING version, txid_current(), unscoped,"
+            f" set_config('{VERSION_SETTING}', version::text, true);"  # for the slot triggers (schema v6)
+            " SELECT ARRAY(SELECT id FROM sessions WHERE changed > %s),"
+            " ARRAY(SELECT id FROM sessions WHERE noted > %s)",
+            (known, known),
         )
         with db.errors():
             counter.nextset()
-            version, xid, unscoped = counter.fetchone()  # type: ignore[misc]
+            version, xid, unscoped, _ = counter.fetchone()  # type: ignore[misc]
             counter.nextset()
-            sessions = counter.fetchone()[0]  # type: ignore[index]
-        return int(version), int(xid), int(unscoped), list(sessions)
+            sessions, noted = counter.fetchone()  # type: ignore[misc]
+        db.noted = False  # (see _commit)
+        return int(version), int(xid), int(unscoped), list(sessions), list(noted)
 
     def _commit(self, db: _Connection, xid: int, version: int) -> None:
         """Record which sessions the write changed, NOTIFY (delivered on commit) and COMMIT,
@@ -309,6 +313,7 @@ class PostgresStore(ChangeTracking):
         the connection, was reported failed although it was stored. A server that cannot be
         asked (restarting) is asked again until ``timeout``; if it still cannot, the error
         says the write may be stored, never that it is not."""
+        rows, row_values = db.deferred()  # a turn's rows: no round trip of their own under the writers' turn
         touched = sorted(self._touched or ())
         sql, values = "COMMIT", list[Any]()
         if touched or not self._quiet:  # (token counts, calibration: nothing a kernel keeps or shows)
@@ -317,11 +322,13 @@ class PostgresStore(ChangeTracking):
                 "SELECT pg_notify(c, %s) FROM unnest(%s::text[]) c; " + sql,
                 [self._payload(version), channels],
             )
-        if touched:
+        if touched and db.noted:  # a workflow or annotation written: other kernels read the sessions' again
+            sql = "UPDATE sessions SET changed = %s, noted = %s WHERE id = ANY(%s); " + sql
+            values = [version, version, touched, *values]
+        elif touched:
             sql, values = "UPDATE sessions SET changed = %s WHERE id = ANY(%s); " + sql, [version, touched, *values]
         elif not self._quiet:
             sql, values = "UPDATE changes SET unscoped = %s; " + sql, [version, *values]
-        rows, row_values = db.deferred()  # a turn's rows: no round trip of their own under the writers' turn
         sql, values = rows + sql, [*row_values, *values]
         try:
             db.script(sql, values)

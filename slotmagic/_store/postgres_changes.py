@@ -22,7 +22,17 @@ from typing import TYPE_CHECKING, cast
 
 from .postgres_connection import _Connection, _Listener
 from .postgres_schema import CHANNEL, session_channel
-from .rows import RowStore
+from .rows import Connection, RowStore
+from .rows.cache import SessionRows, SlotRow
+from .rows.common import ROW_COLUMNS
+
+# A session's rows changed since a version: the current slot, the last write that removed one
+# of its rows, and the rows written since.
+_SESSION_AND_SLOTS_SINCE = (
+    "SELECT sessions.current_slot, sessions.removed, "
+    + ", ".join(f"slots.{name}" for name in ROW_COLUMNS.split(", "))
+    + " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id AND slots.changed > ? WHERE sessions.id = ?"
+)
 
 if TYPE_CHECKING:
     from .postgres import PostgresStore
@@ -43,29 +53,37 @@ class ChangeTracking(RowStore):
     _heard: int
     _retell_at: float | None
     _lock: threading.RLock
+    # session -> (version, its rows as of that version): others changed it since (see _rows)
+    _stale: dict[str, tuple[int, SessionRows]]
 
-    def _changes(self, db: _Connection) -> tuple[int, int, list[str]]:
-        """The change counter, the last write whose sessions are not known, and the sessions
-        written since the version this store knows: one round trip."""
+    def _changes(self, db: _Connection) -> tuple[int, int, list[str], list[str]]:
+        """The change counter, the last write whose sessions are not known, the sessions
+        written since the version this store knows, and those of them whose workflows or
+        annotations were: one round trip."""
         known = _NEVER if self._version is None else self._version
         found = db.execute(
-            "SELECT version, unscoped, ARRAY(SELECT id FROM sessions WHERE changed > ?) FROM changes", (known,)
+            "SELECT version, unscoped, ARRAY(SELECT id FROM sessions WHERE changed > ?),"
+            " ARRAY(SELECT id FROM sessions WHERE noted > ?) FROM changes",
+            (known, known),
         ).fetchone()
-        return int(found[0]), int(found[1]), list(found[2])
+        return int(found[0]), int(found[1]), list(found[2]), list(found[3])
 
-    def _sync(self, version: int, unscoped: int, sessions: list[str]) -> None:
+    def _sync(self, version: int, unscoped: int, sessions: list[str], noted: list[str]) -> None:
         known = self._version
         if version == known:
             return
         self._version = version
         if known is not None:
-            self._others_changed(known, unscoped, sessions)
+            self._others_changed(known, unscoped, sessions, noted)
 
-    def _others_changed(self, known: int, unscoped: int, sessions: list[str]) -> None:
+    def _others_changed(self, known: int, unscoped: int, sessions: list[str], noted: list[str]) -> None:
         """Other connections wrote since version ``known``: what they changed is read again.
         Writes record the sessions they changed (``sessions.changed``), so only those are
         forgotten; a write that could not say (``changes.unscoped``) makes everything read
-        again. Writes that changed no session (token counts, calibration) cost nothing."""
+        again. Writes that changed no session (token counts, calibration) cost nothing. A
+        session's active workflow and its segments' marks, compactions and working context
+        are forgotten only when a write to those was recorded (``sessions.noted``): not
+        after another member's turn."""
         if unscoped > known:
             self._others_wrote()
             return
@@ -73,12 +91,18 @@ class ChangeTracking(RowStore):
             return
         self._generation += 1
         self._others_seen += 1
-        mine: set[int] = set()
-        for session_id in sessions:
+        mine: set[int] = set()  # the segments of the sessions written
+        annotated: set[int] = set()  # of those whose workflows or annotations were
+        for session_id in noted:
             self._active_workflows.pop(session_id, None)
+            rows = self._sessions.get(session_id)
+            if rows is not None:
+                annotated.update(rows.rows)
+        for session_id in sessions:
             rows = self._sessions.pop(session_id, None)
             if rows is not None:
                 mine.update(rows.rows)
+                self._stale[session_id] = (known, rows)
         others: set[int] = set()
         for rows in self._sessions.values():
             others.update(rows.rows)
@@ -86,7 +110,40 @@ class ChangeTracking(RowStore):
         keys = [key for key in self._segments if key in mine or key not in others]
         for key in keys:
             self._created.pop(key, None)
-        self._reread_segments(keys)
+        self._reread_segments(keys, [key for key in keys if key in annotated or key not in mine])
+
+    def _others_wrote(self) -> None:
+        self._stale.clear()
+        super()._others_wrote()
+
+    def _forget(self) -> None:
+        self._stale.clear()
+        super()._forget()
+
+    def _rows(self, db: Connection, session_id: str) -> SessionRows:
+        """A session others changed since this store read its rows is read again from the
+        rows they wrote (``slots.changed``, set on every write to a row): a member's turn
+        changed one row of the session's hundred. A row removed meanwhile
+        (``sessions.removed``) makes it read whole."""
+        stale = self._stale.pop(session_id, None)
+        if stale is None or session_id in self._sessions:
+            return super()._rows(db, session_id)
+        since, kept = stale
+        found = db.execute(_SESSION_AND_SLOTS_SINCE, (since, session_id)).fetchall()
+        if not found or found[0][1] > since:  # the session is gone, or rows of it
+            return super()._rows(db, session_id)
+        rows = dict(kept.rows)
+        for got in found:
+            if got[2] is not None:
+                row = rows[got[2]] = SlotRow(*got[2:12])
+                if got[12] is not None:
+                    row.undo = json.loads(got[12])
+        if self._touched is not None:
+            self._touched.add(session_id)
+        for row in rows.values():
+            self._row_read(row)
+        loaded = self._sessions[session_id] = SessionRows(rows, found[0][0])
+        return loaded
 
     def _channels_of(self, sessions: list[str]) -> list[str]:
         """The channels a write to ``sessions`` is told on besides ``CHANNEL`` (which kernels

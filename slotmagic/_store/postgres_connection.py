@@ -4,6 +4,7 @@ one-line errors, and the listener thread that ``LISTEN``s for other kernels' wri
 from __future__ import annotations
 
 import logging
+import re
 import selectors
 import socket
 import threading
@@ -42,6 +43,11 @@ class _UniqueViolation(StoreError):
     """A unique index refused a row (a slot name another connection took meanwhile)."""
 
 
+# The tables of what a kernel keeps per session or segment apart from its slot rows and
+# messages: a write transaction that sends a statement naming one records it (``noted``).
+_NOTED = re.compile(r"\b(workflows|marks|compactions|context_events)\b")
+
+
 class _Connection:
     """A psycopg connection that takes the shared code's ``?`` placeholders and raises
     slotmagic's errors: one line, credentials redacted."""
@@ -49,8 +55,11 @@ class _Connection:
     def __init__(self, conn: psycopg.Connection[Any], target: PostgresTarget) -> None:
         self.conn = conn
         self._target = target
-        self._sql: dict[str, str] = {}
+        self._sql: dict[str, tuple[str, bool]] = {}
         self.broken = False
+        # Whether a statement naming a workflow or annotation table was sent since the store
+        # last set it False (at a write transaction's start): such a write is ``noted``.
+        self.noted = False
         # Statements whose results nobody reads (a turn's rows), sent with the next statement
         # that is not one: a write transaction's COMMIT takes them along (see ``deferred``).
         self._deferred: list[tuple[str, Sequence[Any]]] = []
@@ -59,8 +68,10 @@ class _Connection:
         found = self._sql.get(sql)
         if found is None:
             assert "%" not in sql, "the shared SQL must not hold '%'"
-            found = self._sql[sql] = sql.replace("?", "%s")
-        return found
+            found = self._sql[sql] = (sql.replace("?", "%s"), _NOTED.search(sql) is not None)
+        if found[1]:
+            self.noted = True
+        return found[0]
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         self._send_deferred()

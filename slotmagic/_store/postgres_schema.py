@@ -176,13 +176,43 @@ ALTER TABLE sessions ADD COLUMN changed BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE changes ADD COLUMN unscoped BIGINT NOT NULL DEFAULT 0
 """
 
+# Version 6: what another kernel's write changed, finer than the session. ``sessions.noted``:
+# the change counter of the last write to the session's workflows, marks, compactions or
+# working context (a kernel forgets those only after such a write: another member's turn
+# writes none). ``slots.changed``: that of the last write to the row, and
+# ``sessions.removed``: that of the last write that removed one of its rows (or moved it to
+# another session), both set by triggers (every write, whatever its statement), so that a
+# kernel reads again only the rows of a session others wrote, not all of them (a session of a
+# team holds a hundred slots, and each member's turn changed one). The counter is the one a
+# store's write transaction set (``VERSION_SETTING``, see ``PostgresStore._begin``: reading
+# the one row of ``changes`` again cost a turn's slot update more than the update), else, for
+# a write that is no store's, read from the schema's table whatever the search_path.
+VERSION_SETTING = "slotmagic.version"
+_VERSION = (
+    f" DECLARE v text := current_setting('{VERSION_SETTING}', true); BEGIN IF v IS NULL OR v = '' THEN"
+    " EXECUTE 'SELECT version FROM ' || quote_ident(TG_TABLE_SCHEMA) || '.changes' INTO v; END IF;"
+)
+_V6 = (
+    "ALTER TABLE sessions ADD COLUMN noted BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE sessions ADD COLUMN removed BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE slots ADD COLUMN changed BIGINT NOT NULL DEFAULT 0",
+    f"CREATE FUNCTION slot_changed() RETURNS trigger LANGUAGE plpgsql AS $${_VERSION}"
+    " NEW.changed := v::bigint; RETURN NEW; END $$",
+    "CREATE TRIGGER slots_changed BEFORE INSERT OR UPDATE ON slots FOR EACH ROW EXECUTE FUNCTION slot_changed()",
+    f"CREATE FUNCTION slot_removed() RETURNS trigger LANGUAGE plpgsql AS $${_VERSION}"
+    " EXECUTE 'UPDATE ' || quote_ident(TG_TABLE_SCHEMA) || '.sessions SET removed = $1 WHERE id = $2'"
+    " USING v::bigint, OLD.session_id; RETURN NULL; END $$",
+    "CREATE TRIGGER slots_removed AFTER DELETE OR UPDATE OF session_id ON slots FOR EACH ROW"
+    " EXECUTE FUNCTION slot_removed()",
+)
+
 
 def _statements(sql: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in sql.split(";") if s.strip())
 
 
 # Each step is a list of statements; version N (version 1 is the SQLite store's version 6,
-# version 2 its version 7, version 3 its version 9, version 4 its version 10, version 5
+# version 2 its version 7, version 3 its version 9, version 4 its version 10, versions 5 and 6
 # PostgreSQL's own).
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _statements(_V1),
@@ -190,4 +220,5 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _statements(_V3),
     _statements(_V4),
     _statements(_V5),
+    _V6,
 )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._errors import SlotMagicError
@@ -94,17 +94,30 @@ class LiveWidgets:
     def refresh(self) -> None:
         """Every live widget reads the session again (each sends only what changed)."""
         with self._lock:
-            for widget in self.widgets():
-                widget.refresh()
+            widgets = self.widgets()
+            if not widgets:
+                return
+            with self._looking_once():
+                for widget in widgets:
+                    widget.refresh()
 
     def changed(self) -> None:
         """After an action made through a widget (or by another kernel): refresh them all,
         and tell the listeners (the sidebar), since no cell ran to do it."""
-        with self._lock:
+        with self._lock, self._looking_once():
             self.refresh()
             for listener in list(self.listeners):
                 with suppress(Exception):  # a listener's failure is its own business
                     listener()
+
+    def _looking_once(self) -> AbstractContextManager[None]:
+        """The session's store looks for other kernels' writes once for the whole refresh
+        (``Store.consistent``), not once per widget and read: a PostgreSQL store's look is a
+        round trip, and another kernel's turn refreshes every widget of every kernel following."""
+        try:
+            return self.session().store.consistent()
+        except SlotMagicError:  # not loaded (each widget says so), or the session cannot be opened now
+            return nullcontext()
 
     def from_elsewhere(self) -> None:
         """Another kernel changed the store: ``changed()`` on the kernel's main thread (at

@@ -88,6 +88,7 @@ class RowsBase:
         self._sessions: dict[str, SessionRows] = {}
         self._segments: dict[int, Segment] = {}
         self._created: dict[int, float] = {}  # slot row -> created_at, for segments of rows read
+        self._unverified: set[int] = set()  # segments whose slot row another connection may have removed
         self._generation = 0  # see generation(): bumped by every write and every change noticed
         self._others_seen = 0  # writes of other connections noticed so far (see SQLiteStore.subscribe)
         self._subscribers: list[Callable[[], None]] = []  # told of other connections' writes
@@ -152,21 +153,15 @@ class RowsBase:
         self._active_workflows.clear()
         self._reread_segments(list(self._segments))
 
-    def _reread_segments(self, keys: list[int]) -> None:
-        """Another connection may have changed these slots: their marks, compactions and
-        working context are read again, and a slot deleted or made anew is dropped."""
-        for key in keys:
+    def _reread_segments(self, keys: list[int], annotated: Iterable[int] | None = None) -> None:
+        """Another connection may have changed these slots: the marks, compactions and
+        working context of ``annotated`` (default: all of them) are read again, and a slot
+        deleted or made anew is dropped when the segment is next used (``_segment``): by then
+        its session's rows were mostly read again, which say so, with no statement of its own."""
+        for key in keys if annotated is None else annotated:
             segment = self._segments[key]
             segment.marks = segment.compactions = segment.context = None
-        if keys:
-            alive = dict(
-                self._db.execute(
-                    f"SELECT id, created_at FROM slots WHERE id IN ({','.join('?' * len(keys))})", keys
-                ).fetchall()
-            )
-            for key in keys:
-                if alive.get(key) != self._segments[key].created_at:
-                    del self._segments[key]
+        self._unverified.update(keys)
 
     def _add_subscriber(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Keep ``callback`` among those ``_tell_subscribers`` calls; returns what removes it."""
@@ -194,6 +189,7 @@ class RowsBase:
         self._sessions.clear()
         self._segments.clear()
         self._created.clear()
+        self._unverified.clear()
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
@@ -225,11 +221,22 @@ class RowsBase:
             row = rows[key] = SlotRow(*found[1:11])
             if found[11] is not None:
                 row.undo = json.loads(found[11])
-            self._created[key] = row.created_at
+            self._row_read(row)
         loaded = SessionRows(rows, current)
         if known:  # an unknown session is not cached: it may be created any time
             self._sessions[session_id] = loaded
         return loaded
+
+    def _row_read(self, row: SlotRow) -> None:
+        """A slot row as it is now: its segment, if one is cached and unverified (see
+        ``_reread_segments``), is kept only if it was read from this very row."""
+        key = row.key
+        self._created[key] = row.created_at
+        if key in self._unverified:
+            self._unverified.discard(key)
+            segment = self._segments.get(key)
+            if segment is not None and segment.created_at != row.created_at:
+                del self._segments[key]
 
     def _row(self, rows: SessionRows, slot_id: str | None) -> SlotRow:
         """The live row of the slot (of the current slot if None)."""

@@ -57,14 +57,27 @@ class SegmentRows(RowsBase):
 
     def _segment(self, key: int, lo: int) -> Segment:
         segment = self._segments.get(key)
+        if segment is not None and key in self._unverified:
+            # Another connection wrote to its session since it was read: kept only if its slot
+            # row is still the one it was read from (not removed, nor removed and its id reused).
+            self._unverified.discard(key)
+            if self._created_at(key) != segment.created_at:
+                del self._segments[key]
+                segment = None
         if segment is None:
-            created = self._created.get(key)
-            if created is None:
-                found = self._db.execute("SELECT created_at FROM slots WHERE id = ?", (key,)).fetchone()
-                created = found[0] if found else 0.0
-            segment = Segment(created, lo, [])
+            segment = Segment(self._created_at(key), lo, [])
             self._segments[key] = segment
         return segment
+
+    def _created_at(self, key: int) -> float:
+        """When slot row ``key`` was made (0.0: there is none): as its session's rows were last
+        read (every history's rows were, and again after another connection's write to them),
+        else asked."""
+        created = self._created.get(key)
+        if created is None:
+            found = self._db.execute("SELECT created_at FROM slots WHERE id = ?", (key,)).fetchone()
+            created = found[0] if found else 0.0
+        return created
 
     def _load(self, key: int, lo: int, hi: int) -> list[Message]:
         return self._messages(
