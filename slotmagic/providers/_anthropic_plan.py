@@ -18,7 +18,7 @@ from typing import Any
 
 from .._core.messages import Message, Thinking
 from .._core.repair import ANTHROPIC_MAX_ID, wire_call_id
-from ._wire import json_object
+from ._wire import json_object, sends_nothing
 
 # claude-opus-4-7, claude-sonnet-5, claude-fable-5-1, claude-3-5-sonnet: (major, minor)
 _VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d+)(?:[-.](\d)(?!\d))?")
@@ -148,7 +148,7 @@ def round_as_text(messages: Sequence[Message], plan: RequestPlan) -> list[Messag
     out = list(messages)
     if not plan.thinking:
         return out
-    sent = [i for i, m in enumerate(out) if m.role != "system" and not _sends_nothing(m)]
+    sent = [i for i, m in enumerate(out) if m.role != "system" and not sends_nothing(m, "anthropic")]
     end = len(sent)
     while end and out[sent[end - 1]].role != "assistant":
         end -= 1
@@ -176,13 +176,6 @@ def round_as_text(messages: Sequence[Message], plan: RequestPlan) -> list[Messag
         kind = "tool error" if m.is_error else "tool result"
         out[i] = Message.user(f"[{kind} {names.get(m.tool_call_id or '', m.name or 'unknown')}: {m.content}]")
     return out
-
-
-def _sends_nothing(m: Message) -> bool:
-    """Whether the wire sends nothing of ``m`` (see ``_engine/steps/blank.py``)."""
-    if m.role == "tool" or m.content.strip() or m.images or m.tool_calls:
-        return False
-    return not (m.role == "assistant" and any(t.provider == "anthropic" and t.kind == "block" for t in m.thinking))
 
 
 def _opens_with_thinking(m: Message) -> bool:

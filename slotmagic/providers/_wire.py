@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._core.messages import Message
+from .._core.messages import Message, Thinking
 from .._core.request import ToolSpec
 from .._errors import RequestRefused
 
@@ -122,3 +122,22 @@ def count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**53:
         raise ValueError("not a token count")
     return value
+
+
+def sends_nothing(message: Message, wire: str | None = None) -> bool:
+    """Whether ``message`` sends nothing to a model whose provider speaks ``wire``: blank text,
+    no image, tool call or result, and no reasoning that format sends alone (chat completions
+    send none; Anthropic's Messages API sends only a kept server-tool or compaction block, as
+    thinking cannot end an assistant message; a provider of its own format, any)."""
+    content = message.content
+    if (content and not content.isspace()) or message.role == "tool" or message.images or message.tool_calls:
+        return False
+    return not any(_sent_alone(t, wire) for t in message.thinking)
+
+
+def _sent_alone(thinking: Thinking, wire: str | None) -> bool:
+    if wire == "openai":
+        return False
+    if wire == "anthropic":
+        return thinking.provider == "anthropic" and thinking.kind == "block"
+    return True

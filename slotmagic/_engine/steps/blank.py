@@ -15,25 +15,9 @@ provider of its own format (echo) any reasoning keeps the message, as it always 
 
 from __future__ import annotations
 
-from ..._core.messages import Message, Thinking
+from ...providers._wire import sends_nothing
 from ..view import Omitted, ViewBuild
 from . import step
-
-
-def blank(message: Message, wire: str | None = None) -> bool:
-    """Whether ``message`` sends nothing to a model whose provider speaks ``wire``."""
-    content = message.content
-    if (content and not content.isspace()) or message.role == "tool" or message.images or message.tool_calls:
-        return False
-    return not any(_sent_alone(t, wire) for t in message.thinking)
-
-
-def _sent_alone(thinking: Thinking, wire: str | None) -> bool:
-    if wire == "openai":
-        return False
-    if wire == "anthropic":
-        return thinking.provider == "anthropic" and thinking.kind == "block"
-    return True
 
 
 @step("wire")
@@ -41,7 +25,7 @@ def blank_messages(build: ViewBuild) -> None:
     wire = build.wire
     for entries in (build.system, build.conversation):
         # Text first: most messages have some, and the check runs for every one of a long view.
-        left = [e for e in entries if (not (c := e.message.content) or c.isspace()) and blank(e.message, wire)]
+        left = [e for e in entries if (not (c := e.message.content) or c.isspace()) and sends_nothing(e.message, wire)]
         if left:
-            entries[:] = [e for e in entries if not blank(e.message, wire)]
+            entries[:] = [e for e in entries if not sends_nothing(e.message, wire)]
             build.omitted += [Omitted(e.position, e.position + 1, "blank") for e in left if e.position is not None]

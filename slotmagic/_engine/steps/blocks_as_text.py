@@ -22,9 +22,9 @@ from __future__ import annotations
 from ..._core.messages import Message
 from ...providers._anthropic_plan import blocks_as_text as told
 from ...providers._anthropic_plan import request_plan
+from ...providers._wire import sends_nothing
 from ..view import Omitted, ViewBuild, ViewEntry
 from . import step
-from .blank import blank
 
 
 @step("wire", "params", "counting")
@@ -41,7 +41,7 @@ def blocks_as_text(build: ViewBuild) -> None:
             continue
         plan = plan or request_plan(build.counting.model, build.params.value)
         message = told(message, plan)
-        if message is not entry.message and blank(message, build.wire):
+        if message is not entry.message and sends_nothing(message, build.wire):
             if entry.position is not None:
                 build.omitted.append(Omitted(entry.position, entry.position + 1, "blank"))
             continue
