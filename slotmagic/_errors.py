@@ -37,8 +37,14 @@ key or URL credential in it is redacted before it gets here.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
+
+
+def closest(name: str, known: Iterable[str], cutoff: float = 0.5) -> str | None:
+    """The known name closest to a mistyped one, if any is close enough to suggest."""
+    import difflib  # here: a mistyped name is rare, and every kernel imports this module
+
+    return next(iter(difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff)), None)
 
 
 class SlotMagicError(Exception):
@@ -53,7 +59,7 @@ class SlotNotFound(SlotError, KeyError):
     def __init__(self, slot_id: str, known: Iterable[str] = ()) -> None:
         self.slot_id = slot_id
         known = sorted(known)
-        self.suggestion = next(iter(difflib.get_close_matches(slot_id, known, n=1, cutoff=0.5)), None)
+        self.suggestion = closest(slot_id, known)
         hint = (
             f"did you mean {self.suggestion!r}?"
             if self.suggestion

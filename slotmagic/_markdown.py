@@ -20,7 +20,6 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from functools import cache
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -46,7 +45,9 @@ def code_blocks(text: str) -> list[str]:
 
 @cache
 def _renderer() -> MarkdownIt:
-    from markdown_it import MarkdownIt  # imported when a reply is first shown
+    from html import escape
+
+    from markdown_it import MarkdownIt  # both imported when a reply is first shown
 
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
 

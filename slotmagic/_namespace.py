@@ -14,7 +14,6 @@ does not exist, is a clear tool error, never another session's data.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 from collections import OrderedDict
@@ -43,6 +42,8 @@ class NamespaceRows(Protocol):
 
 
 def content_key(content: str) -> str:
+    import hashlib  # here: OpenSSL's module loads in ~3 ms, at the first digest
+
     return hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
 
 

@@ -12,7 +12,6 @@ cell reads only what changed.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -116,6 +115,8 @@ class SlotTree:
 def tree_html(tree: SlotTree) -> str:
     """The tree as nested lists, every text escaped: what a notebook shows where widgets are
     not available (GitHub, nbconvert)."""
+    import html  # here: the HTML form is for a saved notebook, not every kernel
+
     e = html.escape
     by_parent: dict[str | None, list[TreeNode]] = {}
     for node in tree.nodes:

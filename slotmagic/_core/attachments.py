@@ -8,7 +8,6 @@ pages through it with ``read_namespace``.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,6 +27,8 @@ class Attached:
 
     def digest(self) -> str:
         """What changes when the model would be sent something else (replay compares it)."""
+        import hashlib  # here: OpenSSL's module loads in ~3 ms, at the first digest
+
         h = hashlib.sha256(self.text.encode("utf-8"))
         for image in self.images:
             h.update(image.digest.encode("ascii"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import math
 import struct
 from collections.abc import Mapping, Sequence
@@ -73,6 +72,8 @@ class Image:
     @property
     def digest(self) -> str:
         """A short content hash: two attachments of the same picture are the same."""
+        import hashlib  # here: every kernel imports this module, few attach a picture
+
         return hashlib.sha256(self.data.encode("ascii")).hexdigest()[:16]
 
     @property

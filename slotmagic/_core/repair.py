@@ -30,7 +30,6 @@ switch provider midway.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -142,6 +141,8 @@ def wire_call_id(call_id: str, max_length: int) -> str:
     the original, so distinct ids stay distinct and the same id always maps to the same."""
     if call_id and len(call_id) <= max_length and _ID.match(call_id):
         return call_id
+    import hashlib  # here: OpenSSL's module loads in ~3 ms, at the first digest
+
     digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     clean = _NOT_ID.sub("_", call_id)[: max_length - len(digest) - 1].rstrip("_")
     return f"{clean or 'call'}_{digest}"

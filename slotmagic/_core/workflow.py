@@ -26,13 +26,12 @@ the graph for a widget (:meth:`Workflow.to_graph`).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .._errors import ConfigError
+from .._errors import ConfigError, closest
 from .checks import check_text
 from .context import STEP_STATUSES, StepStatus
 
@@ -64,9 +63,9 @@ def check_workflow_name(name: object) -> str:
 
 def no_workflow(name: str, names: Sequence[str]) -> ConfigError:
     """The error for a workflow that is not there, with the closest name or the known ones."""
-    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.5)
+    close = closest(name, names)
     if close:
-        hint = f"did you mean {close[0]!r}?"
+        hint = f"did you mean {close!r}?"
     elif names:
         hint = f"its workflows are {', '.join(names)}"
     else:
@@ -213,8 +212,8 @@ class Workflow:
         found = next((n for n in self.nodes if n.id == node_id), None)
         if found is None:
             ids = [n.id for n in self.nodes]
-            close = difflib.get_close_matches(str(node_id), ids, n=1, cutoff=0.5)
-            hint = f"did you mean {close[0]!r}?" if close else f"its steps are {', '.join(ids)}"
+            close = closest(str(node_id), ids)
+            hint = f"did you mean {close!r}?" if close else f"its steps are {', '.join(ids)}"
             raise ConfigError(f"workflow {self.name!r} has no step {node_id!r}; {hint}")
         return found
 

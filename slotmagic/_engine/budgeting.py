@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -159,6 +158,8 @@ def budget_line(data: dict[str, Any]) -> str:
 
 def budget_html(budget: SlotBudget) -> str:
     """The budget as a table (category, used, allowed), every text escaped."""
+    import html  # here: the HTML form is for a saved notebook, not every kernel
+
     data = budget_data(budget)
     e = html.escape
     rows = "".join(

@@ -6,7 +6,6 @@ sent, and escaped HTML (where widgets are not available: GitHub, nbconvert).
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
@@ -407,6 +406,8 @@ def view_summary(data: ViewData) -> str:
 def view_html(view: View, mode: str | None = None) -> str:
     """The preview as HTML: one collapsed ``<details>`` per message, what was left out greyed
     where it was. Every text escaped."""
+    import html  # here: the HTML preview is for a saved notebook's copy, not every kernel
+
     data = view_data(view, mode)
     e = html.escape
     out = [f'<div class="slotmagic-preview"><div>{e(view_summary(data))}</div>']

@@ -7,13 +7,14 @@ flag is one IPython ``UsageError`` line and ``--help`` just prints the help.
 from __future__ import annotations
 
 import argparse
-import difflib
 import math
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
+
+from .._errors import closest
 
 
 class HelpShown(Exception):
@@ -59,8 +60,8 @@ def parse(parser: CommandParser, args: Sequence[str]) -> argparse.Namespace:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
-    return f"; did you mean {match[0]!r}?" if match else ""
+    match = closest(word, choices)
+    return f"; did you mean {match!r}?" if match else ""
 
 
 def at_least(minimum: int, kind: type[int] | type[float] = int) -> Callable[[str], Any]:

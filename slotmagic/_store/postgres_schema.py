@@ -14,8 +14,6 @@ appending its PostgreSQL form here.
 
 from __future__ import annotations
 
-import hashlib
-
 # The advisory lock key migrations run under (any constant; "SlMg" as in the SQLite header).
 MIGRATION_LOCK = 0x536C4D67
 # A write transaction NOTIFYs this channel with its schema (kernels following no one session
@@ -31,6 +29,8 @@ CACHED_SQL = "(info::jsonb #> '{usage,cached_tokens}') > '0'::jsonb"
 def session_channel(schema: str, session_id: str | None) -> str:
     """The channel writes to one session of a schema are told on (None: writes whose sessions
     are not known); a name within PostgreSQL's 63 bytes whatever the session's id."""
+    import hashlib  # here: only a PostgreSQL store names channels
+
     digest = hashlib.sha256(f"{schema}\0{'' if session_id is None else '=' + session_id}".encode()).hexdigest()
     return f"slotmagic_{digest[:24]}"
 

@@ -26,15 +26,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _catalog as catalog
 from ._base import Usage
 from ._registry import REGISTRY
 from ._settings import Price
+
+if TYPE_CHECKING:
+    from decimal import Decimal  # imported when a price is read: genai-prices needs it then anyway
 
 __all__ = ["BUILTIN_PRICES", "ModelPrice", "cache_savings_of", "cost_of", "model_price_of", "price_of"]
 
@@ -46,7 +48,7 @@ BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType({k: (v[0], v[1]) for k, v
 
 # "-20250929", "-2024-07-18": the dated snapshots providers publish under an alias
 _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
-_PER_MILLION = Decimal(1_000_000)
+_PER_MILLION = 1_000_000
 _PROBE = 1_000  # tokens priced to read a per-million rate below any long-context tier
 
 
@@ -140,7 +142,7 @@ def _database_price(provider_id: str, model: str) -> ModelPrice | None:
     cached = _calc(module, provider_id, model, input_tokens=_PROBE, cache_read_tokens=_PROBE)
     if base is None or output is None:
         return None
-    scale = _PER_MILLION / _PROBE
+    scale = _PER_MILLION // _PROBE  # an int: Decimal * int stays exact
     return ModelPrice(
         float(base * scale),
         float(output * scale),
@@ -169,6 +171,8 @@ def _calc(module: Any, provider_id: str, model: str, **tokens: int) -> Decimal |
         result = module.calc_price(module.Usage(**tokens), model, provider_id=provider_id)
     except Exception:  # LookupError for unknown models; anything else means the package can't price it
         return None
+    from decimal import Decimal
+
     total = result.total_price
     return total if isinstance(total, Decimal) else Decimal(str(total))
 

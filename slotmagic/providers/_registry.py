@@ -27,7 +27,6 @@ docs/guide/providers.md).
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import logging
 import os
 import re
@@ -196,6 +195,8 @@ class Registry:
         entry point group (a ``ProviderSpec``, or a function returning one). One that cannot be
         loaded or registered is left out with one logged line; the others still load. Returns
         the names registered."""
+        import importlib.metadata  # ~11 ms (email, zipfile, csv): imported only when a package may name one
+
         added = []
         for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
             try:

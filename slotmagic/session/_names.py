@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from pathlib import Path
 
@@ -18,7 +17,8 @@ def default_db_path() -> str:
 
 
 def new_session_id() -> str:
-    return time.strftime("session-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+    # os.urandom is what secrets.token_hex reads; importing secrets costs random, hashlib and hmac
+    return time.strftime("session-%Y%m%d-%H%M%S-") + os.urandom(3).hex()
 
 
 def check_db_path(value: object) -> str:

@@ -16,10 +16,8 @@ process.
 from __future__ import annotations
 
 import binascii
-import hashlib
 import threading
 from dataclasses import dataclass
-from importlib import resources
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -106,9 +104,12 @@ _loaded: dict[str, tiktoken.Encoding] = {}
 
 def load_ranks(spec: EncodingSpec) -> dict[bytes, int]:
     """The mergeable ranks of ``spec``, read from the shipped file and checked against its SHA-256."""
+    import hashlib
+    from importlib import resources  # both here: only a count of exact tokens reads a rank file
+
     try:
         packed = resources.files(__package__).joinpath("data").joinpath(spec.filename).read_bytes()
-        import gzip  # here: only a count of exact tokens needs it
+        import gzip
 
         text = gzip.decompress(packed)
     except (OSError, EOFError) as error:

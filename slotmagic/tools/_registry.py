@@ -18,14 +18,13 @@ result naming the tools there are, like any other refused call.
 
 from __future__ import annotations
 
-import difflib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .._core.messages import ToolCall
 from .._core.request import ToolSpec
-from .._errors import ConfigError
+from .._errors import ConfigError, closest
 from ._tool import Tool, ToolResult, error_result
 
 AnyTool = Tool[..., Any]
@@ -185,8 +184,8 @@ class ToolRegistry:
 
     def _unknown(self, name: str) -> str:
         known = self.names()
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]!r}?" if close else _listing(known)
+        close = closest(name, known, cutoff=0.6)
+        hint = f"did you mean {close!r}?" if close else _listing(known)
         return f"no tool {name!r}{self._where()}; {hint}"
 
     def _unknowns(self, names: tuple[str, ...]) -> str:

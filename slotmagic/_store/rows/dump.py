@@ -3,7 +3,6 @@ storing one (``slotmagic._copy``)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +43,8 @@ class SessionDump:
     def message_digests(self) -> list[str]:
         """A SHA-256 of every message: its slot's name and rank, position, turn, role,
         content, token count, extra fields and time."""
+        import hashlib  # here, as in checksum: only a copy's check digests a session
+
         names = {row[0]: row[1] for row in self.slots}
         return [
             hashlib.sha256(
@@ -54,6 +55,8 @@ class SessionDump:
 
     def checksum(self) -> str:
         """One SHA-256 of everything in the dump."""
+        import hashlib
+
         whole = [self.session_id, self.created_at, self.current, self.slots, sorted(self.tables.items())]
         return hashlib.sha256(json.dumps(whole, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 

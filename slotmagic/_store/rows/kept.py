@@ -3,7 +3,6 @@ kept across sessions (meta), what notebook cells did, and a digest of a session'
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -139,4 +138,6 @@ class KeptRows(RowsBase):
                 )
             ]
         whole = json.dumps([slots, counts, flows], ensure_ascii=False, sort_keys=True, default=str)
+        import hashlib  # here: OpenSSL's module loads in ~3 ms, at the first digest
+
         return hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()[:16]
