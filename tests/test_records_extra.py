@@ -3,6 +3,8 @@ read: a merge turn's merge, a fan-out column's time, the item a working-context 
 
 from __future__ import annotations
 
+import pytest
+
 from slotmagic._core.context import ContextEvent
 from slotmagic._core.records import TurnInfo
 
@@ -25,3 +27,12 @@ def test_a_columns_time_is_a_number_or_none() -> None:
 def test_a_context_change_names_the_item_it_made() -> None:
     assert ContextEvent("goal", {"id": "g1", "text": "get the deposit back"}).item_id == "g1"
     assert ContextEvent("step", {"text": "write the letter"}).item_id == ""
+
+
+def test_a_replaced_record_differs_only_in_what_was_replaced() -> None:
+    info = TurnInfo(kind="append", model="echo", extra={"k": 1})
+    changed = info.replace(user="ana", cost=0.5)
+    assert changed == TurnInfo(kind="append", model="echo", extra={"k": 1}, user="ana", cost=0.5)
+    assert info.user is None and info.replace() == info
+    with pytest.raises(TypeError, match="usr"):
+        info.replace(usr="ana")

@@ -193,10 +193,9 @@ class Message:
         """The same message with its token count: a copy of fields already checked (running
         ``__init__`` again would check them twice on every message a turn stores)."""
         copy = object.__new__(Message)
-        put = object.__setattr__
-        for name in _MESSAGE_FIELDS:
-            put(copy, name, getattr(self, name))
-        put(copy, "tokens", tokens)
+        for put, get in _MESSAGE_SLOTS:
+            put(copy, get(self))
+        _put_tokens(copy, tokens)
         return copy
 
     # -- serialisation (the store's ``extra`` column and JSON exports) -------------------------
@@ -226,7 +225,9 @@ class Message:
         return cls(data["role"], data.get("content") or "", tokens=tokens, **fields_from_extra(data))
 
 
-_MESSAGE_FIELDS = Message.__slots__
+# Each slot's own setter and getter: they skip the frozen ``__setattr__`` and a lookup by name.
+_MESSAGE_SLOTS = tuple((vars(Message)[n].__set__, vars(Message)[n].__get__) for n in Message.__slots__ if n != "tokens")
+_put_tokens = vars(Message)["tokens"].__set__
 
 
 def fields_from_extra(data: Mapping[str, Any]) -> dict[str, Any]:

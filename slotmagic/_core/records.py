@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from .usage import Usage
@@ -96,7 +96,16 @@ class TurnInfo:
     user: str | None = None  # who made the turn (a team's store: see _core/users.py)
 
     def replace(self, **changes: Any) -> TurnInfo:
-        return replace(self, **changes)
+        """A copy with ``changes``: its fields set straight into the slots (nothing here to
+        check again; ``dataclasses.replace`` runs the frozen ``__init__``, and every turn the
+        store writes on a team's store makes one)."""
+        unknown = changes.keys() - _TURN_INFO_FIELDS
+        if unknown:
+            raise TypeError(f"TurnInfo has no field {sorted(unknown)[0]!r}")
+        copy = object.__new__(TurnInfo)
+        for name, put, get in _TURN_INFO_SLOTS:
+            put(copy, changes[name] if name in changes else get(self))
+        return copy
 
     def merged(self) -> MergeExtra | None:
         """What a merge turn recorded of its merge; None for any other turn."""
@@ -170,6 +179,12 @@ class TurnInfo:
         upgraded["extra"] = {key: value for key, value in data.items() if key not in known}
         upgraded["v"] = TURN_INFO_VERSION
         return cls.from_dict(upgraded)
+
+
+_TURN_INFO_FIELDS = frozenset(TurnInfo.__slots__)
+_TURN_INFO_SLOTS = tuple(
+    (name, getattr(TurnInfo, name).__set__, getattr(TurnInfo, name).__get__) for name in TurnInfo.__slots__
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,10 +168,14 @@ class TurnRows(SegmentRows):
         return record
 
 
+# One encoder for every turn: json.dumps with any option builds a new one per call.
+_to_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _extra_json(message: Message) -> str | None:
     extra = message.extra()
-    return None if extra is None else json.dumps(extra, ensure_ascii=False)
+    return None if extra is None else _to_json(extra)
 
 
 def _info_json(info: TurnInfo) -> str:
-    return json.dumps(info.to_dict(), ensure_ascii=False)
+    return _to_json(info.to_dict())
