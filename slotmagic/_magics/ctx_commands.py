@@ -2,7 +2,8 @@
 
 Handlers parse, call the Session and print; what they do is the Session's behaviour. Texts are
 the words as written (``%ctx goal add Get the landlord's answer``): only double quotes group
-words, so apostrophes, ``#`` and backslashes stay text. A line ending with ``?`` (``%ctx ask
+words, so apostrophes, ``#4`` and backslashes stay text; a ``#`` standing alone begins a
+comment, which the magic drops before it gets here (``parsing.strip_comment``). A line ending with ``?`` (``%ctx ask
 Is the lease signed?``) is a question, not IPython's help: :func:`ctx_line_as_call` sees to
 it. Every change prints the item as it now stands, the same line when a cell runs again
 (adding what is already there changes nothing).

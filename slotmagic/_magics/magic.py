@@ -36,7 +36,7 @@ from .command import Context, Dispatched
 from .errors import user_errors
 from .identity import CellIdentity, notebook_name, split_id, text_digest
 from .options import SlotMagicOptions
-from .parsing import HelpShown
+from .parsing import HelpShown, strip_comment
 from .publishing import publishing_through
 from .recording import capture, emit
 from .references import attach_values, fill, split_names
@@ -177,7 +177,7 @@ class SlotMagic(Magics, SlotMagicOptions):
     @no_var_expand  # settings and names as written: "$1,200" stays
     @line_magic
     def slot(self, line: str) -> None:
-        command, explicit = split_id(line)
+        command, explicit = split_id(strip_comment(line))
         try:
             parsed = dispatch(command)
         except HelpShown:
@@ -198,6 +198,7 @@ class SlotMagic(Magics, SlotMagicOptions):
     @no_var_expand  # options as written; the cell's text is never expanded
     @line_cell_magic
     def turn(self, line: str, cell: str | None = None) -> None:
+        line = strip_comment(line)  # a comment is no part of the turn: editing one is no edit
         try:
             args = parse_turn_line(line)  # --help needs no session, no model and no body
         except HelpShown:
@@ -268,7 +269,7 @@ class SlotMagic(Magics, SlotMagicOptions):
     @no_var_expand  # natural text: "$1,200" and "{draft}" stay as written
     @line_magic
     def ctx(self, line: str) -> None:
-        command, explicit = split_id(line)
+        command, explicit = split_id(strip_comment(line, quotes='"', escape=False))
         try:
             parsed = ctx_commands.dispatch(command)
         except HelpShown:
@@ -282,7 +283,7 @@ class SlotMagic(Magics, SlotMagicOptions):
     @no_var_expand  # step names and settings as written
     @line_cell_magic
     def workflow(self, line: str, cell: str | None = None) -> None:
-        command, explicit = split_id(line)
+        command, explicit = split_id(strip_comment(line))
         try:
             if cell is not None:  # a definition: its name only on the line
                 name = workflow_commands.parse_cell_line(command)

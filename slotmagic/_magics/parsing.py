@@ -47,6 +47,33 @@ class CommandParser(argparse.ArgumentParser):
         return (self.description or "").strip().splitlines()[0]
 
 
+def strip_comment(line: str, quotes: str = "\"'", escape: bool = True) -> str:
+    """The line without its comment: a ``#`` standing alone (whitespace or the line's start
+    before it, whitespace or the line's end after it) outside ``quotes`` begins a comment that
+    runs to the end of the line, as ``%slot derive draft  # try another tone``. A ``#`` inside
+    a word (``issue#4``, ``#4``) is text, and so is a lone one in double quotes (``"#"``).
+    ``escape``: a backslash makes the next character plain (the shlex-split lines)."""
+    quote = ""
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if escape and char == "\\" and quote != "'":
+            index += 2
+            continue
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in quotes:
+            quote = char
+        elif (
+            char == "#"
+            and (index == 0 or line[index - 1].isspace())
+            and (index + 1 == len(line) or line[index + 1].isspace())
+        ):
+            return line[:index].rstrip()
+        index += 1
+    return line
+
+
 def split_line(line: str) -> list[str]:
     """Split a magic line like a shell would: quotes group words, backslashes escape."""
     try:
