@@ -227,12 +227,20 @@ def test_replay_after_undo_reproduces_the_first_run_without_a_model_call(s: Sess
 def test_undo_and_redo_through_the_magic(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
     for n, text in enumerate(("one", "two", "three")):
         ip.run_cell(f"%%turn\n{text}", cell_id=f"t{n}")
+    assert run(ip, "%slot undo --list", capsys) == "slot default: no undo steps\n"
     out = run(ip, "%slot undo 2", capsys)
     assert out.startswith("slot default: undid 2 turns (turns 2, 3); it holds 2 messages")
-    assert "· %slot redo returns here" in run(ip, "%slot undo --list", capsys)
+    assert run(ip, "%slot undo --list", capsys) == (
+        "slot default: 1 undo step, latest first\n"
+        "  1. turns 2, 3 taken off, leaving 2 messages · %slot redo brings it back\n"
+    )
     assert run(ip, "%slot redo", capsys).startswith("slot default: redid 2 turns (turns 2, 3); it holds 6 messages")
     assert "it has only 3 turns" in usage_error(ip, "%slot undo 5")
     run(ip, "%slot undo", capsys)
+    assert run(ip, "%slot undo --list", capsys) == (
+        "slot default: 1 undo step, latest first\n"
+        "  1. turn 3 taken off, leaving 4 messages · %slot redo brings it back\n"
+    )
     ip.run_cell("%%turn\nthree, again")
     assert "--as NAME" in usage_error(ip, "%slot redo")
     out = run(ip, "%slot redo --as first-three", capsys)

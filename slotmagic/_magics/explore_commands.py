@@ -74,13 +74,20 @@ def _describe_step(step: UndoStep, verb: str) -> str:
     )
 
 
+def _listed_step(step: UndoStep) -> str:
+    """A kept undo step in ``%slot undo --list``: what it took off, not a verb that reads as
+    an undo done now."""
+    numbers = ", ".join(str(t.number) for t in step.undone())
+    return f"turn{'s' * (step.turns != 1)} {numbers} taken off, leaving {_plural(step.at, 'message')}"
+
+
 def _undo(ctx: Context, args: argparse.Namespace) -> None:
     if args.list:
         steps = ctx.session.history.undo_steps(args.slot)
-        if not steps:
-            print(f"slot {ctx.session.slot(args.slot).id}: no undo steps")
-        for step in steps:
-            print(_describe_step(step, "undid") + (" · %slot redo returns here" if step is steps[0] else ""))
+        slot = steps[0].slot if steps else ctx.session.slot(args.slot).id
+        print(f"slot {slot}: {_plural(len(steps), 'undo step') + ', latest first' if steps else 'no undo steps'}")
+        for number, step in enumerate(steps, 1):
+            print(f"  {number}. {_listed_step(step)}" + (" · %slot redo brings it back" if number == 1 else ""))
         return
     step = ctx.session.history.undo(args.slot, args.turns, cell=ctx.cell_id)
     again = " (this cell's undo, already done: nothing changed)" if step.repeated else ""
