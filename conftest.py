@@ -155,3 +155,61 @@ def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield str(tmp_path / "slots.sqlite3")
         return
     yield request.getfixturevalue("postgres_url")
+
+
+# -- the tutorials under nbval: as committed ------------------------------------------------------
+# JupyterLab autosaves a tutorial a user runs, and a notebook of one's own may sit beside them:
+# nbval checks each tracked tutorial as git holds it, skips what git does not track, and a
+# failure on a tutorial whose working copy differs says so first, in one line (tools/tutorials.py).
+
+from tools.tutorials import NOTEBOOKS, changed, changed_note, committed_text, is_tutorial  # noqa: E402
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if collection_path.suffix == ".ipynb" and collection_path.parent.resolve() == NOTEBOOKS.resolve():
+        return True if not is_tutorial(collection_path) else None
+    return None
+
+
+@functools.cache
+def _committed_tutorial() -> type:
+    import nbformat
+    from nbval.plugin import IPyNbFile
+
+    class CommittedTutorial(IPyNbFile):  # type: ignore[misc]
+        """nbval's notebook, read from its committed text rather than the file."""
+
+        def collect(self) -> Iterator[object]:
+            text, read = committed_text(Path(self.path)), nbformat.read
+            nbformat.read = lambda *args, as_version, **kwargs: nbformat.reads(text, as_version=as_version)
+            try:
+                cells = list(super().collect())
+            finally:
+                nbformat.read = read
+            yield from cells
+
+    return CommittedTutorial
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Iterator[None]:
+    outcome = yield
+    if file_path.suffix != ".ipynb" or not is_tutorial(file_path):
+        return
+    from nbval.plugin import IPyNbFile
+
+    tutorial = _committed_tutorial()
+    made = [
+        tutorial.from_parent(parent, path=file_path) if isinstance(n, IPyNbFile) else n for n in outcome.get_result()
+    ]
+    outcome.force_result(made)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    notebook = getattr(item.parent, "path", None)
+    tutorial = isinstance(notebook, Path) and notebook.suffix == ".ipynb" and is_tutorial(notebook)
+    if report.failed and tutorial and changed(notebook):
+        report.longrepr = f"{changed_note(notebook)}\n{report.longrepr}"

@@ -15,8 +15,9 @@ from slotmagic import Message, Session, SlotConfig
 from slotmagic._copy import copy_sessions
 from slotmagic._store import open_store
 from slotmagic._store.rows import RowStore, SessionDump
+from tools.tutorials import copy_committed, tutorials
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = tutorials()  # as git tracks them; each run from a copy of its committed text
 
 
 def dumps(target: str | Path) -> dict[str, SessionDump]:
@@ -36,7 +37,8 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_tutorials_sessions_round_trip_sqlite_postgres_sqlite_unchanged(tmp_path: Path, postgres_url: str) -> None:
     first = tmp_path / "tutorials.sqlite3"
     for notebook in NOTEBOOKS:
-        run_all(notebook, lab_env(notebook, first))
+        copy = copy_committed(notebook, tmp_path / "notebooks")
+        run_all(copy, lab_env(copy, first))
     before = dumps(first)
     # A session per notebook (and the fan-out's own session, from the fan-out notebook).
     assert {n.name for n in NOTEBOOKS} <= set(before) and all(d.tables["messages"] for d in before.values())

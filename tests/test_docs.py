@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from conftest import ROOT
+from tools.tutorials import tutorials as tracked_tutorials
 
 LINK = re.compile(r"""<(?:a|link|img|script)\b[^>]*?\b(?:href|src)=["']([^"']+)["']""", re.I)
 ID = re.compile(r"""\bid=["']([^"']+)["']""")
@@ -75,7 +76,7 @@ def test_every_link_leads_somewhere(site: Path) -> None:
 @pytest.mark.slow
 def test_the_pages_hold_what_a_newcomer_needs(site: Path) -> None:
     names = {p.relative_to(site).as_posix() for p in pages(site)}
-    tutorials = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    tutorials = sorted(p.stem for p in tracked_tutorials())
     assert {f"tutorials/{t}.html" for t in tutorials} <= names
     assert {"guarantees.html", "reference/api.html", "reference/configuration.html", "install.html"} <= names
     text = {name: (site / name).read_text(encoding="utf-8") for name in names}

@@ -10,7 +10,6 @@ import html
 import json
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from tools.tutorials import committed_text, copy_committed, tutorials
 
 NOTEBOOKS = ROOT / "notebooks"
 
@@ -54,7 +54,7 @@ STATIC = re.compile(r'<div class="slotmagic-static [^"]*">')
 
 
 def test_every_tutorial_is_listed() -> None:
-    assert sorted(STATIC_FORMS) == sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
+    assert sorted(STATIC_FORMS) == sorted(p.stem for p in tutorials())
 
 
 def test_tutorials_carry_the_kernelspec_jupyterlab_writes() -> None:
@@ -62,8 +62,8 @@ def test_tutorials_carry_the_kernelspec_jupyterlab_writes() -> None:
     from jupyter_client.kernelspec import KernelSpecManager
 
     spec = KernelSpecManager().get_kernel_spec("python3")
-    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
-        kernelspec = json.loads(path.read_text(encoding="utf-8"))["metadata"]["kernelspec"]
+    for path in tutorials():
+        kernelspec = json.loads(committed_text(path))["metadata"]["kernelspec"]
         assert kernelspec == {"display_name": spec.display_name, "language": spec.language, "name": "python3"}, path
 
 
@@ -74,7 +74,7 @@ def text_of(fragment: str) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(STATIC_FORMS))
 def test_nbconvert_execute_shows_each_widget_as_its_static_form(name: str, tmp_path: Path) -> None:
-    shutil.copy(NOTEBOOKS / f"{name}.ipynb", tmp_path)
+    copy_committed(NOTEBOOKS / f"{name}.ipynb", tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("SLOTMAGIC_DB", "JPY_SESSION_NAME")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     done = subprocess.run(

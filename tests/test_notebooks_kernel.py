@@ -1,6 +1,7 @@
-"""The tutorials in a real kernel, the way JupyterLab runs them: the kernel knows the notebook's
-path (JPY_SESSION_NAME) and each execution carries its cell id. Run All twice, restart, Run All
-again: the slots come back, and unchanged turn cells replay instead of calling the model."""
+"""The tutorials in a real kernel, the way JupyterLab runs them (each from a copy of its
+committed text, tools/tutorials.py): the kernel knows the notebook's path (JPY_SESSION_NAME)
+and each execution carries its cell id. Run All twice, restart, Run All again: the slots come
+back, and unchanged turn cells replay instead of calling the model."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from nbclient import NotebookClient
 
 from conftest import ROOT
 from slotmagic import Session
+from tools.tutorials import copy_committed
 
 NOTEBOOKS = ROOT / "notebooks"
 pytestmark = pytest.mark.slow
@@ -123,7 +125,7 @@ def state(db: Path, session_id: str) -> dict[str, Any]:
     ],
 )
 def test_run_all_twice_restart_and_run_all_again(name: str, deleted: set[str], tmp_path: Path) -> None:
-    notebook, db = NOTEBOOKS / name, tmp_path / "lab.sqlite3"
+    notebook, db = copy_committed(NOTEBOOKS / name, tmp_path / "notebooks"), tmp_path / "lab.sqlite3"
     first, second = run_all(notebook, lab_env(notebook, db), times=2)
     after_first = state(db, name)  # the session is named after the notebook
     (third,) = run_all(notebook, lab_env(notebook, db))  # a new kernel: the restart
@@ -166,7 +168,7 @@ def _texts(nb: nbformat.NotebookNode) -> list[str]:
 def test_outputs_match_the_committed_ones_twice_against_one_store(name: str, tmp_path: Path) -> None:
     """As under nbval (no notebook path, no cell ids): each run is a new session, so two runs in
     a row on the same store print what the committed notebook shows."""
-    notebook = NOTEBOOKS / name
+    notebook = copy_committed(NOTEBOOKS / name, tmp_path / "notebooks")  # as git holds it
     committed = _texts(nbformat.read(notebook, as_version=4))
     env = {**os.environ, "SLOTMAGIC_DB": str(tmp_path / "same.sqlite3")}
     env.pop("JPY_SESSION_NAME", None)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import slotmagic
+from tools.tutorials import committed_text, tutorials
 
 
 def test_all_names_exist_and_are_sorted() -> None:
@@ -103,8 +104,8 @@ def test_documentation_names_no_private_module() -> None:
     root = Path(__file__).resolve().parent.parent
     private = re.compile(r"\bslotmagic(?:\.\w+)*\._\w+")
     found = []
-    for path in [root / "README.md", *(root / "docs").rglob("*.md"), *(root / "notebooks").glob("*.ipynb")]:
-        for line in path.read_text().splitlines():
+    for path in [root / "README.md", *(root / "docs").rglob("*.md"), *tutorials()]:
+        for line in (committed_text(path) if path.suffix == ".ipynb" else path.read_text()).splitlines():
             if re.search(r"\bimport\b|autoclass|autofunction|automodule", line) and private.search(line):
                 found.append(f"{path.name}: {line.strip()}")
     assert found == []

@@ -23,6 +23,8 @@ def main(paths: list[str]) -> None:
     os.environ["SLOTMAGIC_DB"] = str(Path(tempfile.mkdtemp()) / "state.sqlite3")
     for path in paths:
         notebook = nbformat.read(path, as_version=4)
+        # As JupyterLab tells the kernel: the session is named after the notebook, as a user's is.
+        os.environ["JPY_SESSION_NAME"] = str(Path(path).resolve())
         NotebookClient(
             notebook,
             timeout=120,

@@ -1,6 +1,6 @@
 """What the documentation generates from the code, so that it cannot drift from it:
 
-- ``tutorials/``: the notebooks of ``notebooks/`` as they were saved, less each widget's view
+- ``tutorials/``: the notebooks of ``notebooks/`` as they were committed, less each widget's view
   (which needs a widget manager): its static form, the output after it, is what the page shows
   (MyST-NB renders the stored outputs);
 - ``reference/_settings.md``: every ``%config SlotMagic`` setting from the traitlets, with its
@@ -19,6 +19,8 @@ from typing import Any
 import nbformat
 from sphinx.application import Sphinx
 
+from tools.tutorials import committed_text, tutorials
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -27,12 +29,12 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 def copy_tutorials() -> None:
     target = DOCS / "tutorials"
     target.mkdir(exist_ok=True)
-    wanted = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
+    wanted = {p.name: p for p in tutorials()}  # as git tracks and holds them: not a run's autosave
     for old in target.glob("*.ipynb"):
         if old.name not in wanted:
             old.unlink()
-    for name in sorted(wanted):
-        notebook = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    for name, path in sorted(wanted.items()):
+        notebook = nbformat.reads(committed_text(path), as_version=4)
         for cell in notebook.cells:
             if cell.cell_type == "code":
                 cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
