@@ -22,6 +22,8 @@ extensions = ["myst_nb", "sphinx.ext.autodoc", "slotmagic_docs"]
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "**/.slotmagic", "**/_*.md"]
 html_theme = "furo"
 html_title = "slotmagic"
+html_static_path = ["_static"]
+html_css_files = ["slotmagic.css"]  # the tutorials' outputs wrap at the column
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 

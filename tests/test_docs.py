@@ -7,6 +7,7 @@ network), but must be https and are listed where a link fails.
 from __future__ import annotations
 
 import html
+import os
 import re
 import subprocess
 import sys
@@ -94,3 +95,40 @@ def test_the_pages_hold_what_a_newcomer_needs(site: Path) -> None:
         assert f'<code class="docutils literal notranslate"><span class="pre">{name}</span></code>' in settings
     assert "SLOTMAGIC_STREAM_THROTTLE" in settings and "SLOTMAGIC_READ_TIMEOUT" in settings
     assert "Env: " not in settings  # said once, as the variable
+
+
+FITS = """(selector) => [...document.querySelectorAll(selector)]
+    .filter((el) => el.scrollWidth > el.clientWidth + 1)
+    .map((el) => `${el.scrollWidth} > ${el.clientWidth} px: ${el.textContent.trim().slice(0, 80)}`)"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_guide_and_the_tutorials_outputs_fit_the_column_at_1280_px(site: Path) -> None:
+    """The guide's code blocks (its cheat sheets) fit the column of a 1280 px window, and the
+    tutorials' outputs, widgets' static forms included, wrap there rather than scroll."""
+    chromium = Path("/usr/bin/chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    if sync_playwright is None or not chromium.exists():
+        if os.environ.get("SLOTMAGIC_REQUIRE_BROWSER"):
+            pytest.fail("Debian's chromium and playwright are needed: apt-get install chromium")
+        pytest.skip("Debian's chromium and playwright are needed: apt-get install chromium")
+    checks = [(p, "article pre") for p in sorted((site / "guide").glob("*.html"))]
+    checks += [(site / "install.html", "article pre")]
+    checks += [(p, ".cell_output pre, .slotmagic-static *") for p in sorted((site / "tutorials").glob("*.html"))]
+    over = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium), args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        for html_page, selector in checks:
+            page.goto(html_page.as_uri())
+            assert page.evaluate("document.querySelectorAll('article').length") == 1
+            over += [f"{html_page.relative_to(site)}: {found}" for found in page.evaluate(FITS, selector)]
+        page.goto((site / "tutorials" / "05-working-context-and-workflow.html").as_uri())
+        statics = page.evaluate("document.querySelectorAll('.slotmagic-static pre.slotmagic-workflow').length")
+        browser.close()
+    assert statics > 0  # the workflow's static form is among what was checked
+    assert not over, "\n".join(over)

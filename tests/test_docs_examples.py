@@ -104,3 +104,21 @@ def test_a_pages_examples_run(name: str, tmp_path: Path) -> None:
                 if o.output_type == "stream" and o.name == "stderr" and "Error" in o.text
             ]
             assert not errors, f"{where}: the cell wrote an error:\n{''.join(errors)}\n--- the cell:\n{source}"
+
+
+COLUMN = 86  # characters of code in the docs site's column at 1280 px (measured: tests/test_docs.py)
+
+
+def test_code_lines_fit_the_column() -> None:
+    """The README's and the guide's blocks read without scrolling sideways (development.md
+    holds code of the package's own, at its own width)."""
+    long = [
+        f"{block.page}:{block.line + 1 + number}: {len(line)} characters (at most {COLUMN})"
+        for page in pages()
+        if page.name != "development.md"
+        for block in blocks(page)
+        if not block.directive
+        for number, line in enumerate(block.text.splitlines())
+        if len(line) > COLUMN
+    ]
+    assert not long, "\n".join(long)
