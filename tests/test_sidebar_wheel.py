@@ -1,5 +1,5 @@
-"""The wheel ships the prebuilt JupyterLab extension: installed with no Node.js on PATH,
-``jupyter labextension list`` shows it enabled."""
+"""The wheel ships the prebuilt JupyterLab extension: built and installed as the README says,
+with no Node.js on PATH, ``jupyter labextension list`` shows it enabled."""
 
 from __future__ import annotations
 
@@ -49,6 +49,8 @@ def test_the_wheel_installs_the_extension_without_node(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     [wheel] = (tmp_path / "dist").glob("slotmagic-*.whl")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")  # the README's "Installing without Node.js"
+    assert "pip wheel --no-deps -w dist ." in readme and f"pip install dist/{wheel.name} " in readme
     names = zipfile.ZipFile(wheel).namelist()
     data = [n.split(".data/data/", 1)[1] for n in names if ".data/data/" in n]
     assert f"{SHARE}/package.json" in data and f"{SHARE}/install.json" in data
