@@ -16,6 +16,7 @@ from docs_examples import FENCE, pages
 from IPython.core.inputtransformer2 import TransformerManager
 
 from conftest import ROOT
+from tools.tutorials import committed_text, tutorials
 
 README = ROOT / "README.md"
 
@@ -28,8 +29,8 @@ def tutorial_imports() -> dict[str, set[str]]:
     """Top-level modules each tutorial imports, read from its code cells as IPython runs them."""
     found: dict[str, set[str]] = {}
     transform = TransformerManager().transform_cell
-    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        for cell in nbformat.read(notebook, as_version=4).cells:
+    for notebook in tutorials():
+        for cell in nbformat.reads(committed_text(notebook), as_version=4).cells:
             if cell.cell_type != "code" or cell.source.lstrip().startswith("%%"):
                 continue  # a cell magic's body is not Python
             for node in ast.walk(ast.parse(transform(cell.source))):

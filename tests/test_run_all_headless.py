@@ -16,11 +16,12 @@ from test_notebooks_kernel import _texts, turn_outputs
 
 from conftest import ROOT
 from slotmagic import Session
+from tools.tutorials import copy_committed, tutorials
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = ROOT / "notebooks"
 REPLAYED = "replayed from the store, no model call · "
-TUTORIALS = sorted(p.name for p in NOTEBOOKS.glob("0*.ipynb"))
+TUTORIALS = [p.name for p in tutorials()]
 
 
 def execute(cells: list[str] | Path, env: dict[str, str]) -> nbformat.NotebookNode:
@@ -108,8 +109,7 @@ def test_two_notebooks_on_one_session_never_fork_each_other(tmp_path: Path, name
 def test_every_tutorial_executed_three_times_reads_the_same_and_stores_nothing_more(name: str, tmp_path: Path) -> None:
     """As nbconvert or papermill would, on one store and one session (named, as a batch user
     names it; the notebook itself is told by its cells' texts)."""
-    shutil_copy = tmp_path / name
-    shutil_copy.write_bytes((NOTEBOOKS / name).read_bytes())
+    shutil_copy = copy_committed(NOTEBOOKS / name, tmp_path)  # as git holds it
     db = tmp_path / "state.sqlite3"
     env = headless_env(db, SLOTMAGIC_SESSION=name)
     first = read(_texts(execute(shutil_copy, env)))

@@ -8,7 +8,6 @@ three times without a browser."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from store_digest import stored
 
 from conftest import ROOT
+from tools.tutorials import copy_committed, tutorials
 
 from .actions import WIDGET_OUTPUTS, outputs_as_of_their_cells, restart_and_run_all, run_all, wait_idle
 
@@ -88,14 +88,14 @@ def same_view(outputs: list[str]) -> list[str]:
 
 # 07's `%%turn --code` adds a cell to the notebook on the first run (which Run All leaves unrun);
 # tests/test_run_all_headless.py runs it three times without a browser.
-TUTORIALS = sorted(p.name for p in (ROOT / "notebooks").glob("0*.ipynb") if not p.name.startswith("07-"))
+TUTORIALS = sorted(p.name for p in tutorials() if not p.name.startswith("07-"))
 # Tutorials whose widgets show a session that changes after their cell (drawn again as of it).
 CHANGED_AFTER_WIDGETS = {"03-budgets-and-compaction.ipynb", "05-working-context-and-workflow.ipynb"}
 
 
 @pytest.mark.parametrize("name", TUTORIALS)
 def test_run_all_restart_run_all_reads_the_same_and_calls_no_model(calls: Path, lab: Any, page: Any, name: str) -> None:
-    shutil.copy(ROOT / "notebooks" / name, lab.root / name)
+    copy_committed(ROOT / "notebooks" / name, lab.root)
     store = lab.root / ".slotmagic" / "state.sqlite3"
     page.goto(f"{lab.url}/lab/tree/{name}?reset")
     wait_idle(page)

@@ -6,7 +6,6 @@ first run ended on, and a new turn cell added at the end lands there."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 
 from conftest import ROOT
 from slotmagic import Session
+from tools.tutorials import copy_committed
 
 from .actions import outputs_as_of_their_cells, restart_and_run_all, run_all, wait_idle
 
@@ -29,7 +29,7 @@ def same_view(outputs: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("name", ["01-getting-started.ipynb", "02-branching.ipynb"])
 def test_restart_and_run_all_from_every_slot_reproduces_the_tutorial(lab: Any, page: Any, name: str) -> None:
-    shutil.copy(ROOT / "notebooks" / name, lab.root / name)
+    copy_committed(ROOT / "notebooks" / name, lab.root)  # as git holds it, not as a user last saved it
     store = lab.root / ".slotmagic" / "state.sqlite3"
     page.goto(f"{lab.url}/lab/tree/{name}?reset")
     wait_idle(page)
