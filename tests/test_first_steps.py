@@ -75,6 +75,7 @@ HISTORY = {
     "a time of day": re.compile(r"\b(?:at|,) \d{1,2}:\d\d\b"),
     "a load figure": re.compile(r"\bload \d|\bload averages?(?: of)? \d|\[\d\.\d\]"),
     "a run's history": re.compile(r"\b(?:an? )?earlier run|\bthe last run\b", re.I),
+    "a development note": re.compile(r"\bthe issue\b|\bissue \d+", re.I),
 }
 
 
@@ -137,6 +138,7 @@ def test_the_history_check_catches_what_it_should() -> None:
         "load average 3.3 falling to 1.0",
         "| first turn [2.6] | 7 ms |",
         "an earlier run measured 484 µs",
+        "not a target of the issue",
     ):
         assert history_in(text), text
     for text in (
