@@ -167,3 +167,18 @@ def test_run_history_is_kept_as_data() -> None:
 
     runs = json.loads((ROOT / "bench" / "runs.json").read_text(encoding="utf-8"))["runs"]
     assert runs and all(run["command"].startswith(("python bench/", "README")) for run in runs)
+
+
+def test_the_guide_lists_every_tutorial_and_01_shows_the_session_a_user_gets() -> None:
+    guide = (ROOT / "docs" / "guide" / "notebook.md").read_text(encoding="utf-8")
+    missing = [p.stem for p in tutorials() if f"(../tutorials/{p.name})" not in guide]
+    assert not missing, f"docs/guide/notebook.md does not list {missing}"
+    first = ROOT / "notebooks" / "01-getting-started.ipynb"
+    shown = "".join(
+        "".join(o.get("text", ""))
+        for c in nbformat.reads(committed_text(first), as_version=4).cells
+        for o in c.get("outputs", [])
+    )
+    assert "session 01-getting-started.ipynb · " in shown and "session session-" not in shown
+    for notebook in tutorials():  # no tutorial sends a reader to the README for what it does not hold
+        assert "see the README" not in committed_text(notebook), notebook.name
