@@ -75,6 +75,13 @@ def test_a_turn_line_comment_is_no_edit(ip: Any, capsys: pytest.CaptureFixture[s
     assert [slot.id for slot in s.list_slots()] == ["default"]  # no fork
 
 
+def test_the_help_says_so(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    ip.run_line_magic("slot", "--help")
+    ip.run_line_magic("ctx", "--help")
+    out = capsys.readouterr().out
+    assert out.count("a '#' standing alone starts") + out.count("A '#' standing alone starts") == 2
+
+
 def test_a_workflow_line_comment(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
     ip.run_cell("%%workflow claim   # the dispute's steps\nintake -> letter  # a body comment, as before\n")
     ip.run_cell("%workflow status intake done  # the facts are in")

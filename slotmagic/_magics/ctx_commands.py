@@ -298,6 +298,8 @@ TABLE = CommandTable(
         "The working context of a slot: what the model must not forget. The current step is",
         "sent with every request; goals, decisions and questions for a few turns after they",
         "change (%config SlotMagic.working_context_turns), and all of it once after a compaction.",
+        "Texts are taken as written: double quotes group words, and a '#' standing alone starts",
+        'a comment (write "#" to keep one).',
         "",
     ),
     default=_show,

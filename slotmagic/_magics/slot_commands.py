@@ -561,7 +561,11 @@ COMMANDS: dict[str, Command] = {
 TABLE = CommandTable(
     "%slot",
     COMMANDS,
-    header=("usage: %slot [SUBCOMMAND] [ARGS]   (each subcommand takes --help)", ""),
+    header=(
+        "usage: %slot [SUBCOMMAND] [ARGS]   (each subcommand takes --help)",
+        "A '#' standing alone starts a comment: %slot derive draft  # a firmer tone",
+        "",
+    ),
     default=_status,
     default_parser=_status_parser,
 )
