@@ -8,6 +8,7 @@ A page whose first example does not load the extension is read as the guide says
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -38,6 +39,11 @@ def test_every_block_runs_or_says_why_not() -> None:
                     f"{block.where}: a {block.language} block holds magics: fence it as ipython to run it, "
                     "or mark it <!-- not run: why -->"
                 )
+            problems += [
+                f"{block.where}: %load_ext is IPython's own magic and takes no comment: put it on a line of its own"
+                for line in block.text.splitlines()
+                if re.match(r"\s*%load_ext\s+\S+\s+#", line)
+            ]
     assert not problems, "\n".join(problems)
 
 
