@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 from tools.tutorials import committed_text, tracked_files, tutorials
 
-LINTED = (".py", ".pyi", ".ipynb")
+LINTED = (".py", ".pyi", ".ipynb", ".md")  # ruff formats the code blocks of Markdown pages too
 
 
 def run(*command: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
