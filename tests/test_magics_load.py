@@ -219,6 +219,7 @@ def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
                 "gc",
                 "explain",
                 "code",
+                "mcp",
                 "--help",
             ],
         ),

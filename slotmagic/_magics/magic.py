@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import functools
 import io
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,7 @@ from .slot_commands import dispatch, overview
 from .turn import parse_turn_line, run_turn, turn_parser
 from .workspace import Workspace
 
+_RESOURCE = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S")  # --attach of an MCP resource's URI
 _IDENTITY = "_slotmagic_cell_identity"  # the magics run in this kernel so far (identity.py)
 
 
@@ -244,8 +246,10 @@ class SlotMagic(Magics, SlotMagicOptions):
         names = split_names(args.attach)
         if not names:
             raise ConfigError("--attach needs names: --attach df,fig,Out[7]")
-        values = attach_values(names, namespace, self.cells.images, extra)
-        return text, attach_all(values, threshold=session.options.namespace_threshold)
+        # A resource URI (demo://..., file:///...) is read from the MCP server that offers it.
+        resources = {n: session.mcp.read(n) for n in names if _RESOURCE.match(n)}
+        values = attach_values([n for n in names if n not in resources], namespace, self.cells.images, extra)
+        return text, attach_all({**resources, **values}, threshold=session.options.namespace_threshold)
 
     def put_code(self, reply: Reply, block: int = 1) -> bool:
         """Put the reply's ``block``-th code block in a new cell below; say so when there is none."""

@@ -60,7 +60,8 @@ def turn_parser() -> CommandParser:
         "--attach",
         metavar="A,B",
         help="send these objects after the text: names or expressions (df, fig, Out[7]); DataFrames as an "
-        "excerpt with the whole table kept aside, figures and images as images, long text kept aside",
+        "excerpt with the whole table kept aside, figures and images as images, long text kept aside; a URI "
+        "(demo://...) is an MCP server's resource, read from the server that offers it",
     )
     parser.add_argument(
         "--raw", action="store_true", help="send the cell as written: {name} and {expression} are not filled in"
