@@ -21,7 +21,7 @@ from .._core.usage import Usage
 from .._errors import MalformedReply
 from .._namespace import Namespace, has_reference
 from ..providers._base import ChatRequest, Completion
-from ..tools import Tool, ToolRegistry, ToolResult
+from ..tools import McpTool, Tool, ToolRegistry, ToolResult
 from .fit import RequestFit
 from .reading import READERS, PageRoom
 
@@ -203,7 +203,13 @@ class ToolRounds:
 
     def run_sync(self, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
         assert self.tools is not None
-        return [self.tools.run_sync(call) for call in calls]
+        tools = self.tools
+        if len(calls) > 1 and all(isinstance(tools.get(c.name), McpTool) for c in calls if c.name in tools):
+            from concurrent.futures import ThreadPoolExecutor  # calls to MCP servers run side by side
+
+            with ThreadPoolExecutor(len(calls), thread_name_prefix="slotmagic-mcp-call") as pool:
+                return list(pool.map(tools.run_sync, calls))
+        return [tools.run_sync(call) for call in calls]
 
     async def run(self, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
         import asyncio  # here: `import slotmagic` stays free of it

@@ -106,7 +106,8 @@ def test_a_bad_choice_is_one_line(session: Session, wire: WireServer) -> None:
     assert session.messages() == [] and wire.requests == []
 
 
-def test_calls_run_side_by_side_and_errors_go_to_the_model(session: Session, wire: WireServer) -> None:
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_calls_run_side_by_side_and_errors_go_to_the_model(session: Session, wire: WireServer, form: str) -> None:
     wire.script(
         call(
             ("a", "time_get_current_time", {"timezone": "UTC"}),
@@ -115,7 +116,9 @@ def test_calls_run_side_by_side_and_errors_go_to_the_model(session: Session, wir
         ),
         text("done"),
     )
-    reply = asyncio.run(session.asubmit_turn("three at once"))
+    reply = (
+        session.submit_turn("three at once") if form == "sync" else asyncio.run(session.asubmit_turn("three at once"))
+    )
     sent = results(wire.requests[-1].json())
     assert json.loads(sent["a"])["timezone"] == "UTC"
     assert sent["b"].startswith("error: time_get_current_time failed:") and "Nowhere/Atlantis" in sent["b"]
