@@ -248,6 +248,7 @@ def test_completion_of_subcommands_options_and_slot_ids(ip: Any) -> None:
                 "--raw",
                 "--read-vars",
                 "--rerun",
+                "--schema",
                 "--slot",
                 "--slots",
                 "--system",

@@ -24,6 +24,7 @@ from ..providers._base import ChatRequest, Completion
 from ..tools import McpTool, Tool, ToolRegistry, ToolResult
 from .fit import RequestFit
 from .reading import READERS, PageRoom
+from .structured import answered
 
 _STEP_PREVIEW = 200
 
@@ -140,6 +141,7 @@ class ToolRounds:
 
     def calls(self, completion: Completion) -> tuple[ToolCall, ...] | None:
         """The calls to run after this reply; None when the turn is over."""
+        completion = answered(completion, self.request.schema)  # a forced tool's call is the answer
         self.usage = self.usage + completion.usage
         self.last = completion
         for step in server_steps(completion.message):  # what the provider's own tools found

@@ -22,6 +22,7 @@ from .._core.compaction import Compaction
 from .._core.context import DEFAULT_RECENT_TURNS
 from .._core.messages import Message
 from .._core.records import CellRef, TurnInfo, TurnRecord
+from .._core.schema import ResponseSchema
 from .._core.slots import Slot, SlotMode
 from .._core.usage import Usage
 from .._core.vision import no_images_reason
@@ -57,6 +58,7 @@ from .reading import PageRoom, read_namespace_tool
 from .reply import Reply
 from .storing import TurnWriter
 from .streams import AsyncTurnStream, TurnStream
+from .structured import read_reply
 from .tool_results import to_shelve
 from .view import Counting, View
 from .view_cache import ViewCache
@@ -281,7 +283,7 @@ class TurnEngine:
             assert plan.turn is not None
             if follow and plan.slot != self.store.current_slot(self.session_id):
                 self.store.set_current_slot(self.session_id, plan.slot)  # where the cell left it
-            return None, plan, self.stored_reply(plan.slot, plan.turn, plan.source)
+            return None, plan, self.stored_reply(plan.slot, plan.turn, plan.source, options.schema)
         fork_before = plan.turn if plan.action == "fork" else None
         if fork_before is not None and not options.rerun and options.cell_id.startswith("position:"):
             refuse_far_fork(len(self.store.history(self.session_id, slot)), slot, fork_before)
@@ -447,16 +449,20 @@ class TurnEngine:
         except StoreError as exc:  # the turn is stored: a lost calibration must not say otherwise
             logger.info("the token estimate's calibration was not updated: %s", exc)
         notes = (*turn.notes, rounds.note) if rounds.note else turn.notes
+        parsed, problem = read_reply(reply_message.content, turn.request.schema)
+        notes = (*notes, problem) if problem else notes
         if self.mcp is not None:  # a server restarted during the tool rounds
             notes = (*notes, *self.mcp.take_notes())
         return Reply(
             reply_message.content, reply_message, usage, turn.model, slot, record.number,
-            last.finish_reason, cost, info, notes=notes, saved=saved, steps=tuple(rounds.steps),
+            last.finish_reason, cost, info, notes=notes, saved=saved, steps=tuple(rounds.steps), parsed=parsed,
         )  # fmt: skip
 
-    def stored_reply(self, slot: str, record: TurnRecord, source: History | None = None) -> Reply:
+    def stored_reply(
+        self, slot: str, record: TurnRecord, source: History | None = None, schema: ResponseSchema | None = None
+    ) -> Reply:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed`` (read from
-        ``source`` when the slot no longer holds it: a turn undone)."""
+        ``source`` when the slot no longer holds it: a turn undone), read against ``schema``."""
         history = source if source is not None else self.store.history(self.session_id, slot)
         produced = history.messages(record.start, record.end)
         message = next((m for m in reversed(produced) if m.role == "assistant"), None)
@@ -464,8 +470,10 @@ class TurnEngine:
         if message is None:
             raise ConfigError(f"turn {record.number} of slot {slot!r} has no reply to show")
         info = record.info
+        parsed, problem = read_reply(message.content, schema)
+        notes = () if source is None else (f"this turn was undone on slot {slot}: %slot redo brings it back",)
         return Reply(
             message.content, message, info.usage or Usage(), info.model or self.model, slot, record.number,
             info.finish_reason, info.cost, info, replayed=True, steps=steps,
-            notes=() if source is None else (f"this turn was undone on slot {slot}: %slot redo brings it back",),
+            notes=(*notes, problem) if problem else notes, parsed=parsed,
         )  # fmt: skip

@@ -23,6 +23,7 @@ from traitlets import TraitError, validate
 
 from .._attach import attach_all
 from .._core.attachments import Attached
+from .._core.schema import ResponseSchema
 from .._engine.cells import NOT_SHOWN
 from .._engine.fanout import FanOutResult
 from .._engine.reply import Reply
@@ -210,6 +211,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         cell_id = self._cell_identity(args.id, cell)
         with user_errors():
             text, attachments = self._turn_input(args, cell, session)
+            args.schema = self._schema(args.schema)
         key = None if cell_id is None else f"turn|{cell_id}|{text_digest(line + chr(10) + text)}"
         if key is not None and cell_id is not None and not args.rerun and args.slots is None and args.models is None:
             with user_errors():
@@ -228,6 +230,18 @@ class SlotMagic(Magics, SlotMagicOptions):
         self._bind(reply)
         if args.code and isinstance(reply, Reply) and not reply.replayed:
             self.put_code(reply)
+
+    def _schema(self, name: str | None) -> ResponseSchema | None:
+        """``--schema NAME``: the pydantic model class or JSON schema dict of that name."""
+        if name is None:
+            return None
+        assert self.shell is not None
+        if name not in self.shell.user_ns:
+            raise ConfigError(
+                f"--schema {name}: no such name in this notebook; define a pydantic model class or a JSON schema "
+                "dict by that name first; nothing was sent"
+            )
+        return ResponseSchema.of(self.shell.user_ns[name])
 
     def _turn_input(self, args: argparse.Namespace, cell: str, session: Session) -> tuple[str, tuple[Attached, ...]]:
         """The cell's text as sent (references filled in, the last error after it) and its
