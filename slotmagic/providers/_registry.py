@@ -349,6 +349,15 @@ REGISTRY = Registry(
                     f"{DEFAULT_OPENAI_REASONING_MODELS}.",
                     check=_check_patterns,
                 ),
+                SettingSpec(
+                    "openai_responses_models",
+                    "OPENAI_RESPONSES_MODELS",
+                    "the models only the Responses API serves",
+                    help="Which openai:... models go to the Responses API (/v1/responses) instead of chat completions: "
+                    "model-name patterns separated by commas ('gpt-5*', '*' for all), or 'none'; empty uses "
+                    "OPENAI_RESPONSES_MODELS, else the models only it serves (o3-pro, gpt-5-pro, ...).",
+                    check=_check_patterns,
+                ),
             ),
             endpoint=KeyedEndpoint("openai_base_url", "openai_api_key", DEFAULT_OPENAI_BASE_URL),
             catalog="openai",

@@ -258,6 +258,7 @@ if TYPE_CHECKING:
         openai_api_key: str | None = None
         openai_base_url: str | None = None
         openai_reasoning_models: str | None = None
+        openai_responses_models: str | None = None
         anthropic_api_key: str | None = None
         anthropic_base_url: str | None = None
         ollama_host: str | None = None
