@@ -369,6 +369,6 @@ class OpenAIProvider(HTTPProvider):
         return matches_model(model, model_patterns(*found)) if found else responses_only(model)
 
     def assembler(self, call: SSECall) -> ChunkAssembler | ResponsesAssembler:
-        if call.path == "/responses":
+        if call.path.split("?", 1)[0].endswith("/responses"):
             return ResponsesAssembler(call.label, call.endpoint.secrets)
         return ChunkAssembler(call.label, call.endpoint.secrets)
