@@ -66,7 +66,8 @@ class Session(MovedNames):
     """One conversation workspace: named slots (message histories) and a current slot.
 
     Grouped by concern: ``context`` (the working context), ``workflows``, ``history`` (undo,
-    marks, search, diffs, exports, merges), ``compactions`` and ``options`` (settings of turns)."""
+    marks, search, diffs, exports, merges), ``compactions`` and ``options`` (settings of turns);
+    ``mcp`` holds the MCP servers whose tools turns offer (:class:`slotmagic.tools.McpServers`)."""
 
     def __init__(
         self,

@@ -71,6 +71,9 @@ def test_a_turn_calls_a_servers_tool(session: Session, servers: McpServers, wire
     assert reply.text == "It is evening."
     assert [s.name for s in reply.steps] == ["time_get_current_time"]
     assert set(servers.started()) == {"time", "git"}
+    (result,) = [m for m in session.messages() if m.role == "tool"]
+    assert result.name == "time_get_current_time" and result.tokens > 0  # counted like any tool result
+    assert session.budget().report.tool_results.used >= result.tokens
 
 
 def test_tools_are_chosen_by_server_and_pattern(session: Session, servers: McpServers, wire: WireServer) -> None:
