@@ -99,6 +99,13 @@ class McpConnection:
     def _start(self) -> None:
         import asyncio
 
+        try:
+            import mcp  # noqa: F401  (the official SDK: an optional extra)
+        except ImportError:
+            self.state = "failed: the mcp package is not installed"
+            raise ServerDown(
+                f"MCP server {self.config.name!r} needs the official MCP SDK: pip install 'slotmagic[mcp]'"
+            ) from None
         self._ended.clear()
         self._tools = None
         loop = asyncio.new_event_loop()

@@ -342,3 +342,16 @@ def _cmdline(entry: Path) -> bytes:
         return entry.joinpath("cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def test_without_the_sdk_a_server_is_one_line(
+    settings: ProviderSettings, wire: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if slotmagic[mcp] were not installed
+    servers = McpServers({"time": TIME})
+    with Session.open("no-sdk", db_path=":memory:", model=MODEL, settings=settings, mcp=servers) as session:
+        wire.script(text("fine"))
+        reply = session.submit_turn("hi")
+    assert "tools" not in wire.requests[-1].json()
+    needs = "MCP server 'time' needs the official MCP SDK: pip install 'slotmagic[mcp]'"
+    assert f"{needs}; this turn goes on without its tools" in reply.notes
