@@ -77,6 +77,10 @@ def ip(_testing_shell: object, _private_store: None) -> Iterator[object]:
         delattr(shell, "_slotmagic_cell_identity")  # cells counted again in the next "kernel"
     if hasattr(shell, "_slotmagic_session_id"):
         delattr(shell, "_slotmagic_session_id")  # the next test is a new kernel
+    servers = getattr(shell, "_slotmagic_mcp", None)
+    if servers is not None:  # the kernel's MCP servers stop with it
+        servers.close()
+        delattr(shell, "_slotmagic_mcp")
     live = getattr(shell, "_slotmagic_live_widgets", None)
     if live is not None:  # widgets a test showed do not follow the next test's session
         for widget in live.widgets():

@@ -47,6 +47,7 @@ STATIC_FORMS = {
     ],
     "06-exploring-branches": [],
     "07-the-notebook-as-context": [],
+    "08-mcp-servers-and-schemas": [],
 }
 
 WIDGET_VIEW = '<script type="application/vnd.jupyter.widget-view+json">'

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .messages import Message
+from .schema import ResponseSchema
 
 __all__ = ["ChatRequest", "ToolSpec"]
 
@@ -34,3 +35,4 @@ class ChatRequest:
     max_tokens: int | None = None
     params: Mapping[str, Any] = field(default_factory=dict)  # provider-specific, passed through
     prompt_cache: bool = False  # mark the request's stable prefix for the provider's prompt cache
+    schema: ResponseSchema | None = None  # the reply must match it (structured output, _core/schema.py)

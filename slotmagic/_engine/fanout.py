@@ -236,7 +236,7 @@ class FanOut:
         )
         if plan.action == "replay":
             assert plan.turn is not None
-            return AsyncTurnStream(engine, None, None, engine.stored_reply(plan.slot, plan.turn))
+            return AsyncTurnStream(engine, None, None, engine.stored_reply(plan.slot, plan.turn, schema=options.schema))
         fork_before = plan.turn if plan.action == "fork" else None
         return AsyncTurnStream(engine, engine.prepare(self.text, plan.slot, options, cell, fork_before, False))
 
@@ -273,7 +273,9 @@ class FanOut:
         ]
         if same and not options.rerun:
             found = same[-1]
-            return AsyncTurnStream(engine, None, None, engine.stored_reply(found.home, found.record))
+            return AsyncTurnStream(
+                engine, None, None, engine.stored_reply(found.home, found.record, schema=options.schema)
+            )
         if earlier:  # edited (or rerun): a sibling of its branch, forked just before its turn
             found = earlier[-1]
             turn = engine.prepare(self.text, found.home, options, cell, found.record, False)

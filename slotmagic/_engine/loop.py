@@ -21,9 +21,10 @@ from .._core.usage import Usage
 from .._errors import MalformedReply
 from .._namespace import Namespace, has_reference
 from ..providers._base import ChatRequest, Completion
-from ..tools import Tool, ToolRegistry, ToolResult
+from ..tools import McpTool, Tool, ToolRegistry, ToolResult
 from .fit import RequestFit
 from .reading import READERS, PageRoom
+from .structured import answered
 
 _STEP_PREVIEW = 200
 
@@ -140,6 +141,7 @@ class ToolRounds:
 
     def calls(self, completion: Completion) -> tuple[ToolCall, ...] | None:
         """The calls to run after this reply; None when the turn is over."""
+        completion = answered(completion, self.request.schema)  # a forced tool's call is the answer
         self.usage = self.usage + completion.usage
         self.last = completion
         for step in server_steps(completion.message):  # what the provider's own tools found
@@ -203,7 +205,13 @@ class ToolRounds:
 
     def run_sync(self, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
         assert self.tools is not None
-        return [self.tools.run_sync(call) for call in calls]
+        tools = self.tools
+        if len(calls) > 1 and all(isinstance(tools.get(c.name), McpTool) for c in calls if c.name in tools):
+            from concurrent.futures import ThreadPoolExecutor  # calls to MCP servers run side by side
+
+            with ThreadPoolExecutor(len(calls), thread_name_prefix="slotmagic-mcp-call") as pool:
+                return list(pool.map(tools.run_sync, calls))
+        return [tools.run_sync(call) for call in calls]
 
     async def run(self, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
         import asyncio  # here: `import slotmagic` stays free of it

@@ -19,6 +19,7 @@ from .._core.checks import (
 from .._core.compaction import Compaction
 from .._core.messages import Message
 from .._core.records import TurnInfo, TurnRecord
+from .._core.schema import ResponseSchema
 from .._core.slots import validate_slot_id
 from .._core.tokens import estimate_message_tokens
 from .._core.vision import takes_images
@@ -54,6 +55,7 @@ class TurnOptions:
     tools: tuple[str, ...] | None = None  # this turn's tools by name; () none; None the slot's
     attachments: tuple[Attached, ...] = ()  # objects sent after the text (see slotmagic._attach)
     read_variables: bool = False  # offer the opt-in read_variable tool (a kernel's variables)
+    schema: Any = None  # the reply's schema: a pydantic model class, a JSON schema dict (made a ResponseSchema)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -77,6 +79,8 @@ class TurnOptions:
         if not isinstance(self.read_variables, bool):
             raise ConfigError(f"read_variables must be True or False, not {self.read_variables!r:.60}")
         set_(self, "attachments", tuple(self.attachments or ()))
+        if self.schema is not None:
+            set_(self, "schema", ResponseSchema.of(self.schema))
         if not all(isinstance(a, Attached) for a in self.attachments):
             raise ConfigError("attachments are made by slotmagic._attach.attach(...) (Session.submit_turn does it)")
 
@@ -86,7 +90,8 @@ class TurnOptions:
                   "max_tokens": self.max_tokens, "params": dict(self.params) or None,
                   "tools": list(self.tools) if self.tools is not None else None,
                   "attachments": [a.digest() for a in self.attachments] or None,
-                  "read_variables": self.read_variables or None}  # fmt: skip
+                  "read_variables": self.read_variables or None,
+                  "schema": self.schema.digest() if self.schema is not None else None}  # fmt: skip
         return {k: v for k, v in chosen.items() if v is not None}
 
 
@@ -152,4 +157,5 @@ def request_for(
         max_tokens=options.max_tokens,
         params=dict(options.params),
         prompt_cache=prompt_cache,
+        schema=options.schema,
     )

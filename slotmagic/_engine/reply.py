@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .._core.messages import Message
 from .._core.records import ForkRef, TurnInfo
@@ -29,6 +30,7 @@ class Reply:
     notes: tuple[str, ...] = ()  # what else happened: a compaction, a guessed context window
     saved: float | None = None  # USD the provider's prompt cache saved on this turn
     steps: tuple[ToolStep, ...] = ()  # the tool calls the model made in this turn, with their results
+    parsed: Any = None  # with a schema: the reply read as it (a pydantic model's instance, or JSON values)
 
     @property
     def forked_from(self) -> ForkRef | None:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._core.attachments import message_parts
 from .._core.budget import ContextBudget
@@ -22,6 +22,7 @@ from .._core.compaction import Compaction
 from .._core.context import DEFAULT_RECENT_TURNS
 from .._core.messages import Message
 from .._core.records import CellRef, TurnInfo, TurnRecord
+from .._core.schema import ResponseSchema
 from .._core.slots import Slot, SlotMode
 from .._core.usage import Usage
 from .._core.vision import no_images_reason
@@ -34,7 +35,7 @@ from .._errors import (
     SlotReadonly,
     StoreError,
 )
-from .._namespace import Namespace, has_reference
+from .._namespace import Namespace
 from .._store.base import History, Store
 from ..providers import REGISTRY, ProviderSettings, cost_of
 from ..providers._base import ChatRequest, Provider
@@ -48,22 +49,26 @@ from .effects import Steps
 from .fit import RequestFit
 from .inputs import Params, Source, ViewInputs
 from .loop import ToolRounds, steps_of
+from .offering import turn_tools
 from .pending import PendingTurn, TurnOptions, counted, request_for
 from .pipeline import Prefix, make_view
 from .plan import CellPlan, plan_cell_turn, refuse_far_fork
 from .pool import ProviderPool
-from .reading import PageRoom, read_namespace_tool, recall_tool
+from .reading import PageRoom, read_namespace_tool
 from .reply import Reply
 from .storing import TurnWriter
 from .streams import AsyncTurnStream, TurnStream
+from .structured import read_reply
 from .tool_results import to_shelve
 from .view import Counting, View
 from .view_cache import ViewCache
 
+if TYPE_CHECKING:
+    from ..tools._mcp import McpServers
+
 # The streams and a turn's options have modules of their own; importers know them by this one too.
 __all__ = ["AUTO_COMPACT", "AsyncTurnStream", "TurnEngine", "TurnOptions", "TurnStream", "counted"]
 logger = logging.getLogger("slotmagic")
-OPT_IN = frozenset(("read_variable",))  # built-in tools offered only when named
 AutoCompact = Literal["on", "ask", "off"]
 AUTO_COMPACT: tuple[AutoCompact, ...] = ("on", "ask", "off")
 _SUMMARY_PARTS = 4  # the most requests one compaction's summary takes
@@ -101,6 +106,7 @@ class TurnEngine:
         self.working_context_turns: int | None = DEFAULT_RECENT_TURNS  # turns a change is sent (None: off)
         # Opt-in built-in tools (read_variable): offered only when a turn or a slot names them.
         self.optional_tools: dict[str, Tool[..., Any]] = {}
+        self.mcp: McpServers | None = None  # MCP servers whose tools turns offer (tools/_mcp.py)
         self.pool = ProviderPool()  # one provider per name, kept for its open connections
         self.calibrator = Calibrator(store)
         self.writer = TurnWriter(store, session_id, self.namespace)
@@ -277,7 +283,7 @@ class TurnEngine:
             assert plan.turn is not None
             if follow and plan.slot != self.store.current_slot(self.session_id):
                 self.store.set_current_slot(self.session_id, plan.slot)  # where the cell left it
-            return None, plan, self.stored_reply(plan.slot, plan.turn, plan.source)
+            return None, plan, self.stored_reply(plan.slot, plan.turn, plan.source, options.schema)
         fork_before = plan.turn if plan.action == "fork" else None
         if fork_before is not None and not options.rerun and options.cell_id.startswith("position:"):
             refuse_far_fork(len(self.store.history(self.session_id, slot)), slot, fork_before)
@@ -301,6 +307,8 @@ class TurnEngine:
             raise SlotReadonly(slot.id)
         model = options.model or slot.config.model or self.model
         provider = self.provider(model)
+        if self.mcp is not None:
+            self.mcp.new_turn()
         if fork_before is not None:
             history = history.prefix(fork_before.start)  # what the sibling will share
         user = counted(Message.from_parts("user", message_parts(text, options.attachments)))
@@ -358,49 +366,15 @@ class TurnEngine:
         assert view.report is not None
         fit = RequestFit(counting, view.report.limit, self.namespace)
         request = request_for(view, model, options, tools, prompt_cache=self.prompt_cache)
-        return replace(turn, view=view, tools=tools, request=request, room=room, reader=reader, fit=fit)
+        notes = (*turn.notes, *self.mcp.take_notes()) if self.mcp is not None else turn.notes
+        return replace(turn, view=view, tools=tools, request=request, room=room, reader=reader, fit=fit, notes=notes)
 
     def turn_tools(
-        self,
-        slot: Slot,
-        names: tuple[str, ...] | None,
-        view: View,
-        room: PageRoom | None = None,
-        reader: Tool[..., str] | None = None,
-        also: tuple[str, ...] = (),
-    ) -> ToolRegistry | None:
-        """The tools a turn offers: the turn's names, else the slot's, else every tool of the
-        session and the slot's own (its working context's); and unless the turn asked for no
-        tools, ``read_namespace`` whenever a reference is in the view (a result kept aside, or a
-        summary naming one) and ``recall`` whenever a compaction folded part of it away. None
-        when there are none (the request then carries no tools at all). An opt-in tool
-        (``optional_tools``) is offered when ``also`` or the chosen names name it."""
-        chosen = names if names is not None else slot.config.tools
-        optional = [self._optional(name) for name in dict.fromkeys((*(chosen or ()), *also)) if name in OPT_IN]
-        if chosen is not None:
-            chosen = tuple(name for name in chosen if name not in OPT_IN)
-        selected = self.tools if chosen is None else self.tools.select(chosen)
-        tools = list(selected.tools()) if chosen is None else [selected.get(name) for name in dict.fromkeys(chosen)]
-        tools += optional
-        if chosen != () and has_reference(view.messages):
-            tools.append(reader if reader is not None else read_namespace_tool(self.namespace, room))
-        if chosen != () and view.compaction is not None:
-            tools.append(recall_tool(self.store, self.session_id, slot.id, view.compaction.upto, room))
-        if chosen is None and self.slot_tools is not None:
-            tools.extend(self.slot_tools(slot, view))
-        unique: dict[str, Tool[..., Any]] = {}
-        for tool in tools:
-            unique.setdefault(tool.name, tool)  # a name the user gave a tool of their own wins
-        return ToolRegistry(unique.values(), label=f"turn on slot {slot.id!r}") if unique else None
-
-    def _optional(self, name: str) -> Tool[..., Any]:
-        found = self.optional_tools.get(name)
-        if found is None:
-            raise ConfigError(
-                f"{name} reads a kernel's variables: it is offered in a notebook (%load_ext slotmagic), "
-                "or after session.options.allow_variables(namespace); nothing was sent"
-            )
-        return found
+        self, slot: Slot, names: tuple[str, ...] | None, view: View, room: PageRoom | None = None,
+        reader: Tool[..., str] | None = None, also: tuple[str, ...] = (),
+    ) -> ToolRegistry | None:  # fmt: skip
+        """The tools a turn on ``slot`` offers (see :func:`.offering.turn_tools`)."""
+        return turn_tools(self, slot, names, view, room, reader, also)
 
     def _check_budget(self, turn: PendingTurn) -> PendingTurn:
         """Within budget: as is. Past the threshold: plan a compaction (made when the turn
@@ -475,14 +449,20 @@ class TurnEngine:
         except StoreError as exc:  # the turn is stored: a lost calibration must not say otherwise
             logger.info("the token estimate's calibration was not updated: %s", exc)
         notes = (*turn.notes, rounds.note) if rounds.note else turn.notes
+        parsed, problem = read_reply(reply_message.content, turn.request.schema)
+        notes = (*notes, problem) if problem else notes
+        if self.mcp is not None:  # a server restarted during the tool rounds
+            notes = (*notes, *self.mcp.take_notes())
         return Reply(
             reply_message.content, reply_message, usage, turn.model, slot, record.number,
-            last.finish_reason, cost, info, notes=notes, saved=saved, steps=tuple(rounds.steps),
+            last.finish_reason, cost, info, notes=notes, saved=saved, steps=tuple(rounds.steps), parsed=parsed,
         )  # fmt: skip
 
-    def stored_reply(self, slot: str, record: TurnRecord, source: History | None = None) -> Reply:
+    def stored_reply(
+        self, slot: str, record: TurnRecord, source: History | None = None, schema: ResponseSchema | None = None
+    ) -> Reply:
         """The reply a stored turn ended with, as a ``Reply`` marked ``replayed`` (read from
-        ``source`` when the slot no longer holds it: a turn undone)."""
+        ``source`` when the slot no longer holds it: a turn undone), read against ``schema``."""
         history = source if source is not None else self.store.history(self.session_id, slot)
         produced = history.messages(record.start, record.end)
         message = next((m for m in reversed(produced) if m.role == "assistant"), None)
@@ -490,8 +470,10 @@ class TurnEngine:
         if message is None:
             raise ConfigError(f"turn {record.number} of slot {slot!r} has no reply to show")
         info = record.info
+        parsed, problem = read_reply(message.content, schema)
+        notes = () if source is None else (f"this turn was undone on slot {slot}: %slot redo brings it back",)
         return Reply(
             message.content, message, info.usage or Usage(), info.model or self.model, slot, record.number,
             info.finish_reason, info.cost, info, replayed=True, steps=steps,
-            notes=() if source is None else (f"this turn was undone on slot {slot}: %slot redo brings it back",),
+            notes=(*notes, problem) if problem else notes, parsed=parsed,
         )  # fmt: skip

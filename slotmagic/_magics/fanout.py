@@ -157,6 +157,7 @@ def run_fan_out(
         temperature=args.temperature,
         max_tokens=args.max_tokens,
         tools=() if args.no_tools else _names(args.tools),
+        schema=getattr(args, "schema", None),
     )
     live = options.stream if args.stream is None else args.stream
     view = ColumnsView(

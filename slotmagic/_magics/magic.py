@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import functools
 import io
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ from traitlets import TraitError, validate
 
 from .._attach import attach_all
 from .._core.attachments import Attached
+from .._core.schema import ResponseSchema
 from .._engine.cells import NOT_SHOWN
 from .._engine.fanout import FanOutResult
 from .._engine.reply import Reply
@@ -44,6 +46,7 @@ from .slot_commands import dispatch, overview
 from .turn import parse_turn_line, run_turn, turn_parser
 from .workspace import Workspace
 
+_RESOURCE = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S")  # --attach of an MCP resource's URI
 _IDENTITY = "_slotmagic_cell_identity"  # the magics run in this kernel so far (identity.py)
 
 
@@ -209,6 +212,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         cell_id = self._cell_identity(args.id, cell)
         with user_errors():
             text, attachments = self._turn_input(args, cell, session)
+            args.schema = self._schema(args.schema)
         key = None if cell_id is None else f"turn|{cell_id}|{text_digest(line + chr(10) + text)}"
         if key is not None and cell_id is not None and not args.rerun and args.slots is None and args.models is None:
             with user_errors():
@@ -228,6 +232,18 @@ class SlotMagic(Magics, SlotMagicOptions):
         if args.code and isinstance(reply, Reply) and not reply.replayed:
             self.put_code(reply)
 
+    def _schema(self, name: str | None) -> ResponseSchema | None:
+        """``--schema NAME``: the pydantic model class or JSON schema dict of that name."""
+        if name is None:
+            return None
+        assert self.shell is not None
+        if name not in self.shell.user_ns:
+            raise ConfigError(
+                f"--schema {name}: no such name in this notebook; define a pydantic model class or a JSON schema "
+                "dict by that name first; nothing was sent"
+            )
+        return ResponseSchema.of(self.shell.user_ns[name])
+
     def _turn_input(self, args: argparse.Namespace, cell: str, session: Session) -> tuple[str, tuple[Attached, ...]]:
         """The cell's text as sent (references filled in, the last error after it) and its
         attachments; one line (a ConfigError) when any of it cannot be made: nothing is sent."""
@@ -245,8 +261,10 @@ class SlotMagic(Magics, SlotMagicOptions):
         names = split_names(args.attach)
         if not names:
             raise ConfigError("--attach needs names: --attach df,fig,Out[7]")
-        values = attach_values(names, namespace, self.cells.images, extra)
-        return text, attach_all(values, threshold=session.options.namespace_threshold)
+        # A resource URI (demo://..., file:///...) is read from the MCP server that offers it.
+        resources = {n: session.mcp.read(n) for n in names if _RESOURCE.match(n)}
+        values = attach_values([n for n in names if n not in resources], namespace, self.cells.images, extra)
+        return text, attach_all({**resources, **values}, threshold=session.options.namespace_threshold)
 
     def put_code(self, reply: Reply, block: int = 1) -> bool:
         """Put the reply's ``block``-th code block in a new cell below; say so when there is none."""

@@ -34,6 +34,7 @@ from ..providers import REGISTRY, parse_model
 from ..providers._endpoint import masked_url
 from ..providers._registry import SettingSpec
 from ..providers._settings import GENERAL_SETTINGS, GeneralSetting, Number, ProviderSettings
+from ..tools._mcp_config import server_config
 
 logger = logging.getLogger("slotmagic")
 
@@ -102,6 +103,18 @@ class MaskedURL(str):
 
     def __repr__(self) -> str:
         return repr(masked_url(str(self)))
+
+
+class MaskedServers(dict):  # type: ignore[type-arg]
+    """``mcp_servers``' value: a dict whose ``repr`` hides the values of ``env`` and ``headers``."""
+
+    def __repr__(self) -> str:
+        return repr({name: _masked_server(s) if isinstance(s, dict) else s for name, s in self.items()})
+
+
+def _masked_server(server: Any) -> Any:
+    hidden = ("env", "headers")
+    return {k: ({n: "***" for n in v} if k in hidden and isinstance(v, dict) else v) for k, v in server.items()}
 
 
 def _number_trait(spec: GeneralSetting) -> TraitType[Any, Any]:
@@ -250,6 +263,13 @@ class SlotMagicOptions(Configurable):
         "columns wait for a place. A 429 slows down only the provider that sent it.",
     ).tag(config=True)
 
+    mcp_servers = Dict(
+        help="MCP servers whose tools turns offer, by name: {'time': {'command': 'mcp-server-time'}, "
+        "'git': {'command': 'mcp-server-git', 'args': ['--repository', '.']}, 'docs': {'url': "
+        "'http://127.0.0.1:8000/mcp'}}; 'env' and 'headers' values are never shown (write ${NAME} to read "
+        "one from the environment). Each starts when a turn first offers its tools; %slot mcp lists them.",
+    ).tag(config=True)
+
     compaction_model = Unicode(
         help="The model that writes compaction summaries when a slot's history passes its budget; "
         "empty uses the turn's own model.",
@@ -374,6 +394,16 @@ class SlotMagicOptions(Configurable):
             )
         return value
 
+    @validate("mcp_servers")
+    def _check_mcp_servers(self, proposal: Any) -> Any:
+        value = proposal["value"]
+        try:
+            for name, server in value.items():
+                server_config(name, server)
+        except ConfigError as exc:
+            raise TraitError(str(exc)) from None
+        return MaskedServers(value)
+
     @validate("max_tool_rounds", "namespace_threshold", "max_concurrency")
     def _check_positive(self, proposal: Any) -> Any:
         value = proposal["value"]
@@ -448,6 +478,8 @@ class SlotMagicOptions(Configurable):
                 reason = str(mine)
         url = name in URLS or (name == "db_path" and is_postgres_url(value))
         shown = MaskedURL(value) if url and isinstance(value, str) else value
+        if name == "mcp_servers" and isinstance(value, dict):
+            shown = MaskedServers(value)
         return f"SlotMagic.{name} = {shown!r} refused: {reason}; it stays {getattr(self, name)!r}"
 
     def _forget(self, cfg: Config, name: str) -> None:

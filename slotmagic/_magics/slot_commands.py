@@ -23,6 +23,7 @@ from ..session import Session
 from .command import Command, CommandTable, Context, Dispatched
 from .compare_command import compare, compare_parser
 from .explore_commands import explore_commands
+from .mcp_commands import mcp_commands
 from .notebook_commands import notebook_commands
 from .parsing import CommandParser, at_least, split_line
 
@@ -554,6 +555,7 @@ COMMANDS: dict[str, Command] = {
         Command("compare", compare_parser, compare, slot_positionals=6, kind="reads"),
         *explore_commands(),
         *notebook_commands(),
+        *mcp_commands(),
     )
 }
 

@@ -60,7 +60,14 @@ def turn_parser() -> CommandParser:
         "--attach",
         metavar="A,B",
         help="send these objects after the text: names or expressions (df, fig, Out[7]); DataFrames as an "
-        "excerpt with the whole table kept aside, figures and images as images, long text kept aside",
+        "excerpt with the whole table kept aside, figures and images as images, long text kept aside; a URI "
+        "(demo://...) is an MCP server's resource, read from the server that offers it",
+    )
+    parser.add_argument(
+        "--schema",
+        metavar="NAME",
+        help="the reply must match this schema: a pydantic model class or a JSON schema dict in the notebook; "
+        "the reply's value is then _.parsed",
     )
     parser.add_argument(
         "--raw", action="store_true", help="send the cell as written: {name} and {expression} are not filled in"
@@ -111,6 +118,8 @@ def run_turn(
     extra: dict[str, object] = {"attachments": attachments} if attachments else {}
     if getattr(args, "read_vars", False):
         extra["read_variables"] = True
+    if getattr(args, "schema", None) is not None:
+        extra["schema"] = args.schema
     stream = session.stream_turn(
         cell.strip("\n"),
         cell_id=cell_id,

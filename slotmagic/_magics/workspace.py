@@ -21,6 +21,7 @@ from .._errors import StoreError
 from .._store import Store, open_store
 from .._store.base import SupportsChanges
 from ..session import DEFAULT_DB_PATH, Session, new_session_id
+from ..tools import McpServers
 from .options import PROVIDER_FIELDS, SlotMagicOptions
 
 # Where frontends tell the kernel which notebook it runs: jupyter_server sets
@@ -28,6 +29,7 @@ from .options import PROVIDER_FIELDS, SlotMagicOptions
 # Headless runners tell nothing: see runner_notebook.
 _NOTEBOOK_VARIABLES = ("__session__", "__vsc_ipynb_file__")
 _KERNEL_SESSION = "_slotmagic_session_id"
+_KERNEL_MCP = "_slotmagic_mcp"  # the kernel's MCP servers: %reload_ext keeps them running
 
 # The settings the session follows: trait -> (the session's part, its attribute). The provider
 # settings (PROVIDER_FIELDS) go as one ProviderSettings; "user" goes to the store.
@@ -116,6 +118,8 @@ class Workspace:
         self._session: Session | None = None
         self.on_change: Callable[[], None] | None = None  # another kernel changed the store
         self._observing = False  # whether the settings' changes come to _setting_changed
+        self.mcp: McpServers = getattr(shell, _KERNEL_MCP, None) or McpServers()  # stopped when the kernel exits
+        setattr(shell, _KERNEL_MCP, self.mcp)
 
     def db_path(self, options: SlotMagicOptions) -> str:
         return options.db_path or str(DEFAULT_DB_PATH)
@@ -145,7 +149,8 @@ class Workspace:
                 self._session.close()
                 self._session = None
             self._store.user = _user(options)
-            made = Session.open(session_id, store=self._store)
+            self.mcp.configure(options.mcp_servers)
+            made = Session.open(session_id, store=self._store, mcp=self.mcp)
             try:
                 for name in _FOLLOWED:
                     _apply(made, name, getattr(options, name))  # a malformed model string is refused here
@@ -157,7 +162,7 @@ class Workspace:
             if isinstance(self._store, SupportsChanges):
                 self._store.follow(session_id)  # other sessions' writes do not wake this kernel
             if not self._observing:
-                options.observe(self._setting_changed, names=[*_FOLLOWED, *PROVIDER_FIELDS, "user"])
+                options.observe(self._setting_changed, names=[*_FOLLOWED, *PROVIDER_FIELDS, "user", "mcp_servers"])
                 self._observing = True
         return self._session
 
@@ -171,6 +176,8 @@ class Workspace:
             _apply(self._session, name, change["new"])
         elif name == "user":
             self._store.user = _user(options)
+        elif name == "mcp_servers":
+            self.mcp.configure(change["new"])
         else:
             settings = options.provider_settings()
             if settings != self._session.settings:  # a change closes connections: only when needed

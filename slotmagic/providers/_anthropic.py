@@ -100,6 +100,7 @@ from .._errors import MalformedReply, RequestRefused, StreamInterrupted
 from . import _wire as wire
 from ._anthropic_plan import RequestPlan, blocks_as_text, refuses_sampling, request_plan, round_as_text
 from ._base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
+from ._structured import anthropic_schema_tool, anthropic_tool_choice
 from ._transport import HTTPProvider, SSECall, parse_event_json, stream_error
 from ._wire import BARE_SCHEMA, EARLIER, bare_tools, json_object, refuse
 
@@ -139,6 +140,9 @@ def build(request: ChatRequest, label: str = "anthropic") -> tuple[dict[str, Any
     if system is not None:
         body["system"] = system
     tools = wire_tools(request.tools) + server
+    if request.schema is not None:  # structured output: a forced tool (providers/_structured.py)
+        body["tool_choice"] = anthropic_tool_choice(request.schema, others=bool(tools), thinking=thinking)
+        tools.append(anthropic_schema_tool(request.schema))
     if tools:
         body["tools"] = tools
     elif _tool_blocks(messages):  # what _engine/steps/bare_tools.py counted for a view

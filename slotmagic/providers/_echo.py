@@ -11,13 +11,18 @@ It calls tools when asked in so many words: each line of the last user message t
 ``call NAME`` or ``call NAME {"json": "arguments"}`` becomes a tool call when the request offers
 any tools (several lines: calls in parallel). After the results come back it replies with
 what each tool returned. So the tool loop can be shown and tested offline.
+
+Asked for a reply of a schema (structured output), it answers with a value of that shape: each
+string the first words of the last user message, numbers 0, booleans false, one item in each
+list, an enum's first value.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
 
 from .._core.compaction import COMPACTION_MARKER
 from .._core.images import Image, Part
@@ -103,6 +108,35 @@ def _describe(part: Part) -> str:
     return f"text ({len(part.text):,} characters)"
 
 
+def echo_value(schema: Any, root: Mapping[str, Any], words: str, depth: int = 0) -> Any:
+    """A value of ``schema``'s shape (see the module docstring); ``$ref`` read from ``root``."""
+    if not isinstance(schema, Mapping) or depth > 8:
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        found: Any = root
+        for key in ref[2:].split("/"):
+            found = found.get(key, {}) if isinstance(found, Mapping) else {}
+        return echo_value({**found, **{k: v for k, v in schema.items() if k != "$ref"}}, root, words, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            chosen = next((o for o in options if isinstance(o, Mapping) and o.get("type") != "null"), options[0])
+            return echo_value(chosen, root, words, depth + 1)
+    kind = schema.get("type")
+    kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        return {name: echo_value(sub, root, words, depth + 1) for name, sub in properties.items()}
+    if kind == "array":
+        return [echo_value(schema.get("items", {}), root, words, depth + 1)]
+    return {"string": words, "integer": 0, "number": 0, "boolean": False}.get(str(kind))
+
+
 class EchoProvider:
     name = "echo"
 
@@ -116,6 +150,10 @@ class EchoProvider:
             yield Completion(Message.assistant("", calls), usage, "tool_calls", "echo")
             return
         text = echo_reply(request.messages)
+        if request.schema is not None:
+            user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+            words = " ".join(user.split()[:8])
+            text = json.dumps(echo_value(request.schema.schema, request.schema.schema, words), ensure_ascii=False)
         for piece in _PIECES.findall(text):  # word by word, like a real stream
             yield TextDelta(piece)
         usage = Usage(

@@ -61,10 +61,13 @@ from . import _wire as wire
 from ._base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
 from ._endpoint import Endpoint
 from ._registry import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_REASONING_MODELS, matches_model, model_patterns
+from ._responses import ResponsesAssembler, responses_body, responses_only
+from ._structured import response_format
 from ._transport import HTTPProvider, SSECall, parse_event_json, stream_error
 from ._wire import bare_tools, json_arguments, refuse
 
 REASONING_SETTING = "openai_reasoning_models"
+RESPONSES_SETTING = "openai_responses_models"
 
 
 def wire_messages(messages: Sequence[Message], *, developer: bool = False) -> list[dict[str, Any]]:
@@ -138,7 +141,12 @@ def is_reasoning_model(model: str, patterns: str | None = None, source: str = RE
 
 
 def request_body(
-    request: ChatRequest, endpoint: Endpoint, *, reasoning: bool | None = None, label: str = "openai"
+    request: ChatRequest,
+    endpoint: Endpoint,
+    *,
+    reasoning: bool | None = None,
+    label: str = "openai",
+    strict: bool = True,
 ) -> dict[str, Any]:
     """The request body, every wire rule kept; ``reasoning`` None decides by the model's name
     with the default patterns. :class:`~slotmagic._errors.RequestRefused` when it would still
@@ -163,6 +171,8 @@ def request_body(
         # compatible servers mostly know only the older one.
         official = endpoint.base_url == DEFAULT_OPENAI_BASE_URL
         body["max_completion_tokens" if official or reasoning else "max_tokens"] = request.max_tokens
+    if request.schema is not None:  # structured output (providers/_structured.py); strict but on Ollama
+        body["response_format"] = response_format(request.schema, strict=strict)
     body.update(request.params)  # provider-specific parameters pass through as given
     body["stream"] = True  # not overridable: everything here reads a stream
     refuse(label, violations(body))
@@ -335,7 +345,10 @@ class OpenAIProvider(HTTPProvider):
         endpoint = self.endpoint()
         headers = {"authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
         label = f"{self.name} ({endpoint.host})"
-        body = request_body(request, endpoint, reasoning=self.reasoning(request.model), label=label)
+        reasoning = self.reasoning(request.model)
+        if self.responses(request.model):  # providers/_responses.py
+            return SSECall(endpoint, "/responses", responses_body(request, reasoning=reasoning), headers)
+        body = request_body(request, endpoint, reasoning=reasoning, label=label, strict=self.name != "ollama")
         return SSECall(endpoint, "/chat/completions", body, headers)
 
     def reasoning(self, model: str) -> bool:
@@ -347,5 +360,15 @@ class OpenAIProvider(HTTPProvider):
         found = self.registry.value(self.settings, REASONING_SETTING)
         return is_reasoning_model(model, *found) if found else is_reasoning_model(model)
 
-    def assembler(self, call: SSECall) -> ChunkAssembler:
+    def responses(self, model: str) -> bool:
+        """Whether ``model`` goes to the Responses API: the ``openai_responses_models`` setting
+        (or its environment variable) when set, else whether only that API serves it. Never on Ollama."""
+        if self.name == "ollama":
+            return False
+        found = self.registry.value(self.settings, RESPONSES_SETTING)
+        return matches_model(model, model_patterns(*found)) if found else responses_only(model)
+
+    def assembler(self, call: SSECall) -> ChunkAssembler | ResponsesAssembler:
+        if call.path.split("?", 1)[0].endswith("/responses"):
+            return ResponsesAssembler(call.label, call.endpoint.secrets)
         return ChunkAssembler(call.label, call.endpoint.secrets)

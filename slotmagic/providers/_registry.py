@@ -37,7 +37,9 @@ from typing import Any, Protocol
 
 from .._errors import ConfigError, MissingAPIKey, UnknownModel
 from ..tokens._counter import count_exactly
+from ._azure import AzureEndpoint, check_deployments, check_version
 from ._endpoint import Endpoint, checked_url, masked_url, ollama_base_url
+from ._plugins import group_may_be_named
 from ._windows import ECHO_WINDOW, FixedWindow, ServedWindow, WindowRule
 
 logger = logging.getLogger("slotmagic")
@@ -49,6 +51,7 @@ DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 # OpenAI's reasoning models, by name: they take the system prompt as a "developer" message
 # and max_completion_tokens, wherever they are served (api.openai.com, Azure, a proxy).
 DEFAULT_OPENAI_REASONING_MODELS = "o1*,o3*,o4*,gpt-5*"
+DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai"
 
 # (value, where it came from) for a setting, or None when neither the setting nor its
 # environment variable is set.
@@ -349,9 +352,54 @@ REGISTRY = Registry(
                     f"{DEFAULT_OPENAI_REASONING_MODELS}.",
                     check=_check_patterns,
                 ),
+                SettingSpec(
+                    "openai_responses_models",
+                    "OPENAI_RESPONSES_MODELS",
+                    "the models only the Responses API serves",
+                    help="Which openai:... models go to the Responses API (/v1/responses) instead of chat completions: "
+                    "model-name patterns separated by commas ('gpt-5*', '*' for all), or 'none'; empty uses "
+                    "OPENAI_RESPONSES_MODELS, else the models only it serves (o3-pro, gpt-5-pro, ...).",
+                    check=_check_patterns,
+                ),
             ),
             endpoint=KeyedEndpoint("openai_base_url", "openai_api_key", DEFAULT_OPENAI_BASE_URL),
             catalog="openai",
+            exact_count=True,
+            wire="openai",
+        ),
+        ProviderSpec(
+            "azure",
+            "slotmagic.providers._azure_provider:AzureProvider",
+            summary="an Azure OpenAI deployment of the model (see Azure OpenAI below)",
+            example="azure:gpt-4o-mini",
+            settings=(
+                SettingSpec("azure_openai_api_key", "AZURE_OPENAI_API_KEY", "sent as `api-key`", secret=True),
+                SettingSpec("azure_openai_ad_token", "AZURE_OPENAI_AD_TOKEN", "a bearer token, if no key", secret=True),
+                SettingSpec(
+                    "azure_openai_endpoint",
+                    "AZURE_OPENAI_ENDPOINT",
+                    "`https://RESOURCE.openai.azure.com`",
+                    url=True,
+                    check=_check_url,
+                    help="The Azure OpenAI resource's endpoint for azure:... models.",
+                ),
+                SettingSpec(
+                    "azure_openai_api_version",
+                    "OPENAI_API_VERSION",
+                    "`v1`",
+                    check=check_version,
+                    help="The Azure OpenAI API version: v1, or a dated one such as 2024-10-21.",
+                ),
+                SettingSpec(
+                    "azure_openai_deployments",
+                    "AZURE_OPENAI_DEPLOYMENTS",
+                    "each model's own name",
+                    check=check_deployments,
+                    help="The deployment of each azure:MODEL: 'gpt-4o-mini=prod-4o'.",
+                ),
+            ),
+            endpoint=AzureEndpoint("azure_openai_endpoint", "azure_openai_api_key", "azure_openai_ad_token"),
+            catalog="azure",
             exact_count=True,
             wire="openai",
         ),
@@ -374,6 +422,26 @@ REGISTRY = Registry(
             endpoint=KeyedEndpoint("anthropic_base_url", "anthropic_api_key", DEFAULT_ANTHROPIC_BASE_URL),
             catalog="anthropic",
             wire="anthropic",
+        ),
+        ProviderSpec(
+            "gemini",
+            "slotmagic.providers._openai:OpenAIProvider",  # its OpenAI-compatible endpoint
+            summary="Google's Gemini models, through their OpenAI-compatible endpoint",
+            example="gemini:gemini-2.5-flash",
+            settings=(
+                SettingSpec("gemini_api_key", "GEMINI_API_KEY", "required (Google AI Studio)", secret=True),
+                SettingSpec(
+                    "gemini_base_url",
+                    "GEMINI_BASE_URL",
+                    f"`{DEFAULT_GEMINI_BASE_URL}`",
+                    url=True,
+                    check=_check_url,
+                    help="Base URL for gemini:... models (an OpenAI-compatible endpoint).",
+                ),
+            ),
+            endpoint=KeyedEndpoint("gemini_base_url", "gemini_api_key", DEFAULT_GEMINI_BASE_URL),
+            catalog="google",
+            wire="openai",
         ),
         ProviderSpec(
             "ollama",
@@ -412,37 +480,3 @@ def load_plugins() -> None:
     """Register the providers installed packages name in the entry point group, if any may."""
     if group_may_be_named(ENTRY_POINTS):
         REGISTRY.load_entry_points()
-
-
-def group_may_be_named(group: str) -> bool:
-    """Whether any installed distribution may name ``group`` among its entry points: the
-    entry_points.txt files on ``sys.path`` are searched for the name (~2 ms), so that
-    ``importlib.metadata.entry_points`` (which parses every distribution's, ~20 ms at each
-    ``import slotmagic``) runs only when one does. Anything this search cannot see (a zip on
-    the path, an import hook that finds distributions) answers True: the full look decides."""
-    import importlib.machinery
-    import sys
-
-    needle = group.encode()
-    for finder in sys.meta_path:
-        if hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder:
-            return True
-    for entry in sys.path:
-        folder = entry or "."
-        try:
-            found = os.scandir(folder)
-        except NotADirectoryError:
-            return True  # a zip file: its distributions are read by importlib only
-        except OSError:
-            continue  # not there: nothing installed in it
-        with found:
-            for item in found:
-                if not item.name.endswith((".dist-info", ".egg-info")):
-                    continue
-                try:
-                    with open(os.path.join(item.path, "entry_points.txt"), "rb") as f:
-                        if needle in f.read():
-                            return True
-                except OSError:
-                    continue
-    return False

@@ -258,8 +258,16 @@ if TYPE_CHECKING:
         openai_api_key: str | None = None
         openai_base_url: str | None = None
         openai_reasoning_models: str | None = None
+        openai_responses_models: str | None = None
+        azure_openai_api_key: str | None = None
+        azure_openai_ad_token: str | None = None
+        azure_openai_endpoint: str | None = None
+        azure_openai_api_version: str | None = None
+        azure_openai_deployments: str | None = None
         anthropic_api_key: str | None = None
         anthropic_base_url: str | None = None
+        gemini_api_key: str | None = None
+        gemini_base_url: str | None = None
         ollama_host: str | None = None
         connect_timeout: float = 10.0
         read_timeout: float = 120.0

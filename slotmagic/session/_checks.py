@@ -6,10 +6,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._core.checks import check_text, check_whole
+from .._core.definition import describe_difference
 from .._core.messages import Message
-from .._core.slots import SlotConfig, validate_slot_id
+from .._core.slots import Slot, SlotConfig, validate_slot_id
 from .._engine.turn import TurnOptions
-from .._errors import ConfigError
+from .._errors import ConfigError, SlotConflict
 from ..providers import parse_model
 
 
@@ -60,3 +61,10 @@ def check_messages(messages: object, what: str) -> list[Message]:
         if not isinstance(message, Message):
             raise ConfigError(f"{what} must hold Message values (Message.user(...)), not {type(message).__name__}")
     return checked
+
+
+def same_definition(existing: Slot, config: SlotConfig) -> Slot:
+    difference = describe_difference(existing.config, config)
+    if difference is not None:
+        raise SlotConflict(existing.id, difference)
+    return existing

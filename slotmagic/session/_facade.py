@@ -24,7 +24,6 @@ from typing import Any
 
 from .._attach import attach_all
 from .._core.checks import check_flag, check_json_mapping, check_optional_text, check_text, check_whole
-from .._core.definition import describe_difference
 from .._core.messages import Message
 from .._core.records import TurnInfo, TurnRecord
 from .._core.slots import (
@@ -45,14 +44,15 @@ from .._engine.reply import Reply
 from .._engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
 from .._engine.view import View
 from .._engine.warm import warm_up
-from .._errors import ConfigError, SlotConflict, SlotNotEmpty, StoreError
+from .._errors import ConfigError, SlotNotEmpty, StoreError
 from .._snapshot import LastUserCache
 from .._store import Store, open_store
 from .._tree import SlotTree, build_tree
 from ..providers import ProviderSettings
 from ..providers._settings import default_settings
-from ..tools import ToolRegistry
-from ._checks import check_config, check_messages, check_model, optional_slot, turn_options
+from ..tools import McpServers, ToolRegistry
+from ..tools._mcp import servers_of
+from ._checks import check_config, check_messages, check_model, optional_slot, same_definition, turn_options
 from ._compactions import Compactions
 from ._context import SessionContext
 from ._history import SessionHistory
@@ -66,7 +66,8 @@ class Session(MovedNames):
     """One conversation workspace: named slots (message histories) and a current slot.
 
     Grouped by concern: ``context`` (the working context), ``workflows``, ``history`` (undo,
-    marks, search, diffs, exports, merges), ``compactions`` and ``options`` (settings of turns)."""
+    marks, search, diffs, exports, merges), ``compactions`` and ``options`` (settings of turns);
+    ``mcp`` holds the MCP servers whose tools turns offer (:class:`slotmagic.tools.McpServers`)."""
 
     def __init__(
         self,
@@ -77,6 +78,7 @@ class Session(MovedNames):
         system: str | None = None,
         owns_store: bool = False,
         settings: ProviderSettings | None = None,
+        mcp: McpServers | Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ConfigError("a session id must be a non-empty string")
@@ -92,12 +94,14 @@ class Session(MovedNames):
         self.store = store
         self.session_id = session_id
         self._owns_store = owns_store
+        self.mcp, self._owns_mcp = servers_of(mcp)  # MCP servers: made here from a dict (stopped at close), or shared
         self._engine = TurnEngine(
             store, session_id, check_model(model), check_optional_text(system, "system"), settings
         )
         self.options = Options(self._engine)
         self.context = SessionContext(self._engine)
         self._engine.slot_tools = self.context.offered  # the working-context tools: no way back to the session
+        self._engine.mcp = self.mcp
         self.workflows = Workflows(store, session_id)
         self.history = SessionHistory(self._engine)
         self.compactions = Compactions(self._engine)
@@ -120,6 +124,7 @@ class Session(MovedNames):
         settings: ProviderSettings | None = None,
         user: str | None = None,
         readonly: bool = False,
+        mcp: McpServers | Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Session:
         """Open (or start) a session in the store at ``db_path``.
 
@@ -128,7 +133,8 @@ class Session(MovedNames):
         used as is and left open on ``close()``. ``user`` is recorded with each turn (default:
         ``$SLOTMAGIC_USER``, JupyterHub's ``$JUPYTERHUB_USER``, else the OS user).
         ``readonly=True`` opens an existing session as a view (another person's, say): it is
-        read and followed as usual, and every write is refused in one line.
+        read and followed as usual, and every write is refused in one line. ``mcp``: MCP servers
+        whose tools turns offer, ``{"time": {"command": "mcp-server-time"}}`` or a shared ``McpServers``.
         """
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
             raise ConfigError("a session id must be a non-empty string")
@@ -156,8 +162,9 @@ class Session(MovedNames):
             if checked_user is not None:
                 store.user = checked_user
             return cls(
-                store, session_id or new_session_id(), model=model, system=system, owns_store=owns, settings=settings
-            )
+                store, session_id or new_session_id(), model=model, system=system, owns_store=owns, settings=settings,
+                mcp=mcp,
+            )  # fmt: skip
         except BaseException:
             if owns:
                 store.close()
@@ -223,6 +230,8 @@ class Session(MovedNames):
 
     def close(self) -> None:
         self._engine.close_providers()
+        if self._owns_mcp:
+            self.mcp.close()
         if self._owns_store:
             self.store.close()
 
@@ -287,7 +296,7 @@ class Session(MovedNames):
         elif config.source.kind == "derived":
             raise ConfigError("use derive_slot() to make a derived slot")
         made, created = self.store.create_slot(self.session_id, slot, config, preset, exist_ok=exist_ok)
-        return made if created else _same_definition(made, config)
+        return made if created else same_definition(made, config)
 
     def switch_slot(self, slot: str) -> Slot:
         self.store.set_current_slot(self.session_id, validate_slot_id(slot))
@@ -326,7 +335,7 @@ class Session(MovedNames):
             mode, focused = SlotMode.FULL, base.focused
         config = base.replace(mode=mode, focused=focused, source=SlotSource.derived(parent_slot.id, chosen))
         made, created = self.store.derive_slot(self.session_id, slot, parent_slot.id, config, at, exist_ok=exist_ok)
-        return made if created else _same_definition(made, config)
+        return made if created else same_definition(made, config)
 
     def configure_slot(self, slot: str | None = None, config: SlotConfig | None = None, **changes: Any) -> Slot:
         """Replace a slot's config, or change some fields: ``configure_slot("a", mode="readonly")``."""
@@ -480,13 +489,6 @@ class Session(MovedNames):
         """A fan-out with its columns planned (replayed ones complete), to ``run()`` or
         ``run_sync(on_event)``: what the magic uses to show columns as they stream."""
         return plan_fan_out(self._engine, text, slots, models, turn_options(options), self.options.max_concurrency)
-
-
-def _same_definition(existing: Slot, config: SlotConfig) -> Slot:
-    difference = describe_difference(existing.config, config)
-    if difference is not None:
-        raise SlotConflict(existing.id, difference)
-    return existing
 
 
 def _turn_options(options: Mapping[str, Any], threshold: int) -> TurnOptions:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import ParamSpec, TypeVar, overload
 
 from .._core.repair import NOT_RUN, repair_tool_pairs
+from ._mcp import McpServers, McpTool
 from ._registry import ToolRegistry, default_registry
 from ._tool import Tool, ToolResult, result_text
 
@@ -33,6 +34,8 @@ R = TypeVar("R")
 
 __all__ = [
     "NOT_RUN",
+    "McpServers",
+    "McpTool",
     "Tool",
     "ToolRegistry",
     "ToolResult",

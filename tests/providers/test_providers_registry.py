@@ -81,12 +81,21 @@ def test_a_new_registration_is_masked_and_works_without_other_code(
 
 
 def test_the_built_in_registrations() -> None:
-    assert KNOWN_PROVIDERS == REGISTRY.names() == ("openai", "anthropic", "ollama", "echo")
+    assert KNOWN_PROVIDERS == REGISTRY.names() == ("openai", "azure", "anthropic", "gemini", "ollama", "echo")
     secret = {s.name for s in REGISTRY.settings() if s.secret}
-    assert secret == {"openai_api_key", "anthropic_api_key"}
+    assert secret == {
+        "openai_api_key",
+        "azure_openai_api_key",
+        "azure_openai_ad_token",
+        "anthropic_api_key",
+        "gemini_api_key",
+    }
     with pytest.raises(UnknownModel) as caught:
         REGISTRY.parse_model("gpt-4o")
-    assert "openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, ollama:llama3.2 or echo" in str(caught.value)
+    assert (
+        "openai:gpt-4o-mini, azure:gpt-4o-mini, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:llama3.2 "
+        "or echo" in str(caught.value)
+    )
 
 
 def test_every_secret_field_is_masked_by_its_registration() -> None:
