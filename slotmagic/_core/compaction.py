@@ -117,6 +117,14 @@ class Compaction:
     instructions: str | None = None
     created_at: float = 0.0
     origin: tuple[int, int] = (0, 0)  # where the store keeps it
+    parts: int = 0  # summary requests the model was asked (0: none, or made before this was kept)
+    later: int = 0  # positions after ``upto`` left for the next compaction (too many to summarize at once)
+
+    @property
+    def covers(self) -> tuple[int, int]:
+        """The positions this compaction folded (``upto - replaced`` to ``upto - 1``), each
+        read by its summary; the ones before are in the earlier summary it rolled forward."""
+        return self.upto - self.replaced, self.upto
 
     def replace(self, **changes: Any) -> Compaction:
         return replace(self, **changes)
@@ -135,6 +143,8 @@ class Compaction:
             "replaced": self.replaced,
             "note": self.note,
             "instructions": self.instructions,
+            "parts": self.parts,
+            "later": self.later,
         }
 
     @classmethod
@@ -153,6 +163,8 @@ class Compaction:
             replaced=int(data.get("replaced", 0)),
             note=data.get("note"),
             instructions=data.get("instructions"),
+            parts=int(data.get("parts", 0)),
+            later=int(data.get("later", 0)),
             created_at=created_at,
             origin=origin,
         )
@@ -172,9 +184,14 @@ class Compaction:
             how = " (keyword summary: " + (self.note or "the model's summary failed") + ")"
         else:
             how = ""
+        later = (
+            f"; {self.later:,} more are folded by the next turn (more than one compaction summarizes at once)"
+            if self.later
+            else ""
+        )
         return (
             f"compacted {self.replaced} message{'s' if self.replaced != 1 else ''} → 1 summary, "
-            f"{format_tokens(self.tokens_before)} → {format_tokens(self.tokens_after)} tokens{how}"
+            f"{format_tokens(self.tokens_before)} → {format_tokens(self.tokens_after)} tokens{how}{later}"
         )
 
 

@@ -66,7 +66,7 @@ logger = logging.getLogger("slotmagic")
 OPT_IN = frozenset(("read_variable",))  # built-in tools offered only when named
 AutoCompact = Literal["on", "ask", "off"]
 AUTO_COMPACT: tuple[AutoCompact, ...] = ("on", "ask", "off")
-_SUMMARY_PARTS = 4  # the most requests one compaction's summary takes
+SUMMARY_REQUESTS = 16  # about the most requests one compaction's summary takes (a longer fold waits)
 
 
 @cache
@@ -228,14 +228,15 @@ class TurnEngine:
         room = view.report.history_available - recall
         new = sum(e.tokens for e in view.entries if e.kind == "new")
         counting = self.counting(model)
-        # A summary reads the fold's newest parts, at most this many (a long fold's oldest part is
-        # folded unread, within recall's reach): a first turn on a huge slot stays quick.
+        # The summary reads every folded message, in parts; a fold longer than this many parts
+        # folds its oldest messages now and the rest at the next turns (a first turn on a huge
+        # slot stays quick, and nothing is folded that no summary read).
         summarizer = self.summarizer(model, view, recall=recall)
-        read = _SUMMARY_PARTS * summarizer.part_budget()
+        read = (SUMMARY_REQUESTS - 1) * summarizer.part_budget()  # a scrap over makes one more
         if keep is not None:
-            return plan_fold(history, counting, keep_messages=keep, read_tokens=read)
+            return plan_fold(history, counting, keep_messages=keep, read_most=read)
         most = max(0, room - summary_limit(view, recall) - new)
-        return plan_fold(history, counting, keep_tokens=min(max(0, room // 2 - new), most), most=most, read_tokens=read)
+        return plan_fold(history, counting, keep_tokens=min(max(0, room // 2 - new), most), most=most, read_most=read)
 
     def summarizer(
         self, model: str, view: View, *, recall: int = 0, progress: Callable[[int, int], None] | None = None
@@ -385,7 +386,9 @@ class TurnEngine:
         if chosen != () and has_reference(view.messages):
             tools.append(reader if reader is not None else read_namespace_tool(self.namespace, room))
         if chosen != () and view.compaction is not None:
-            tools.append(recall_tool(self.store, self.session_id, slot.id, view.compaction.upto, room))
+            tools.append(
+                recall_tool(self.store, self.session_id, slot.id, view.compaction.upto + view.compaction.later, room)
+            )
         if chosen is None and self.slot_tools is not None:
             tools.extend(self.slot_tools(slot, view))
         unique: dict[str, Tool[..., Any]] = {}
