@@ -38,6 +38,7 @@ from .._namespace import Namespace, has_reference
 from .._store.base import History, Store
 from ..providers import REGISTRY, ProviderSettings, cost_of
 from ..providers._base import ChatRequest, Provider
+from ..providers._limits import ModelLimits, model_limits
 from ..providers._prices import cache_savings_of
 from ..providers._windows import model_window
 from ..tokens import Calibration
@@ -47,6 +48,7 @@ from .compactor import Fold, Summarizer, plan_fold, summary_limit
 from .effects import Steps
 from .fit import RequestFit
 from .inputs import Params, Source, ViewInputs
+from .limits import fit_reply
 from .loop import ToolRounds, steps_of
 from .pending import PendingTurn, TurnOptions, counted, request_for
 from .pipeline import Prefix, make_view
@@ -132,9 +134,14 @@ class TurnEngine:
         found = model_window(model, self.context_windows, self.settings)
         return found.tokens, found.known
 
+    def limits(self, model: str) -> ModelLimits:
+        """The model's window, input limit and output limit (see :mod:`..providers._limits`)."""
+        return model_limits(model, self.context_windows, self.settings)
+
     def budget(self, slot: Slot, model: str) -> ContextBudget:
-        """The slot's own budget, else the model's window split in the default ratios."""
-        return slot.config.budget or _auto_budget(self.window(model)[0])
+        """The slot's own budget, else the model's window split in the default ratios (within
+        its input limit: see :attr:`ModelLimits.budget_window`)."""
+        return slot.config.budget or _auto_budget(self.limits(model).budget_window)
 
     def window_note(self, model: str) -> str | None:
         """A one-line note, once per model, when its window is a guess."""
@@ -246,7 +253,7 @@ class TurnEngine:
         limit = summary_limit(view, recall)
         # Each summary request fits the summarizing model's window, its reply (the summary and
         # its markup) left room for.
-        request_room = _auto_budget(self.window(chosen)[0]).request_limit((limit * 4) // 3 + 64)
+        request_room = _auto_budget(self.limits(chosen).budget_window).request_limit((limit * 4) // 3 + 64)
         return Summarizer(
             self.provider(chosen), chosen, self.counting(model), limit,
             room=request_room, request_counting=self.counting(chosen), progress=progress,
@@ -302,6 +309,7 @@ class TurnEngine:
             raise SlotReadonly(slot.id)
         model = options.model or slot.config.model or self.model
         provider = self.provider(model)
+        options, lowered = fit_reply(model, options, self.limits(model), self.budget(slot, model))
         if fork_before is not None:
             history = history.prefix(fork_before.start)  # what the sibling will share
         user = counted(Message.from_parts("user", message_parts(text, options.attachments)))
@@ -316,10 +324,10 @@ class TurnEngine:
             for tool, content in attached.kept:  # readable by read_namespace from the first request on
                 self.namespace.keep(tool, content)
         info = TurnInfo(kind="turn", model=model, system=options.system, cell=cell, extra=options.info)
-        note = self.window_note(model)
+        notes = tuple(line for line in (self.window_note(model), lowered) if line)
         turn = PendingTurn(
             slot.id, history.tip, user, model, provider, ChatRequest(model=model, messages=()), info,
-            fork_before, follow, None, history, options, notes=(note,) if note else (),
+            fork_before, follow, None, history, options, notes=notes,
         )  # fmt: skip
         return self._check_budget(self._made(turn))
 
@@ -419,10 +427,12 @@ class TurnEngine:
         numbers = f"slot {slot.id!r}: {report.over_words()}"
         new = sum(e.tokens for e in view.entries if e.kind == "new")
         if new > report.history_available:  # nothing to fold could make room for it
+            reply = report.reserve.used > report.reserve.allowed  # max_tokens took room from the request
             raise OverBudget(
                 f"the new message alone needs {new:,} tokens but slot {slot.id!r} has room for "
-                f"{report.history_available:,} ({report.room_words()}); shorten it, or raise the budget "
-                "or the model's window (%config SlotMagic.context_windows); nothing was sent"
+                f"{report.history_available:,} ({report.room_words()}); shorten it, "
+                + (f"lower max_tokens ({report.reserve.used:,} kept for the reply), " if reply else "")
+                + "or raise the budget or the model's window (%config SlotMagic.context_windows); nothing was sent"
             )
         if not slot.config.compact or self.auto_compact == "off":
             where = "for it: configure_slot(compact=True)" if not slot.config.compact else "(auto_compact is off)"
