@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .._core.budget import ContextBudget
+from .._core.budget import BudgetReport, ContextBudget
 from .._errors import OverBudget
 from ..providers._limits import ModelLimits
 from .pending import TurnOptions
@@ -38,3 +38,11 @@ def fit_reply(
             f"{budget.total:,} tokens of {model}'s budget; lower max_tokens{most}; nothing was sent"
         )
     return options, note
+
+
+def lower_reply(report: BudgetReport) -> str:
+    """``lower max_tokens (N kept for the reply), `` when the turn's max_tokens took room from
+    the request (more than the budget's reserve), else nothing."""
+    if report.reserve.used <= report.reserve.allowed:
+        return ""
+    return f"lower max_tokens ({report.reserve.used:,} kept for the reply), "

@@ -48,8 +48,8 @@ from .compactor import Fold, Summarizer, plan_fold, summary_limit
 from .effects import Steps
 from .fit import RequestFit
 from .inputs import Params, Source, ViewInputs
-from .limits import fit_reply
-from .loop import ToolRounds, steps_of
+from .limits import fit_reply, lower_reply
+from .loop import ToolRounds
 from .pending import PendingTurn, TurnOptions, counted, request_for
 from .pipeline import Prefix, make_view
 from .plan import CellPlan, plan_cell_turn, refuse_far_fork
@@ -90,6 +90,7 @@ class TurnEngine:
         self.settings = settings
         self.usage = Usage()
         self.context_windows: dict[str, int] = {}  # win over the model data (tokens/_windows.py)
+        self.learned_windows: dict[str, int] = {}  # smaller windows learnt from overflow errors (overflow.py)
         self.compaction_model: str | None = None  # None: the turn's own model
         self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's
         self.max_tool_rounds = 8
@@ -135,12 +136,11 @@ class TurnEngine:
         return found.tokens, found.known
 
     def limits(self, model: str) -> ModelLimits:
-        """The model's window, input limit and output limit (see :mod:`..providers._limits`)."""
-        return model_limits(model, self.context_windows, self.settings)
+        """The model's window, input and output limits (:mod:`..providers._limits`), and a window learnt."""
+        return model_limits(model, self.context_windows, self.settings, learned=self.learned_windows.get(model))
 
     def budget(self, slot: Slot, model: str) -> ContextBudget:
-        """The slot's own budget, else the model's window split in the default ratios (within
-        its input limit: see :attr:`ModelLimits.budget_window`)."""
+        """The slot's own budget, else the model's window split (:attr:`ModelLimits.budget_window`)."""
         return slot.config.budget or _auto_budget(self.limits(model).budget_window)
 
     def window_note(self, model: str) -> str | None:
@@ -427,12 +427,10 @@ class TurnEngine:
         numbers = f"slot {slot.id!r}: {report.over_words()}"
         new = sum(e.tokens for e in view.entries if e.kind == "new")
         if new > report.history_available:  # nothing to fold could make room for it
-            reply = report.reserve.used > report.reserve.allowed  # max_tokens took room from the request
             raise OverBudget(
                 f"the new message alone needs {new:,} tokens but slot {slot.id!r} has room for "
-                f"{report.history_available:,} ({report.room_words()}); shorten it, "
-                + (f"lower max_tokens ({report.reserve.used:,} kept for the reply), " if reply else "")
-                + "or raise the budget or the model's window (%config SlotMagic.context_windows); nothing was sent"
+                f"{report.history_available:,} ({report.room_words()}); shorten it, {lower_reply(report)}or raise "
+                "the budget or the model's window (%config SlotMagic.context_windows); nothing was sent"
             )
         if not slot.config.compact or self.auto_compact == "off":
             where = "for it: configure_slot(compact=True)" if not slot.config.compact else "(auto_compact is off)"
@@ -470,6 +468,10 @@ class TurnEngine:
         summarizer = self.summarizer(turn.model, turn.view, recall=recall, progress=progress)
         return self.compacted(turn, (yield from summarizer.steps(turn.fold)))
 
+    def remade(self, turn: PendingTurn) -> PendingTurn:
+        """The turn's view and request made again (the budget changed: see :mod:`.overflow`)."""
+        return self._check_budget(self._made(turn))
+
     def commit(self, turn: PendingTurn, rounds: ToolRounds) -> Reply:
         """Store the turn — its user message, every tool round, the reply, and a compaction made
         for it — on the history it was made from, in one transaction."""
@@ -494,17 +496,5 @@ class TurnEngine:
         )  # fmt: skip
 
     def stored_reply(self, slot: str, record: TurnRecord, source: History | None = None) -> Reply:
-        """The reply a stored turn ended with, as a ``Reply`` marked ``replayed`` (read from
-        ``source`` when the slot no longer holds it: a turn undone)."""
-        history = source if source is not None else self.store.history(self.session_id, slot)
-        produced = history.messages(record.start, record.end)
-        message = next((m for m in reversed(produced) if m.role == "assistant"), None)
-        steps = steps_of(self.namespace.expand(produced))  # a result kept aside shows whole, as it did live
-        if message is None:
-            raise ConfigError(f"turn {record.number} of slot {slot!r} has no reply to show")
-        info = record.info
-        return Reply(
-            message.content, message, info.usage or Usage(), info.model or self.model, slot, record.number,
-            info.finish_reason, info.cost, info, replayed=True, steps=steps,
-            notes=() if source is None else (f"this turn was undone on slot {slot}: %slot redo brings it back",),
-        )  # fmt: skip
+        """The reply a stored turn ended with, marked ``replayed`` (see :meth:`TurnWriter.stored_reply`)."""
+        return self.writer.stored_reply(slot, record, self.model, source)

@@ -73,12 +73,18 @@ class ModelLimits:
     input: int | None = None
     output: int | None = None
     source: str | None = None
+    learned: int | None = None  # a smaller window learnt from the model's own overflow error
 
     @property
     def budget_window(self) -> int:
         """The window a budget splits: the model's, or less when its input limit is lower than
         what the default split would let a request hold (so the request limit, the budget less
-        its reply reserve, stays within the input limit)."""
+        its reply reserve, stays within the input limit), or when the model refused a request
+        as too long (``learned``)."""
+        found = self._split_window()
+        return found if self.learned is None else max(1, min(found, self.learned))
+
+    def _split_window(self) -> int:
         if self.input is None:
             return self.window.tokens
         from .._core.budget import ContextBudget
@@ -134,15 +140,18 @@ def output_limit(model: str) -> tuple[int, str] | None:
     return None if found is None else (found[1], found[2])
 
 
-def model_limits(model: str, overrides: Mapping[str, int] | None = None, settings: Any = None) -> ModelLimits:
+def model_limits(
+    model: str, overrides: Mapping[str, int] | None = None, settings: Any = None, *, learned: int | None = None
+) -> ModelLimits:
     """The limits of ``provider:model``: its window by :func:`._windows.model_window`, its input
     and output limits from :data:`LIMITS`. A window stated in ``overrides`` is taken as the
-    whole truth: the input limit is then the window's business alone."""
+    whole truth: the input limit is then the window's business alone. ``learned``: a window
+    learnt from the model's overflow error (see :attr:`ModelLimits.learned`)."""
     window = model_window(model, overrides, settings)
     found = _lookup(model)
     if found is None:
-        return ModelLimits(window)
+        return ModelLimits(window, learned=learned)
     entry, output, source = found
     if window.source == "context_windows" or (entry is not None and entry >= window.tokens):
         entry = None
-    return ModelLimits(window, entry, min(output, window.tokens), source)
+    return ModelLimits(window, entry, min(output, window.tokens), source, learned)
