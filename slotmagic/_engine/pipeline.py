@@ -43,6 +43,7 @@ from .steps import Step, step
 from .steps.bare_tools import bare_tools
 from .steps.blank import blank_messages
 from .steps.blocks_as_text import blocks_as_text
+from .steps.image_limits import images_within_limits
 from .steps.images import images_for_model
 from .steps.round_as_text import round_as_text
 from .steps.tool_pairs import tool_pairs
@@ -296,6 +297,7 @@ STEPS: tuple[Step, ...] = (
     new_message,
     counted,
     images_for_model,
+    images_within_limits,
     tool_pairs,
     blocks_as_text,
     round_as_text,
