@@ -36,10 +36,10 @@ from .._errors import (
 )
 from .._namespace import Namespace, has_reference
 from .._store.base import History, Store
-from ..providers import REGISTRY, ProviderSettings, cost_of
+from ..providers import REGISTRY, ProviderSettings
 from ..providers._base import ChatRequest, Provider
 from ..providers._limits import ModelLimits, model_limits
-from ..providers._prices import cache_savings_of
+from ..providers._prices import priced
 from ..providers._windows import model_window
 from ..tokens import Calibration
 from ..tools import Tool, ToolRegistry, default_registry
@@ -480,8 +480,7 @@ class TurnEngine:
         final = counted(rounds.final) if rounds.final is not None else None
         messages = [turn.user, *(counted(m) for m in rounds.added), *([final] if final is not None else [])]
         reply_message = final or next(m for m in reversed(messages) if m.role == "assistant")
-        cost = cost_of(turn.model, usage, self.settings.prices)
-        saved = cache_savings_of(turn.model, usage, self.settings.prices)
+        cost, saved = priced(turn.model, usage, self.settings)  # a host the database knows priced as that host
         info = turn.info.replace(usage=usage, finish_reason=last.finish_reason, cost=cost)
         slot, record, info = self.writer.write(turn, messages, info, rounds.shelved, reply_message.content)
         self.usage = self.usage + usage
