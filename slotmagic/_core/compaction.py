@@ -427,14 +427,14 @@ def keyword_summary(messages: Sequence[Message], previous: Compaction | None = N
     facts = _short_list(["frequent words: " + ", ".join(common)] if common else [])
     open_questions = _short_list(asked[-1:]) or (previous.card.open_questions if previous else ())
     card = SummaryCard(topics[-_MAX_ITEMS:], previous.card.decisions if previous else (), open_questions, facts)
-    parts = []
+    parts: list[str] = []
     if previous is not None and previous.method != "keyword":
         parts.append(previous.text)
     if questions:
-        asked = "; ".join(questions[:-1][-3:])
+        before = "; ".join(questions[:-1][-3:])
         parts.append(
-            f"The user asked about {asked}, and last about {questions[-1]}."
-            if asked
+            f"The user asked about {before}, and last about {questions[-1]}."
+            if before
             else f"The user asked about {questions[-1]}."
         )
     if common:
