@@ -75,7 +75,7 @@ class SummaryCard:
             lines.append("- Topics: " + "; ".join(self.topics))
         lines += [f"- Decided: {d.to_text()}" for d in self.decisions]
         if self.open_questions:
-            lines.append("- Open questions: " + " ".join(_sentence(q) for q in self.open_questions))
+            lines.append("- Open questions: " + "; ".join(self.open_questions))
         if self.facts:
             lines.append("- Facts: " + "; ".join(self.facts))
         return "\n".join(lines)
@@ -233,10 +233,6 @@ def format_tokens(n: int) -> str:
 def _short(text: str) -> str:
     line = " ".join(text.split())
     return line if len(line) <= _MAX_ITEM_CHARS else line[: _MAX_ITEM_CHARS - 1] + "…"
-
-
-def _sentence(text: str) -> str:
-    return text if text.endswith((".", "?", "!", "…")) else text + "?"
 
 
 def _short_list(items: Sequence[str]) -> tuple[str, ...]:
