@@ -7,7 +7,6 @@ machinery); ``Session`` exposes them as methods, ``%slot`` as subcommands
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Literal
 
@@ -45,6 +44,9 @@ class Merge:
     def describe(self) -> str:
         what = "one summary" if self.as_ == "summary" else f"{self.record.count} messages"
         again = " (already merged: nothing changed)" if self.repeated else ""
+        summary = self.summary
+        if summary is not None and summary.method == "keyword":  # say the model's summary was not used, and why
+            again += f" (keyword summary: {summary.note or 'the model did not answer'})"
         return (
             f"merged {self.turns} turn{'s' * (self.turns != 1)} of {self.child!r} into {self.into!r} "
             f"as {what}, turn {self.record.number}{again}"
@@ -139,10 +141,10 @@ class Explorer:
             merged = [counted(m) for m in messages]
         else:
             summary = self._summarize(branch.id, split, messages, instructions, model)
-            card = json.dumps(summary.card.to_dict(), ensure_ascii=False)
             turns = f"{len(diff.only_b)} turn{'s' * (len(diff.only_b) != 1)}"
             head = f"{MERGE_HEADER} {branch.id!r} ({turns} since it left {target!r}):"
-            text = f"{head}\n{summary.text}\n\nKey points: {card}"
+            card = f"\n\nKey points:\n{summary.card.to_text()}" if not summary.card.empty else ""
+            text = f"{head}\n{summary.text}{card}"
             merged = [counted(Message.user(text))]
         extra: MergeExtra = {
             "merged_from": branch.id,

@@ -93,7 +93,7 @@ class Namespace:
         if message.role != "tool" or len(message.content.encode("utf-8")) <= self.threshold:
             return message
         key = self.keep(message.name or "tool", message.content)
-        return replace(message, content=reference_text(message.name or "tool", key, message.content), tokens=0)
+        return replace(message, content=reference_text(message.name or "tool", key, message.content))
 
     def keep(self, tool: str, content: str) -> str:
         """Keep ``content`` aside (once, by content hash) and return its key."""

@@ -1,7 +1,8 @@
 """A slot far over its budget (an imported conversation, a bulk append) compacts in bounded work:
 its view reads only what a request could hold, its fold only the newest parts a summary needs,
-every summary request fits the summarizing model's window, and nothing is lost — the part folded
-unread stays within ``recall``'s reach."""
+every summary request fits the summarizing model's window, every folded message is read by a
+summary request (a fold too long for one compaction folds its oldest stretch now and the rest at
+the next turns), and nothing is lost."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from slotmagic import Message, Session
 from slotmagic._core.compaction import COMPACTION_MARKER
+from slotmagic._engine.turn import SUMMARY_REQUESTS
 from slotmagic.providers import _echo as echo
 from slotmagic.tokens import TokenCounter
 
@@ -57,15 +59,31 @@ def test_a_huge_slot_compacts_in_bounded_parts_and_loses_nothing(tmp_path: Path,
         reply = session.submit_turn("What follows from all of this?")
         assert reply.text
         counter = TokenCounter.for_model("echo")
-        assert 1 <= len(summary_requests) <= 5  # the newest parts only, whatever the history's length
+        assert 1 <= len(summary_requests) <= SUMMARY_REQUESTS  # bounded, whatever the history's length
         for request in summary_requests:
             assert sum(counter.count_message(m) for m in request.messages) <= WINDOW
         [compaction] = session.compactions()
-        assert compaction.upto > 2 * EXCHANGES - 1_000 and compaction.replaced == compaction.upto
-        assert compaction.text.startswith("The ") and "folded without being summarized" in compaction.text
+        # Fewer folded now, every one of them read by a summary request; the rest waits.
+        assert 0 < compaction.upto < 2 * EXCHANGES - 1_000 and compaction.replaced == compaction.upto
+        assert compaction.covers == (0, compaction.upto) and compaction.parts == len(summary_requests)
+        assert compaction.later > 0 and "more are folded by the next turn" in compaction.describe()
+        assert "without being summarized" not in compaction.text
+        read = "\n".join(m.content for request in summary_requests for m in request.messages)
+        assert unsummarized(session.messages()[: compaction.upto], read) == []
         assert session.messages()[: len(stored)] == stored  # nothing lost
-        view = session.preview()
-        assert view.report is not None and not view.report.needs_compaction
 
-        found = session.history.search("w7x3", slot="default")  # a message from the part folded unread
-        assert found and found[0].position < compaction.upto
+        summary_requests.clear()
+        session.submit_turn("And then?")  # the next turn folds the next stretch, read as well
+        first, second = session.compactions()
+        assert second.covers == (first.upto, second.upto) and second.upto > first.upto
+        read = "\n".join(m.content for request in summary_requests for m in request.messages)
+        assert unsummarized(session.messages()[first.upto : second.upto], read) == []
+        assert 1 <= len(summary_requests) <= SUMMARY_REQUESTS
+
+        found = session.history.search("w7x3", slot="default")  # any message, folded or not, is found
+        assert found
+
+
+def unsummarized(messages: list[Message], read: str) -> list[str]:
+    """The folded messages no summary request carried (their first line, as the transcript has it)."""
+    return [m.content.split(":")[0] for m in messages if m.content.split(":")[0] + ":" not in read]

@@ -149,6 +149,16 @@ def recorded_view(made: ViewInputs) -> tuple[View, dict[str, set[str]]]:
     return make_view(recording, [watched(one) for one in STEPS]), read
 
 
+def wide_image() -> Image:
+    import io
+
+    from PIL import Image as Pillow
+
+    buffer = io.BytesIO()
+    Pillow.new("RGB", (9_000, 20)).save(buffer, format="PNG")
+    return Image.from_bytes(buffer.getvalue(), label="wide")
+
+
 def scenarios(tmp_path: Path) -> Iterator[ViewInputs]:
     spec = OTHER["tools"]
     dangling = [*chat(2), Message.assistant(" "), looking(), Message.assistant("", [CALL])]
@@ -165,6 +175,8 @@ def scenarios(tmp_path: Path) -> Iterator[ViewInputs]:
     found = Message.assistant("Rents rose.", thinking=[Thinking("block", "[web_search rent]", data=search, at=0)])
     searched = [Message.user("rents?"), found, *chat(1)[1:3]]
     yield inputs(History.of(searched), wire="anthropic", params=OTHER["params"], new=Message.user("q"))
+    # an image over Anthropic's 8,000 px a side: downscaled in the view, its entry counted again
+    yield inputs(History.of(chat(2)), wire="anthropic", new=Message.from_parts("user", ["see", wide_image()]))
     with Session.open("steps", db_path=tmp_path / "s.db", model="echo") as session:
         session.append(chat(2))
         session.history.pin(1)

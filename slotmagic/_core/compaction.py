@@ -35,11 +35,24 @@ Method = Literal["model", "keyword", "edited"]  # edited: written or changed by 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """A decision, why, and the question it answers (kept with it: a decision read without
+    its question is often a bare "yes")."""
+
     decision: str
     reason: str = ""
+    question: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        return {"decision": self.decision, "reason": self.reason}
+        out = {"decision": self.decision, "reason": self.reason}
+        if self.question:
+            out = {"question": self.question, **out}
+        return out
+
+    def to_text(self) -> str:
+        """``Which source first? The largest, because it holds the most.``"""
+        said = self.decision.rstrip(".")
+        said = f"{self.question.rstrip()} {said[:1].upper()}{said[1:]}" if self.question else said
+        return f"{said}, because {self.reason.rstrip('.')}." if self.reason else f"{said}."
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +67,18 @@ class SummaryCard:
     @property
     def empty(self) -> bool:
         return not (self.topics or self.decisions or self.open_questions or self.facts)
+
+    def to_text(self) -> str:
+        """The card as lines a model and a person read (each list on one line; no JSON)."""
+        lines = []
+        if self.topics:
+            lines.append("- Topics: " + "; ".join(self.topics))
+        lines += [f"- Decided: {d.to_text()}" for d in self.decisions]
+        if self.open_questions:
+            lines.append("- Open questions: " + "; ".join(self.open_questions))
+        if self.facts:
+            lines.append("- Facts: " + "; ".join(self.facts))
+        return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,10 +111,16 @@ class SummaryCard:
             if isinstance(item, str):
                 decisions.append(Decision(_short(item)))
             elif isinstance(item, Mapping) and isinstance(item.get("decision"), str):
-                reason = item.get("reason", "")
-                decisions.append(Decision(_short(item["decision"]), _short(reason if isinstance(reason, str) else "")))
+                reason, question = item.get("reason", ""), item.get("question", "")
+                decisions.append(
+                    Decision(
+                        _short(item["decision"]),
+                        _short(reason if isinstance(reason, str) else ""),
+                        _short(question if isinstance(question, str) else ""),
+                    )
+                )
             else:
-                raise SummaryRejected("each decision must be a string or {decision, reason}")
+                raise SummaryRejected("each decision must be a string or {question, decision, reason}")
         return cls(
             strings("topics"), tuple(d for d in decisions if d.decision), strings("open_questions"), strings("facts")
         )
@@ -117,6 +148,14 @@ class Compaction:
     instructions: str | None = None
     created_at: float = 0.0
     origin: tuple[int, int] = (0, 0)  # where the store keeps it
+    parts: int = 0  # summary requests the model was asked (0: none, or made before this was kept)
+    later: int = 0  # positions after ``upto`` left for the next compaction (too many to summarize at once)
+
+    @property
+    def covers(self) -> tuple[int, int]:
+        """The positions this compaction folded (``upto - replaced`` to ``upto - 1``), each
+        read by its summary; the ones before are in the earlier summary it rolled forward."""
+        return self.upto - self.replaced, self.upto
 
     def replace(self, **changes: Any) -> Compaction:
         return replace(self, **changes)
@@ -135,6 +174,8 @@ class Compaction:
             "replaced": self.replaced,
             "note": self.note,
             "instructions": self.instructions,
+            "parts": self.parts,
+            "later": self.later,
         }
 
     @classmethod
@@ -153,6 +194,8 @@ class Compaction:
             replaced=int(data.get("replaced", 0)),
             note=data.get("note"),
             instructions=data.get("instructions"),
+            parts=int(data.get("parts", 0)),
+            later=int(data.get("later", 0)),
             created_at=created_at,
             origin=origin,
         )
@@ -162,7 +205,7 @@ class Compaction:
         head = f"{SUMMARY_HEADER} (the first {self.upto} messages):\n{self.text}"
         if self.card.empty:  # a summary written by hand may have no card
             return Message.system(head)
-        return Message.system(f"{head}\n\nKey points: {json.dumps(self.card.to_dict(), ensure_ascii=False)}")
+        return Message.system(f"{head}\n\nKey points:\n{self.card.to_text()}")
 
     def describe(self) -> str:
         """A footer line: ``compacted 42 messages → 1 summary, 38.1k → 2.3k tokens``."""
@@ -172,9 +215,14 @@ class Compaction:
             how = " (keyword summary: " + (self.note or "the model's summary failed") + ")"
         else:
             how = ""
+        later = (
+            f"; {self.later:,} more are folded by the next turn (more than one compaction summarizes at once)"
+            if self.later
+            else ""
+        )
         return (
             f"compacted {self.replaced} message{'s' if self.replaced != 1 else ''} → 1 summary, "
-            f"{format_tokens(self.tokens_before)} → {format_tokens(self.tokens_after)} tokens{how}"
+            f"{format_tokens(self.tokens_before)} → {format_tokens(self.tokens_after)} tokens{how}{later}"
         )
 
 
@@ -212,10 +260,11 @@ def compaction_request(
     ask = (
         f"{COMPACTION_MARKER}\nYou compact a conversation so it can go on within a token budget. "
         "Read the transcript and answer with exactly two parts and nothing else:\n"
-        f'{_BEGIN_CARD}{{"topics": [...], "decisions": [{{"decision": "...", "reason": "..."}}], '
+        f'{_BEGIN_CARD}{{"topics": [...], "decisions": [{{"question": "...", "decision": "...", "reason": "..."}}], '
         f'"open_questions": [...], "facts": [...]}}{_END_CARD}\n'
         f"{_BEGIN_TEXT}a few sentences that let the conversation continue{_END_TEXT}\n"
-        "Each list holds at most 12 short items. Keep names, numbers, dates and commitments; "
+        "Each list holds at most 12 short items; each decision keeps the question it answers. Keep names, numbers, "
+        "dates and commitments; "
         "drop pleasantries and repetition. The summary must be much shorter than the transcript."
     )
     if instructions:
@@ -285,7 +334,7 @@ def _shingles(text: str, size: int = 6) -> set[tuple[str, ...]]:
 
 # -- the local fallback -------------------------------------------------------------------------
 
-_WORD = re.compile(r"[^\W\d_][\w'-]{3,}", re.UNICODE)
+_WORD = re.compile(r"[^\W\d_](?:[\w'-]*[^\W_])?", re.UNICODE)  # a word, without quotes or dashes around it
 _STOPWORDS = frozenset(
     (
         "about",
@@ -360,23 +409,42 @@ _STOPWORDS = frozenset(
 
 
 def keyword_summary(messages: Sequence[Message], previous: Compaction | None = None) -> tuple[SummaryCard, str]:
-    """A summary made without a model: the first line of each user question, the most frequent
-    content words, and the last question asked."""
-    questions = [m.content.strip().splitlines()[0] for m in messages if m.role == "user" and m.content.strip()]
-    words = Counter(w.lower() for m in messages if m.role in ("user", "assistant") for w in _WORD.findall(m.content))
+    """A summary made without a model, as prose: what the user asked about (the first words of
+    each question), the words used most, and the question asked last. A summary a model wrote
+    before is carried forward in front; a keyword summary before it is not repeated (its topics
+    and decisions stay on the card)."""
+    asked = [m.content.strip().splitlines()[0] for m in messages if m.role == "user" and m.content.strip()]
+    questions = [q for q in map(_snippet, asked) if q]
+    words = Counter(
+        w.lower() for m in messages if m.role in ("user", "assistant") for w in _WORD.findall(m.content) if len(w) >= 4
+    )
     common = [w for w, _ in words.most_common(40) if w not in _STOPWORDS][:10]
-    topics = _short_list([*(previous.card.topics if previous else ()), *questions[:6]])
+    topics = _short_list([*(previous.card.topics if previous else ()), *asked[:6]])
     facts = _short_list(["frequent words: " + ", ".join(common)] if common else [])
-    open_questions = _short_list(questions[-1:])
+    open_questions = _short_list(asked[-1:]) or (previous.card.open_questions if previous else ())
     card = SummaryCard(topics[-_MAX_ITEMS:], previous.card.decisions if previous else (), open_questions, facts)
-    parts = []
-    if previous is not None:
+    parts: list[str] = []
+    if previous is not None and previous.method != "keyword":
         parts.append(previous.text)
     if questions:
-        parts.append(f"{len(questions)} question{' was' if len(questions) == 1 else 's were'} discussed.")
+        before = "; ".join(questions[:-1][-3:])
+        parts.append(
+            f"The user asked about {before}, and last about {questions[-1]}."
+            if before
+            else f"The user asked about {questions[-1]}."
+        )
     if common:
-        parts.append("Frequent words: " + ", ".join(common) + ".")
+        parts.append("The words used most: " + ", ".join(common) + ".")
     return card, " ".join(parts) or "Earlier messages were compacted."
+
+
+def _snippet(text: str, most: int = 60) -> str:
+    """The first line of ``text``, at most ``most`` characters cut at a word, without the
+    quotes and end punctuation around it."""
+    line = " ".join(text.strip().splitlines()[0].split()) if text.strip() else ""
+    if len(line) > most:
+        line = line[:most].rsplit(" ", 1)[0] + "…"
+    return line.strip("\"'` \u2018\u2019\u201c\u201d").rstrip(".?!:;,")
 
 
 # -- where to cut -------------------------------------------------------------------------------

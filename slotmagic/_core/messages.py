@@ -120,7 +120,8 @@ class Message:
     ``images`` makes the content structured: each :class:`~slotmagic._core.images.Image` sits
     at a character offset of ``content`` (:attr:`parts` reads text and images in order); only
     user messages carry them. ``tokens`` is the stored token count (see
-    :mod:`slotmagic._core.tokens`); it does not take part in equality.
+    :mod:`slotmagic._core.tokens`); it does not take part in equality, and a copy made with
+    ``dataclasses.replace`` does not keep it (its content may differ).
     """
 
     role: Role
@@ -128,7 +129,9 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
-    tokens: int = field(default=0, compare=False)
+    # Not an argument: a copy made by ``dataclasses.replace`` (a step rewriting a message) has no
+    # count, rather than the count of the message it was made from; ``with_tokens`` sets one.
+    tokens: int = field(default=0, compare=False, init=False)
     thinking: tuple[Thinking, ...] = ()
     is_error: bool = False
     images: tuple[Image, ...] = ()
@@ -222,7 +225,10 @@ class Message:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], tokens: int = 0) -> Message:
-        return cls(data["role"], data.get("content") or "", tokens=tokens, **fields_from_extra(data))
+        made = cls(data["role"], data.get("content") or "", **fields_from_extra(data))
+        if tokens:
+            _put_tokens(made, tokens)
+        return made
 
 
 # Each slot's own setter and getter: they skip the frozen ``__setattr__`` and a lookup by name.

@@ -35,9 +35,10 @@ from .view import Counting, View
 class Fold:
     """What a compaction folds: positions ``start`` to ``upto - 1`` of a history of length
     ``at`` (``start`` is where an earlier compaction stopped), and what they cost. ``messages``
-    are the folded messages read for the summary: the newest ``upto - start - unread`` of them
-    (excluded ones left out); the first ``unread`` positions of a very long fold are folded
-    without being read, and the summary says that ``recall`` reaches them."""
+    are every folded message but the excluded ones: the summary reads them all. ``later`` is
+    how many positions after ``upto`` should have been folded too but were left for the next
+    compaction, because summarizing them now would take more requests than one compaction may
+    make (the request this fold is made for leaves them out: they are beyond its budget)."""
 
     start: int
     upto: int
@@ -45,7 +46,7 @@ class Fold:
     messages: tuple[Message, ...]
     tokens_before: int
     previous: Compaction | None
-    unread: int = 0
+    later: int = 0
 
     def describe(self) -> str:
         """``42 messages (38.1k tokens)``."""
@@ -61,7 +62,7 @@ def summary_limit(view: View, recall: int) -> int:
     return max(64, min((room + view.report.system.used) // 3, (room - recall) // 2))
 
 
-_BLOCK = 512  # positions read at a time, newest first
+_BLOCK = 512  # positions read at a time
 
 
 def plan_fold(
@@ -71,15 +72,17 @@ def plan_fold(
     keep_tokens: int = 0,
     keep_messages: int = 0,
     most: int | None = None,
-    read_tokens: int | None = None,
+    read_most: int | None = None,
 ) -> Fold | None:
     """Fold everything but the most recent messages that fit in ``keep_tokens`` (and at least
     the last ``keep_messages``), cut at a turn boundary (keeping no more than ``most`` tokens
     to get there); None when there is nothing to fold.
 
-    The history is read from its end, as far as deciding needs: the kept part, then the newest
-    ``read_tokens`` of the fold (all of it when None) for its summary. So folding a history of
-    100,000 messages reads about what folding one of 10,000 does."""
+    Every folded message is read for the summary. When the fold holds more than ``read_most``
+    tokens (what one compaction's summary requests can read), fewer are folded now: the oldest
+    that fit, up to a turn boundary, and the rest are left for the next compaction
+    (``Fold.later``). The kept part is found reading the history from its end, so deciding
+    what to fold reads about the kept part and the fold alone, however long the history."""
     previous = history.compaction()
     start = previous.upto if previous is not None else 0
     n = len(history)
@@ -95,28 +98,40 @@ def plan_fold(
     cut += lo
     if cut <= start:
         return None
-    # The fold's newest messages, read back from the cut until the summary has enough.
-    read_lo, read = cut, 0
-    while read_lo > start and (read_tokens is None or read < read_tokens):
-        block_lo = max(start, read_lo - _BLOCK) if read_tokens is not None else start
-        counts = _counts(history, counting, block_lo, read_lo)
-        for count in reversed(counts):
-            if read_tokens is not None and read >= read_tokens:
-                break
-            read += count
-            read_lo -= 1
+    upto, counts = _affordable(history, counting, start, cut, read_most)
     # An excluded message is never shown to a model, the one writing the summary included.
     excluded = {p for p, mark in history.marks().items() if mark == "exclude"}
-    positions = [p for p in range(read_lo, cut) if p not in excluded]
-    kept = set(positions)
-    folded = [m for p, m in zip(range(read_lo, cut), history.messages(read_lo, cut), strict=True) if p in kept]
-    counts = _counts(history, counting, read_lo, cut)
-    before = sum(c for p, c in zip(range(read_lo, cut), counts, strict=True) if p in kept)
-    unread = read_lo - start
-    if unread:  # estimated from what was read: the unread part is not read to be counted
-        before += round(unread * before / max(1, len(positions)))
+    positions = range(start, upto)
+    folded = [m for p, m in zip(positions, history.messages(start, upto), strict=True) if p not in excluded]
+    before = sum(c for p, c in zip(positions, counts, strict=True) if p not in excluded)
     before += previous.tokens_after if previous is not None else 0
-    return Fold(start, cut, n, tuple(folded), before, previous, unread)
+    return Fold(start, upto, n, tuple(folded), before, previous, cut - upto)
+
+
+def _affordable(
+    history: History, counting: Counting, start: int, cut: int, read_most: int | None
+) -> tuple[int, list[int]]:
+    """Where a fold from ``start`` may end: ``cut``, or when more than ``read_most`` tokens lie
+    before it, the last turn boundary (a user message) within them (the first one after
+    ``start`` when none is: a fold always folds something). With the counts of what it folds."""
+    counts: list[int] = []
+    total, best = 0, None
+    lo = start
+    while lo < cut:
+        hi = min(cut, lo + _BLOCK)
+        block, messages = _counts(history, counting, lo, hi), history.messages(lo, hi)
+        for position, (count, message) in enumerate(zip(block, messages, strict=True), lo):
+            if read_most is not None and position > start and message.role == "user":
+                if total <= read_most:
+                    best = position
+                if total > read_most and best is not None:
+                    return best, counts[: best - start]
+                if total > read_most:
+                    return position, counts
+            total += count
+            counts.append(count)
+        lo = hi
+    return cut, counts
 
 
 def _counts(history: History, counting: Counting, lo: int, hi: int) -> list[int]:
@@ -249,22 +264,13 @@ class Summarizer:
             self.progress(number, parts)
 
     def _whole(self, fold: Fold, last: Compaction | None, parts: list[Fold]) -> Compaction:
-        """The compaction of the whole fold: the last part's summary, over every part, saying
-        where the part folded unread is (``recall`` reaches it)."""
+        """The compaction of the whole fold: the last part's summary (rolled over every part
+        before it), covering positions ``fold.start`` to ``fold.upto - 1``."""
         assert last is not None
-        whole = last.replace(
-            upto=fold.upto, at=fold.at, tokens_before=fold.tokens_before, replaced=fold.upto - fold.start
-        )
-        if fold.unread:
-            whole = whole.replace(text=f"{unread_note(fold)} {whole.text}")
-            whole = whole.replace(tokens_after=self.counting.count(whole.message()))
-        return whole
-
-    def _limit(self, fold: Fold) -> int:
-        """What a summary of ``fold`` may take: the limit, less the line naming an unread part."""
-        if not fold.unread:
-            return self.limit
-        return max(32, self.limit - self.counting.count(Message.system(unread_note(fold))))
+        return last.replace(
+            upto=fold.upto, at=fold.at, tokens_before=fold.tokens_before, replaced=fold.upto - fold.start,
+            parts=len(parts), later=fold.later,
+        )  # fmt: skip
 
     def _build(self, fold: Fold, reply: str | None, failure: str | None, instructions: str | None) -> Compaction:
         note = failure
@@ -272,16 +278,14 @@ class Summarizer:
             try:
                 card, text = parse_summary(reply, transcript(fold.messages), fold.previous)
                 made = self._compaction(fold, card, text, None, instructions)
-                if made.tokens_after <= self._limit(fold):
+                if made.tokens_after <= self.limit:
                     return made
-                note = (
-                    f"the model's summary took {made.tokens_after:,} tokens, more than the {self._limit(fold):,} it may"
-                )
+                note = f"the model's summary took {made.tokens_after:,} tokens, more than the {self.limit:,} it may"
             except (SummaryRejected, ConfigError) as exc:  # ConfigError: text that cannot be stored
                 note = str(exc)
         card, text = keyword_summary(fold.messages, fold.previous)
         made = self._compaction(fold, card, text, note, instructions)
-        while made.tokens_after > self._limit(fold):  # trim the oldest items, the text, then the rest
+        while made.tokens_after > self.limit:  # trim the oldest items, the text, then the rest
             card, text = made.card, made.text
             if card.topics or card.facts or card.decisions:
                 card = _trimmed(card)
@@ -314,15 +318,6 @@ class Summarizer:
 
 
 _SMALLEST_PART = 200  # tokens of transcript: below this a part says too little to summarize
-
-
-def unread_note(fold: Fold) -> str:
-    """The sentence a summary opens with when a long fold's oldest part was not read for it."""
-    last = fold.start + fold.unread - 1
-    return (
-        f"The {fold.unread:,} messages before these (positions {fold.start:,} to {last:,}) were folded without "
-        "being summarized; recall(query) searches them."
-    )
 
 
 def _cut(message: Message, budget: int, count: Counting) -> Message:

@@ -36,8 +36,8 @@ class RequestFit:
     def tokens(self, request: ChatRequest) -> int:
         """Every prompt token of ``request``, as the view counts them."""
         counter = self.counting.counter
-        has_system = any(m.role == "system" for m in request.messages)
-        tools = self.counting.scale(counter.count_tools(request.tools, has_system=has_system))
+        first = next((m.content for m in request.messages if m.role == "system"), None)
+        tools = self.counting.scale(counter.count_tools_after(request.tools, first))
         return sum(self.counting.count(m) for m in request.messages) + tools + counter.priming
 
     def room_per_page(self, pending: ChatRequest, readers: int, others: int) -> int:

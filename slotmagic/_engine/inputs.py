@@ -136,8 +136,9 @@ class ViewInputs:
     @property
     def preview(self) -> bool:
         """Whether these inputs make a preview of the store as it stands (what is worth keeping):
-        no new message, no compaction of a turn's, no tools, a history that stands."""
-        return self.source.stands and self.new is None and self.compaction is None and not self.tools
+        no new message, no compaction of a turn's, a history that stands (the tools a turn would
+        offer counted or not: see ``next_view.py``)."""
+        return self.source.stands and self.new is None and self.compaction is None
 
 
 # The names a step may declare it reads: every field of the inputs, each one part of the key.

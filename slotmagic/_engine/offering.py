@@ -51,7 +51,9 @@ def turn_tools(
     if offering and has_reference(view.messages):
         tools.append(reader if reader is not None else read_namespace_tool(engine.namespace, room))
     if offering and view.compaction is not None:
-        tools.append(recall_tool(engine.store, engine.session_id, slot.id, view.compaction.upto, room))
+        tools.append(
+            recall_tool(engine.store, engine.session_id, slot.id, view.compaction.upto + view.compaction.later, room)
+        )
     if chosen is None and engine.slot_tools is not None:
         tools.extend(engine.slot_tools(slot, view))
     unique: dict[str, Tool[..., Any]] = {}

@@ -25,8 +25,9 @@ from .._core.tokens import estimate_message_tokens
 from .._core.vision import takes_images
 from .._errors import ConfigError, ProviderError
 from .._store.base import History, Tip
-from ..providers import parse_model
+from ..providers import REGISTRY, parse_model
 from ..providers._base import ChatRequest, Completion, Provider
+from ..providers._image_limits import refusal as image_refusal
 from ..tools import Tool, ToolRegistry
 from .compactor import Fold
 from .fit import RequestFit
@@ -149,6 +150,9 @@ def request_for(
     if not takes_images(model) and any(m.images for m in messages):
         # Earlier images stay in the history; a model without eyes reads their labels only.
         messages = tuple(replace(m, images=()) if m.images else m for m in messages)
+    refused = image_refusal([i for m in messages for i in m.images], REGISTRY.wire(model), model)
+    if refused is not None:  # more images than the API takes, or one that could not be downscaled
+        raise ConfigError(refused)
     return ChatRequest(
         model=parse_model(model)[1],
         messages=messages,

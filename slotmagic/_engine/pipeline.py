@@ -43,6 +43,7 @@ from .steps import Step, step
 from .steps.bare_tools import bare_tools
 from .steps.blank import blank_messages
 from .steps.blocks_as_text import blocks_as_text
+from .steps.image_limits import images_within_limits
 from .steps.images import images_for_model
 from .steps.round_as_text import round_as_text
 from .steps.tool_pairs import tool_pairs
@@ -64,7 +65,9 @@ def system_prompt(build: ViewBuild) -> None:
 @step("compaction", "source")
 def compacted(build: ViewBuild) -> None:
     """The latest compaction this history sees: its summary goes on the system side, and the
-    conversation starts after the messages it folded."""
+    conversation starts after the messages it folded. A compaction made for this turn that
+    left messages for the next one (``later``) starts the conversation after them too: they
+    are beyond this request's budget, and the next turn folds them."""
     pending = build.inputs.compaction
     compaction = pending if pending is not None else build.history.compaction()
     build.compaction = compaction
@@ -73,6 +76,9 @@ def compacted(build: ViewBuild) -> None:
     build.system.append(build.inject(compaction.message(), "compaction"))
     build.start = compaction.upto
     build.omitted.append(Omitted(0, compaction.upto, "compacted"))
+    if pending is not None and pending.later:
+        build.start = min(len(build.history), compaction.upto + pending.later)
+        build.omitted.append(Omitted(compaction.upto, build.start, "beyond"))
 
 
 @step("config", "source", "counting", "budget")
@@ -291,6 +297,7 @@ STEPS: tuple[Step, ...] = (
     new_message,
     counted,
     images_for_model,
+    images_within_limits,
     tool_pairs,
     blocks_as_text,
     round_as_text,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from .._namespace import PAGE_CHARS, Namespace
-from .._store.base import Store
+from .._store.base import History, Store
 from ..providers._base import ToolSpec
 from ..tools import Tool
 
@@ -101,7 +101,11 @@ def _search(store: Store, session_id: str, slot_id: str, upto: int, query: str, 
     hits = [h for h in store.search(session_id, query, slot_id, limit=200) if h.position < upto]
     if not hits:
         return f"no folded message of this conversation matches {query!r}"
-    lines = [f"[message {h.position}, {h.role}, turn {h.turn}] {_excerpt(h.snippet)}" for h in hits[:_RECALL_HITS]]
+    history = store.history(session_id, slot_id)
+    lines = [
+        f"[message {h.position}, {h.role}, turn {h.turn}] {_excerpt(_literal(history, h.position), query)}"
+        for h in hits[:_RECALL_HITS]
+    ]
     more = len(hits) - _RECALL_HITS
 
     def listing(n: int) -> str:
@@ -114,9 +118,25 @@ def _search(store: Store, session_id: str, slot_id: str, upto: int, query: str, 
     return fitted if fitted is not None else "error: this request has no room left for search results"
 
 
-def _excerpt(snippet: str) -> str:
-    line = " ".join(snippet.split())
-    return line if len(line) <= _EXCERPT else line[: _EXCERPT - 1] + "…"
+def _literal(history: History, position: int) -> str:
+    """The stored text of the message at ``position``, its tool calls included (what a search
+    matched, as it was written: no marks around the words found)."""
+    message = history.messages(position, position + 1)[0]
+    return message.content + "".join(f" -> tool call {c.name}({c.arguments})" for c in message.tool_calls)
+
+
+def _excerpt(text: str, query: str) -> str:
+    """About :data:`_EXCERPT` characters of ``text`` around the first word of ``query`` it
+    holds, literally (the whole text when it is short)."""
+    line = " ".join(text.split())
+    if len(line) <= _EXCERPT:
+        return line
+    lower = line.lower()
+    found = [i for word in query.lower().split() if (i := lower.find(word.strip("\"'*"))) >= 0]
+    start = max(0, min(found, default=0) - _EXCERPT // 3)
+    start = min(start, len(line) - _EXCERPT + 1)
+    piece = line[start : start + _EXCERPT - 2]
+    return ("…" if start else "") + piece + ("…" if start + len(piece) < len(line) else "")
 
 
 def recall_spec() -> ToolSpec:

@@ -12,12 +12,17 @@ from collections.abc import Sequence
 
 from .._core.messages import Message
 from .._core.records import ForkRef, TurnInfo, TurnRecord
+from .._core.schema import ResponseSchema
 from .._core.slots import DeriveStrategy, SlotMode, SlotSource
-from .._errors import SlotMoved, SlotNotFound, TurnNotStored
+from .._core.usage import Usage
+from .._errors import ConfigError, SlotMoved, SlotNotFound, TurnNotStored
 from .._namespace import Namespace
-from .._store.base import Store, Tip
+from .._store.base import History, Store, Tip
+from .loop import steps_of
 from .pending import PendingTurn
 from .plan import fork_name
+from .reply import Reply
+from .structured import read_reply
 
 
 class TurnWriter:
@@ -90,3 +95,25 @@ class TurnWriter:
             config = config.replace(model=model)
         self.store.derive_slot(self.session_id, name, parent.id, config, at)
         return name
+
+    def stored_reply(
+        self, slot: str, record: TurnRecord, model: str, source: History | None = None,
+        schema: ResponseSchema | None = None,
+    ) -> Reply:  # fmt: skip
+        """The reply a stored turn ended with, as a ``Reply`` marked ``replayed`` (read from
+        ``source`` when the slot no longer holds it: a turn undone), read against ``schema``;
+        ``model`` when its record names none."""
+        history = source if source is not None else self.store.history(self.session_id, slot)
+        produced = history.messages(record.start, record.end)
+        message = next((m for m in reversed(produced) if m.role == "assistant"), None)
+        steps = steps_of(self.namespace.expand(produced))  # a result kept aside shows whole, as it did live
+        if message is None:
+            raise ConfigError(f"turn {record.number} of slot {slot!r} has no reply to show")
+        info = record.info
+        parsed, problem = read_reply(message.content, schema)
+        notes = () if source is None else (f"this turn was undone on slot {slot}: %slot redo brings it back",)
+        return Reply(
+            message.content, message, info.usage or Usage(), info.model or model, slot, record.number,
+            info.finish_reason, info.cost, info, replayed=True, steps=steps,
+            notes=(*notes, problem) if problem else notes, parsed=parsed,
+        )  # fmt: skip

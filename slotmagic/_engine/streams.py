@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..providers._base import StreamEvent
 from .effects import Received, Runner, RunTools, Say, Steps, Stream, aperform, perform
 from .loop import ToolRounds, ToolStep, checked
+from .overflow import is_overflow, recover_steps
 from .pending import PendingTurn
 from .plan import CellPlan
 from .reply import Reply
@@ -95,8 +96,21 @@ class _Stream:
             fit=turn.fit, room=turn.room, reader=turn.reader,
         )  # fmt: skip
         request = turn.request
+        recovered = False
         while True:
-            received: Received = yield Stream(turn.provider, request)
+            try:
+                received: Received = yield Stream(turn.provider, request)
+            except Exception as exc:  # too long for the model: compact and send again, once (see overflow.py)
+                if recovered or request is not turn.request or not is_overflow(exc):
+                    raise
+                recovered = True
+                turn = self._turn = yield from recover_steps(engine, turn, exc, self.on_progress)
+                rounds = ToolRounds(
+                    turn.tools, engine.namespace, engine.max_tool_rounds, turn.request, on_step=self.on_step,
+                    fit=turn.fit, room=turn.room, reader=turn.reader,
+                )  # fmt: skip
+                request = turn.request
+                continue
             completion = checked(turn.completion_or_raise(received.completion), turn.model, rounds.call_ids())
             calls = rounds.calls(completion)
             if calls is None:

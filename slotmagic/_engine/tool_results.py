@@ -34,7 +34,8 @@ def system_side(build: ViewBuild) -> tuple[int, int]:
     ones the wire adds beside a history's tool calls), as ``budgeted`` counts them."""
     counting = build.counting
     definitions = build.tools or build.bare_tools
-    tools = counting.scale(counting.counter.count_tools(definitions, has_system=bool(build.system)))
+    first = next((e.message.content for e in build.system if e.message.role == "system"), None)
+    tools = counting.scale(counting.counter.count_tools_after(definitions, first))
     return sum(e.tokens for e in build.system), tools
 
 
@@ -100,7 +101,7 @@ def shortened(message: Message) -> Message | None:
             f"[an older result, {size:,} bytes, shortened to save room; read_namespace(ref) reads it] "
             f"{_one_line(content)}"
         )
-    return replace(message, content=text, tokens=0)
+    return replace(message, content=text)
 
 
 def kept_aside_by(short: Message, original: Message) -> bool:

@@ -37,9 +37,10 @@ from .._errors import (
 )
 from .._namespace import Namespace
 from .._store.base import History, Store
-from ..providers import REGISTRY, ProviderSettings, cost_of
+from ..providers import REGISTRY, ProviderSettings
 from ..providers._base import ChatRequest, Provider
-from ..providers._prices import cache_savings_of
+from ..providers._limits import ModelLimits, model_limits
+from ..providers._prices import priced
 from ..providers._windows import model_window
 from ..tokens import Calibration
 from ..tools import Tool, ToolRegistry, default_registry
@@ -48,7 +49,8 @@ from .compactor import Fold, Summarizer, plan_fold, summary_limit
 from .effects import Steps
 from .fit import RequestFit
 from .inputs import Params, Source, ViewInputs
-from .loop import ToolRounds, steps_of
+from .limits import fit_reply, lower_reply
+from .loop import ToolRounds
 from .offering import turn_tools
 from .pending import PendingTurn, TurnOptions, counted, request_for
 from .pipeline import Prefix, make_view
@@ -71,7 +73,7 @@ __all__ = ["AUTO_COMPACT", "AsyncTurnStream", "TurnEngine", "TurnOptions", "Turn
 logger = logging.getLogger("slotmagic")
 AutoCompact = Literal["on", "ask", "off"]
 AUTO_COMPACT: tuple[AutoCompact, ...] = ("on", "ask", "off")
-_SUMMARY_PARTS = 4  # the most requests one compaction's summary takes
+SUMMARY_REQUESTS = 16  # about the most requests one compaction's summary takes (a longer fold waits)
 
 
 @cache
@@ -93,6 +95,7 @@ class TurnEngine:
         self.settings = settings
         self.usage = Usage()
         self.context_windows: dict[str, int] = {}  # win over the model data (tokens/_windows.py)
+        self.learned_windows: dict[str, int] = {}  # smaller windows learnt from overflow errors (overflow.py)
         self.compaction_model: str | None = None  # None: the turn's own model
         self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's
         self.max_tool_rounds = 8
@@ -138,9 +141,13 @@ class TurnEngine:
         found = model_window(model, self.context_windows, self.settings)
         return found.tokens, found.known
 
+    def limits(self, model: str) -> ModelLimits:
+        """The model's window, input and output limits (:mod:`..providers._limits`), and a window learnt."""
+        return model_limits(model, self.context_windows, self.settings, learned=self.learned_windows.get(model))
+
     def budget(self, slot: Slot, model: str) -> ContextBudget:
-        """The slot's own budget, else the model's window split in the default ratios."""
-        return slot.config.budget or _auto_budget(self.window(model)[0])
+        """The slot's own budget, else the model's window split (:attr:`ModelLimits.budget_window`)."""
+        return slot.config.budget or _auto_budget(self.limits(model).budget_window)
 
     def window_note(self, model: str) -> str | None:
         """A one-line note, once per model, when its window is a guess."""
@@ -234,14 +241,15 @@ class TurnEngine:
         room = view.report.history_available - recall
         new = sum(e.tokens for e in view.entries if e.kind == "new")
         counting = self.counting(model)
-        # A summary reads the fold's newest parts, at most this many (a long fold's oldest part is
-        # folded unread, within recall's reach): a first turn on a huge slot stays quick.
+        # The summary reads every folded message, in parts; a fold longer than this many parts
+        # folds its oldest messages now and the rest at the next turns (a first turn on a huge
+        # slot stays quick, and nothing is folded that no summary read).
         summarizer = self.summarizer(model, view, recall=recall)
-        read = _SUMMARY_PARTS * summarizer.part_budget()
+        read = (SUMMARY_REQUESTS - 1) * summarizer.part_budget()  # a scrap over makes one more
         if keep is not None:
-            return plan_fold(history, counting, keep_messages=keep, read_tokens=read)
+            return plan_fold(history, counting, keep_messages=keep, read_most=read)
         most = max(0, room - summary_limit(view, recall) - new)
-        return plan_fold(history, counting, keep_tokens=min(max(0, room // 2 - new), most), most=most, read_tokens=read)
+        return plan_fold(history, counting, keep_tokens=min(max(0, room // 2 - new), most), most=most, read_most=read)
 
     def summarizer(
         self, model: str, view: View, *, recall: int = 0, progress: Callable[[int, int], None] | None = None
@@ -251,7 +259,7 @@ class TurnEngine:
         limit = summary_limit(view, recall)
         # Each summary request fits the summarizing model's window, its reply (the summary and
         # its markup) left room for.
-        request_room = _auto_budget(self.window(chosen)[0]).request_limit((limit * 4) // 3 + 64)
+        request_room = _auto_budget(self.limits(chosen).budget_window).request_limit((limit * 4) // 3 + 64)
         return Summarizer(
             self.provider(chosen), chosen, self.counting(model), limit,
             room=request_room, request_counting=self.counting(chosen), progress=progress,
@@ -309,6 +317,7 @@ class TurnEngine:
         provider = self.provider(model)
         if self.mcp is not None:
             self.mcp.new_turn()
+        options, lowered = fit_reply(model, options, self.limits(model), self.budget(slot, model))
         if fork_before is not None:
             history = history.prefix(fork_before.start)  # what the sibling will share
         user = counted(Message.from_parts("user", message_parts(text, options.attachments)))
@@ -323,10 +332,10 @@ class TurnEngine:
             for tool, content in attached.kept:  # readable by read_namespace from the first request on
                 self.namespace.keep(tool, content)
         info = TurnInfo(kind="turn", model=model, system=options.system, cell=cell, extra=options.info)
-        note = self.window_note(model)
+        notes = tuple(line for line in (self.window_note(model), lowered) if line)
         turn = PendingTurn(
             slot.id, history.tip, user, model, provider, ChatRequest(model=model, messages=()), info,
-            fork_before, follow, None, history, options, notes=(note,) if note else (),
+            fork_before, follow, None, history, options, notes=notes,
         )  # fmt: skip
         return self._check_budget(self._made(turn))
 
@@ -392,8 +401,8 @@ class TurnEngine:
         if new > report.history_available:  # nothing to fold could make room for it
             raise OverBudget(
                 f"the new message alone needs {new:,} tokens but slot {slot.id!r} has room for "
-                f"{report.history_available:,} ({report.room_words()}); shorten it, or raise the budget "
-                "or the model's window (%config SlotMagic.context_windows); nothing was sent"
+                f"{report.history_available:,} ({report.room_words()}); shorten it, {lower_reply(report)}or raise "
+                "the budget or the model's window (%config SlotMagic.context_windows); nothing was sent"
             )
         if not slot.config.compact or self.auto_compact == "off":
             where = "for it: configure_slot(compact=True)" if not slot.config.compact else "(auto_compact is off)"
@@ -431,6 +440,10 @@ class TurnEngine:
         summarizer = self.summarizer(turn.model, turn.view, recall=recall, progress=progress)
         return self.compacted(turn, (yield from summarizer.steps(turn.fold)))
 
+    def remade(self, turn: PendingTurn) -> PendingTurn:
+        """The turn's view and request made again (the budget changed: see :mod:`.overflow`)."""
+        return self._check_budget(self._made(turn))
+
     def commit(self, turn: PendingTurn, rounds: ToolRounds) -> Reply:
         """Store the turn — its user message, every tool round, the reply, and a compaction made
         for it — on the history it was made from, in one transaction."""
@@ -439,8 +452,7 @@ class TurnEngine:
         final = counted(rounds.final) if rounds.final is not None else None
         messages = [turn.user, *(counted(m) for m in rounds.added), *([final] if final is not None else [])]
         reply_message = final or next(m for m in reversed(messages) if m.role == "assistant")
-        cost = cost_of(turn.model, usage, self.settings.prices)
-        saved = cache_savings_of(turn.model, usage, self.settings.prices)
+        cost, saved = priced(turn.model, usage, self.settings)  # a host the database knows priced as that host
         info = turn.info.replace(usage=usage, finish_reason=last.finish_reason, cost=cost)
         slot, record, info = self.writer.write(turn, messages, info, rounds.shelved, reply_message.content)
         self.usage = self.usage + usage
@@ -461,19 +473,6 @@ class TurnEngine:
     def stored_reply(
         self, slot: str, record: TurnRecord, source: History | None = None, schema: ResponseSchema | None = None
     ) -> Reply:
-        """The reply a stored turn ended with, as a ``Reply`` marked ``replayed`` (read from
-        ``source`` when the slot no longer holds it: a turn undone), read against ``schema``."""
-        history = source if source is not None else self.store.history(self.session_id, slot)
-        produced = history.messages(record.start, record.end)
-        message = next((m for m in reversed(produced) if m.role == "assistant"), None)
-        steps = steps_of(self.namespace.expand(produced))  # a result kept aside shows whole, as it did live
-        if message is None:
-            raise ConfigError(f"turn {record.number} of slot {slot!r} has no reply to show")
-        info = record.info
-        parsed, problem = read_reply(message.content, schema)
-        notes = () if source is None else (f"this turn was undone on slot {slot}: %slot redo brings it back",)
-        return Reply(
-            message.content, message, info.usage or Usage(), info.model or self.model, slot, record.number,
-            info.finish_reason, info.cost, info, replayed=True, steps=steps,
-            notes=(*notes, problem) if problem else notes, parsed=parsed,
-        )  # fmt: skip
+        """The reply a stored turn ended with, marked ``replayed`` and read against ``schema``
+        (see :meth:`TurnWriter.stored_reply`)."""
+        return self.writer.stored_reply(slot, record, self.model, source, schema)

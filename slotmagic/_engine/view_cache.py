@@ -25,11 +25,12 @@ KEPT_ENTRIES = 50_000
 
 
 class ViewCache:
-    """One kept preview per slot, the newest; safe to use from several threads (widgets
-    following other kernels ask from a background thread)."""
+    """Two kept previews per slot, the newest with tools and without (a preview is made without
+    its tools first, then with the tools that view offers: see ``next_view.py``); safe to use from
+    several threads (widgets following other kernels ask from a background thread)."""
 
     def __init__(self) -> None:
-        self._views: dict[str, tuple[ViewInputs, View]] = {}
+        self._views: dict[tuple[str, bool], tuple[ViewInputs, View]] = {}
         self._workflow: tuple[int, Workflow | None] | None = None  # (store generation, active workflow)
         self._lock = threading.Lock()
 
@@ -48,7 +49,7 @@ class ViewCache:
         if not inputs.preview:
             return None
         with self._lock:
-            kept = self._views.get(inputs.slot)
+            kept = self._views.get((inputs.slot, bool(inputs.tools)))
         return kept[1] if kept is not None and kept[0] == inputs else None
 
     def put(self, inputs: ViewInputs, view: View) -> None:
@@ -57,8 +58,9 @@ class ViewCache:
             return
         with self._lock:
             views = self._views
-            views.pop(inputs.slot, None)
-            views[inputs.slot] = (inputs, view)
+            key = (inputs.slot, bool(inputs.tools))
+            views.pop(key, None)
+            views[key] = (inputs, view)
             while len(views) > 1 and (
                 len(views) > KEPT_VIEWS or sum(len(v.entries) for _, v in views.values()) > KEPT_ENTRIES
             ):

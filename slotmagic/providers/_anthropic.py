@@ -98,6 +98,7 @@ from .._core.messages import Message, Thinking, ToolCall
 from .._core.repair import ANTHROPIC_MAX_ID, repair_tool_pairs, wire_call_id
 from .._errors import MalformedReply, RequestRefused, StreamInterrupted
 from . import _wire as wire
+from ._anthropic_cache import cache_breakpoints
 from ._anthropic_plan import RequestPlan, blocks_as_text, refuses_sampling, request_plan, round_as_text
 from ._base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
 from ._structured import anthropic_schema_tool, anthropic_tool_choice
@@ -150,9 +151,9 @@ def build(request: ChatRequest, label: str = "anthropic") -> tuple[dict[str, Any
         body["tool_choice"] = {"type": "none"}
     if request.temperature is not None:
         body["temperature"] = request.temperature
-    if request.prompt_cache:
-        cache_breakpoints(body)
     body.update(params)  # provider-specific parameters pass through as given
+    if request.prompt_cache:  # after them: the marks a user put there count first
+        cache_breakpoints(body)
     for name in ("temperature", "top_p", "top_k") if refuses else ("temperature", "top_k") if kind else ():
         body.pop(name, None)  # the model refuses them (4.7+), or thinking does
     body["stream"] = True
@@ -331,28 +332,6 @@ def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
         tool["input_schema"] = dict(t.parameters)
         wire.append(tool)
     return wire
-
-
-_EPHEMERAL = {"type": "ephemeral"}
-_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
-
-
-def cache_breakpoints(body: dict[str, Any]) -> None:
-    """Mark the prefix Anthropic may cache (it caches up to each block marked, at most four):
-    the tool definitions, the system side, and the conversation through its last message, so
-    the next turn, whose request starts with the same bytes, reads all of it from the cache
-    (Anthropic finds an earlier breakpoint's entry by itself)."""
-    if body.get("tools"):
-        body["tools"][-1] = {**body["tools"][-1], "cache_control": _EPHEMERAL}
-    if "system" in body:
-        body["system"] = [{"type": "text", "text": body["system"], "cache_control": _EPHEMERAL}]
-    messages = body["messages"]
-    if messages:
-        blocks = messages[-1]["content"]
-        for index in range(len(blocks) - 1, -1, -1):
-            if blocks[index].get("type") not in _UNMARKABLE:
-                blocks[index] = {**blocks[index], "cache_control": _EPHEMERAL}
-                break
 
 
 def _uses(message: Mapping[str, Any]) -> list[Any]:

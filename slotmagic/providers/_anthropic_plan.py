@@ -119,7 +119,7 @@ def blocks_as_text(message: Message, plan: RequestPlan) -> Message:
     kept = tuple(
         replace(t, at=moved[k]) if k in moved else t for k, t in enumerate(message.thinking) if id(t) not in told
     )
-    return replace(message, content=out, thinking=kept, tokens=0)
+    return replace(message, content=out, thinking=kept)
 
 
 def _joined(*pieces: str) -> str:
@@ -170,7 +170,7 @@ def round_as_text(messages: Sequence[Message], plan: RequestPlan) -> list[Messag
                 f"[tool call {c.name}({json.dumps(json_object(c.arguments), ensure_ascii=False)})]"
                 for c in m.tool_calls
             ]
-            out[i] = replace(m, content=_joined(m.content, *said), tool_calls=(), tokens=0)
+            out[i] = replace(m, content=_joined(m.content, *said), tool_calls=())
     for i in answers:
         m = out[i]
         kind = "tool error" if m.is_error else "tool result"

@@ -117,6 +117,11 @@ def _window(model: Any) -> int | None:
     return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
 
 
+def provider_by_url(base_url: str) -> str | None:
+    """The database's provider an API at ``base_url`` belongs to (None: a server it does not know)."""
+    return _provider_by_url(base_url.rstrip("/"))
+
+
 @lru_cache(maxsize=64)
 def _provider_by_url(base_url: str) -> str | None:
     snapshot = database()

@@ -38,7 +38,7 @@ from ._settings import Price
 if TYPE_CHECKING:
     from decimal import Decimal  # imported when a price is read: genai-prices needs it then anyway
 
-__all__ = ["BUILTIN_PRICES", "ModelPrice", "cache_savings_of", "cost_of", "model_price_of", "price_of"]
+__all__ = ["BUILTIN_PRICES", "ModelPrice", "cache_savings_of", "cost_of", "model_price_of", "price_of", "priced"]
 
 # What no database says, from the registrations: a model served by Ollama runs on your machine.
 _RULES: Mapping[str, tuple[float, float, float | None]] = MappingProxyType(
@@ -62,16 +62,19 @@ class ModelPrice:
     source: str  # "settings", "genai-prices <version>" or "built-in rule"
 
 
-def model_price_of(model: str, prices: Mapping[str, Price] | None = None) -> ModelPrice | None:
-    """The price of ``model`` (``provider:model``), or None when it is in no table."""
+def model_price_of(
+    model: str, prices: Mapping[str, Price] | None = None, *, base_url: str | None = None
+) -> ModelPrice | None:
+    """The price of ``model`` (``provider:model``), or None when it is in no table. ``base_url``:
+    the server the provider is pointed at; an OpenAI-compatible host the database knows by its
+    URL (DeepSeek, OpenRouter, Groq, Mistral, Together …) is priced as that host first."""
     user = prices or {}
     provider, sep, name = model.partition(":")
     alias = _SNAPSHOT.sub("", model)
     for candidate in dict.fromkeys((model, alias)):
         if candidate in user:
             return ModelPrice(*user[candidate], None, "settings")
-    catalog_id = _catalog_id(provider) if sep else None
-    if catalog_id is not None:
+    for catalog_id in _catalog_ids(provider, base_url) if sep else ():
         found = _database_price(catalog_id, name)
         if found is not None:
             return found
@@ -84,26 +87,28 @@ def model_price_of(model: str, prices: Mapping[str, Price] | None = None) -> Mod
     return None
 
 
-def price_of(model: str, prices: Mapping[str, Price] | None = None) -> Price | None:
+def price_of(model: str, prices: Mapping[str, Price] | None = None, *, base_url: str | None = None) -> Price | None:
     """The (input, output) price of ``model`` per million tokens; ``prices`` wins over the
     database and the built-in rule."""
-    found = model_price_of(model, prices)
+    found = model_price_of(model, prices, base_url=base_url)
     return None if found is None else (found.input, found.output)
 
 
-def cost_of(model: str, usage: Usage, prices: Mapping[str, Price] | None = None) -> float | None:
+def cost_of(
+    model: str, usage: Usage, prices: Mapping[str, Price] | None = None, *, base_url: str | None = None
+) -> float | None:
     """USD for ``usage`` on ``model``, cached input at the cached rate; None when the model has
     no price."""
-    found = model_price_of(model, prices)
+    found = model_price_of(model, prices, base_url=base_url)
     if found is None:
         return None
     if found.source.startswith("genai-prices"):
         # The database prices the whole usage itself: cached rate and long-context tiers.
         provider, _, name = model.partition(":")
-        catalog_id = _catalog_id(provider)
-        exact = _database_cost(catalog_id, name, usage) if catalog_id is not None else None
-        if exact is not None:
-            return exact
+        for catalog_id in _catalog_ids(provider, base_url):
+            exact = _database_cost(catalog_id, name, usage)
+            if exact is not None:
+                return exact
     cached = min(usage.cached_tokens, usage.input_tokens)
     cached_rate = found.input if found.cached_input is None else found.cached_input
     return (
@@ -111,19 +116,31 @@ def cost_of(model: str, usage: Usage, prices: Mapping[str, Price] | None = None)
     ) / 1e6
 
 
-def _catalog_id(provider: str) -> str | None:
-    """The provider's id in the database (its registration's ``catalog``), None when not in it."""
-    spec = REGISTRY.get(provider)
-    return spec.catalog if spec is not None else None
+def _catalog_ids(provider: str, base_url: str | None) -> tuple[str, ...]:
+    """The provider's ids in the database, most specific first: the host ``base_url`` belongs
+    to (OpenRouter …), then the registration's ``catalog``."""
+    return catalog.provider_ids(provider, base_url)
 
 
-def cache_savings_of(model: str, usage: Usage, prices: Mapping[str, Price] | None = None) -> float | None:
+def priced(model: str, usage: Usage, settings: Any) -> tuple[float | None, float | None]:
+    """(:func:`cost_of`, :func:`cache_savings_of`) for a turn made with ``settings`` (a
+    :class:`ProviderSettings`: its prices, and the server the model's provider is pointed at)."""
+    from ._windows import base_url_of
+
+    base_url = base_url_of(settings, model.partition(":")[0])
+    prices = settings.prices
+    return cost_of(model, usage, prices, base_url=base_url), cache_savings_of(model, usage, prices, base_url=base_url)
+
+
+def cache_savings_of(
+    model: str, usage: Usage, prices: Mapping[str, Price] | None = None, *, base_url: str | None = None
+) -> float | None:
     """USD that ``usage``'s cached input tokens saved against paying for them in full: 0.0 when
     nothing was cached or the price has no cached rate, None when the model has no price."""
     if usage.cached_tokens <= 0:
-        return None if model_price_of(model, prices) is None else 0.0
-    with_cache = cost_of(model, usage, prices)
-    without = cost_of(model, Usage(usage.input_tokens, usage.output_tokens, 0), prices)
+        return None if model_price_of(model, prices, base_url=base_url) is None else 0.0
+    with_cache = cost_of(model, usage, prices, base_url=base_url)
+    without = cost_of(model, Usage(usage.input_tokens, usage.output_tokens, 0), prices, base_url=base_url)
     if with_cache is None or without is None:
         return None
     return max(0.0, without - with_cache)

@@ -136,6 +136,9 @@ class ProviderSpec:
     # The request format it speaks: "openai" (chat completions), "anthropic" (Messages), or None
     # (its own, as echo's). The view pipeline mends what that format requires (_engine/steps/).
     wire: str | None = None
+    # A server at a base URL the model database does not know (vLLM, llama.cpp, a proxy) is asked
+    # the window of a model the database does not know either (``_served.py``).
+    asks_server: bool = False
 
     def setting(self, name: str) -> SettingSpec:
         for spec in self.settings:
@@ -366,6 +369,7 @@ REGISTRY = Registry(
             catalog="openai",
             exact_count=True,
             wire="openai",
+            asks_server=True,
         ),
         ProviderSpec(
             "azure",

@@ -61,9 +61,16 @@ class Window:
     tokens: int
     known: bool
     source: str
+    small: bool = False  # a conservative guess (a server of one's own), not the largest known
 
     def note(self, model: str) -> str:
         """One line saying the window is a guess, by which rule, and how to state it."""
+        if self.small:
+            return (
+                f"{model}: context window unknown; assuming {self.tokens:,} tokens ({self.source}), so compaction "
+                f"starts early rather than never (%config SlotMagic.context_windows = {{{model!r}: N}} sets its "
+                "real size)"
+            )
         return (
             f"{model}: context window unknown; assuming {self.tokens:,} tokens, {self.source}, so nothing it "
             f"would take is refused here (%config SlotMagic.context_windows = {{{model!r}: N}} sets its real size)"
@@ -89,7 +96,7 @@ def model_window(model: str, overrides: Mapping[str, int] | None = None, setting
         return spec.window.window(spec.name, name if sep else model, settings)
     from . import _catalog as catalog  # the database loads only when a model needs it
 
-    base_url = _base_url(settings, provider) if settings is not None else None
+    base_url = base_url_of(settings, provider)
     ids = catalog.provider_ids(provider, base_url) if sep else ()
     family = None
     for provider_id in ids:
@@ -101,9 +108,11 @@ def model_window(model: str, overrides: Mapping[str, int] | None = None, setting
         family = family or found
     if family is not None and family.window is not None:
         return Window(family.window, True, f"{catalog.database_version()}: the {family.model_id} family")
-    largest = next((w for i in ids if (w := catalog.largest_window(i)) is not None), None)
-    if largest is not None:
-        return Window(largest, False, f"the largest of any {provider} model in {catalog.database_version()}")
+    if sep and spec is not None and spec.asks_server and base_url and catalog.provider_by_url(base_url) is None:
+        return _own_server(settings, provider, name)  # vLLM, llama.cpp, a proxy: asked, else a small default
+    host = next(((i, w) for i in ids if (w := catalog.largest_window(i)) is not None), None)
+    if host is not None:
+        return Window(host[1], False, f"the largest of any {host[0]} model in {catalog.database_version()}")
     where = f"slotmagic's default for a provider not in {catalog.database_version()}"
     return Window(DEFAULT_CONTEXT_WINDOW, False, where)
 
@@ -147,8 +156,27 @@ class ServedWindow:
         return Window(served.tokens, True, served.how)
 
 
-def _base_url(settings: Any, provider: str) -> str | None:
+def _own_server(settings: Any, provider: str, name: str) -> Window:
+    """The window a server the database does not know says it serves ``name`` with, else
+    :data:`._served.UNKNOWN_SERVER_WINDOW` (see :mod:`._served`)."""
     from ._registry import REGISTRY
+    from ._served import UNKNOWN_SERVER_WINDOW, served_window
+
+    endpoint = REGISTRY.endpoint(settings, provider)
+    found = served_window(endpoint, name)
+    if found is not None:
+        return Window(found[0], True, found[1])
+    return Window(
+        UNKNOWN_SERVER_WINDOW, False, f"slotmagic's default for a model {endpoint.host} does not describe", small=True
+    )
+
+
+def base_url_of(settings: Any, provider: str) -> str | None:
+    """The base URL ``settings`` point ``provider`` at (None: none can be made yet)."""
+    from ._registry import REGISTRY
+
+    if settings is None:
+        return None
 
     try:
         return REGISTRY.endpoint(settings, provider).base_url

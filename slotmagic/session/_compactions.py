@@ -10,6 +10,7 @@ from __future__ import annotations
 from .._core.checks import check_flag, check_optional_text, check_text, check_whole
 from .._core.compaction import Compaction
 from .._core.slots import SlotMode
+from .._engine.next_view import next_view
 from .._engine.review import Draft, drop_draft, keep_draft, kept_draft
 from .._engine.turn import TurnEngine
 from .._engine.view import View
@@ -68,7 +69,7 @@ class Compactions:
         assert found is not None
         if found.mode is SlotMode.READONLY:
             raise SlotReadonly(found.id)
-        view = self._engine.view(found, history, model=model)
+        view = next_view(self._engine, found, history, model=model)  # the threshold a turn has, tools counted
         summarizer = self._engine.summarizer(model, view)
         if apply:
             draft = kept_draft(self.store, self.session_id, found.id)

@@ -40,6 +40,7 @@ from .._core.users import check_user
 from .._engine.budgeting import SlotBudget, cache_totals
 from .._engine.cells import CellBook
 from .._engine.fanout import FanOut, FanOutResult, plan_fan_out
+from .._engine.next_view import next_view
 from .._engine.reply import Reply
 from .._engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
 from .._engine.view import View
@@ -393,7 +394,9 @@ class Session(MovedNames):
         history = self.store.history(self.session_id, optional_slot(slot))
         assert history.slot is not None
         checked = check_json_mapping(params, "params") if params is not None else None
-        return self._engine.view(history.slot, history, model=check_model(model) if model else None, params=checked)
+        return next_view(
+            self._engine, history.slot, history, model=check_model(model) if model else None, params=checked
+        )
 
     def budget(self, slot: str | None = None, *, model: str | None = None) -> SlotBudget:
         """The slot's next request against its budget by category, the compaction threshold,
@@ -401,7 +404,7 @@ class Session(MovedNames):
         history = self.store.history(self.session_id, optional_slot(slot))
         assert history.slot is not None
         model = check_model(model) if model else history.slot.config.model or self.model
-        view = self._engine.view(history.slot, history, model=model)
+        view = next_view(self._engine, history.slot, history, model=model)  # the tools a turn offers counted
         window, known = self._engine.window(model)
         assert view.report is not None and view.budget is not None
         compactions = tuple(history.compactions())

@@ -247,13 +247,19 @@ class TokenCounter:
             else:
                 history += tokens
         first_system = next((m.content for m in request.messages if m.role == "system"), None)
-        tools = self.count_tools(request.tools, has_system=first_system is not None)
-        if request.tools and first_system is not None and self.exact:
+        tools = self.count_tools_after(request.tools, first_system)
+        return RequestTokens(system, history, tools, tool_results, self.priming)
+
+    def count_tools_after(self, tools: Sequence[ToolSpec], first_system: str | None) -> int:
+        """The tool definitions' tokens in a request whose first system message is
+        ``first_system`` (None: it has none), as :meth:`count_request` counts them."""
+        count = self.count_tools(tools, has_system=first_system is not None)
+        if tools and first_system is not None and self.exact:
             # The tools block follows the first system message's text after a newline, which
             # may merge with its last token: "Hello:\n" is 2 tokens like "Hello:", "Hello\n" is
             # one more than "Hello" (a case in tests/tokens/openai_prompt_tokens.json shows it).
-            tools += self._len(first_system + "\n") - self._len(first_system)
-        return RequestTokens(system, history, tools, tool_results, self.priming)
+            count += self._len(first_system + "\n") - self._len(first_system)
+        return count
 
     def calibrated(self, tokens: int, calibration: Calibration | None) -> int:
         """``tokens`` as the provider will count them: unchanged when exact, else scaled by

@@ -149,7 +149,12 @@ def test_summary_requests_fit_the_summarizing_models_window(server: AgentServer,
     assert all(counter.count_request(r.request) <= limit() for r in summaries)
     assert "[earlier summary]" in summaries[-1].request.messages[-1].content
     [compaction] = session.compactions()
-    assert compaction.method == "model" and compaction.upto >= 500
+    # Every folded message read: as many as 16 requests can summarize now, the rest at the next turn.
+    assert compaction.method == "model" and compaction.upto >= 100 and compaction.parts == len(summaries) <= 16
+    assert compaction.upto + compaction.later >= 500
+    server.requests.clear()
+    session.submit_turn("and again")
+    assert session.compactions()[-1].covers == (compaction.upto, session.compactions()[-1].upto)
 
 
 def _exchange(i: int) -> list:  # type: ignore[type-arg]

@@ -112,6 +112,18 @@ def test_every_request_fits_and_everything_stays_within_reach(tmp_path: Path, mo
 
         compactions = session.compactions()
         assert len(compactions) >= 5 and all(c.method == "model" for c in compactions)  # rolling summaries taken
+        # Every folded message was read by a summary request, each within the request limit.
+        summaries = [r.request for r in server.requests if r.action == "summary"]
+        assert sum(c.parts for c in compactions) == len(summaries)
+        assert max(counter.count_request(r) for r in summaries) <= limit
+        read = "\n".join(m.content for r in summaries for m in r.messages)
+        stored_now = session.messages()
+        for compaction in compactions:
+            lo, hi = compaction.covers
+            assert lo == (0 if compaction is compactions[0] else compactions[compactions.index(compaction) - 1].upto)
+            missed = [p for p in range(lo, hi) if stored_now[p].content[:60] not in read]
+            assert missed == [], f"compaction up to {hi}: positions {missed} were folded unsummarized"
+            assert "without being summarized" not in compaction.text
         assert FACT in recalled  # folded away in turn 3, found again at turn 190
         assert read_back >= 40  # large results were read back page by page
         for slot, messages in before.items():  # nothing the store held is lost

@@ -138,3 +138,26 @@ def test_the_breakpoints_can_be_turned_off(wire: WireServer, open_session: Any) 
     assert body["system"] == "Be brief." and b"cache_control" not in wire.requests[0].body
     with pytest.raises(slotmagic.ConfigError, match="prompt_cache must be True or False"):
         session.options.prompt_cache = "yes"  # type: ignore[assignment]
+
+
+def server_tool(name: str, marked: bool) -> dict[str, Any]:
+    tool: dict[str, Any] = {"type": "web_search_20250305", "name": name}
+    return {**tool, "cache_control": EPHEMERAL} if marked else tool
+
+
+@pytest.mark.parametrize("user_marks", [0, 1, 3, 4])
+def test_at_most_four_cache_marks_the_users_first(wire: WireServer, open_session: Any, user_marks: int) -> None:
+    """Three user-marked server tools once made five marks; the API takes four. The user's
+    marks stay; slotmagic's fill what is left, the last message first (it caches everything)."""
+    session = open_session(ANTHROPIC)
+    explore_setup(session)
+    wire.script(reply(ANTHROPIC, "Answer."))
+    tools = [server_tool(f"search_{i}", i < user_marks) for i in range(max(3, user_marks))]
+    session.submit_turn("What should I gather first?", params={"tools": tools})
+    body = wire.requests[0].json()
+    kept = {t["name"]: "cache_control" in t for t in body["tools"]}
+    last = "cache_control" in body["messages"][-1]["content"][-1]
+    system = isinstance(body["system"], list) and "cache_control" in body["system"][-1]
+    assert all(kept[f"search_{i}"] for i in range(user_marks))  # the user's marks stay
+    assert sum(kept.values()) + last + system == (3 if user_marks == 0 else 4)
+    assert last == (user_marks < 4) and system == (user_marks < 3)  # the last message's mark first

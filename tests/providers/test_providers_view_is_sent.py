@@ -82,7 +82,7 @@ def test_blank_messages_and_images_a_model_cannot_take_are_left_out_of_the_previ
         assert "blank: nothing to send (stored message 2)" in seeing.to_text()
         preview = session.preview(model=text_only)
         assert not any(m.images for m in preview.messages)
-        sent_alone = replace(cat, images=(), tokens=0)  # counted as what is sent
+        sent_alone = replace(cat, images=())  # counted as what is sent
         assert preview.entries[0].tokens == Counting(TokenCounter.for_model(text_only)).count(sent_alone)
         session.submit_turn("Thanks", model=text_only)
     sent = [from_wire(m) for m in wire.requests[0].json()["messages"]]

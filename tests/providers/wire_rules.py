@@ -170,6 +170,17 @@ def an_images(body: Body) -> Iterator[str]:
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 
 
+def an_cache_marks(body: Body) -> Iterator[str]:
+    """At most four blocks carry ``cache_control``, in tools, system blocks and message content.
+    https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching ("up to 4 cache breakpoints")."""
+    blocks = [*(body.get("tools") or [])]
+    blocks += body["system"] if isinstance(body.get("system"), list) else []
+    blocks += [b for m in body["messages"] for b in _blocks(m)]
+    marks = sum(1 for b in blocks if isinstance(b, dict) and "cache_control" in b)
+    if marks > 4:
+        yield f"{marks} blocks carry cache_control (at most 4)"
+
+
 def _base64(data: object) -> bool:
     import base64
     import binascii
@@ -192,6 +203,7 @@ ANTHROPIC_RULES: tuple[Rule, ...] = (
     an_thinking,
     an_sampling,
     an_images,
+    an_cache_marks,
     an_json,
 )
 

@@ -62,7 +62,7 @@ class Request:
 @dataclass
 class WireServer:
     requests: list[Request] = field(default_factory=list)
-    api_requests: list[Request] = field(default_factory=list)  # Ollama's /api/... (asked for a window)
+    api_requests: list[Request] = field(default_factory=list)  # /api/... and GETs (a window asked)
     # the wire rules each request body broke (tests/providers/wire_rules.py); the ``wire``
     # fixture fails a test that leaves any here, unless it sent a broken body on purpose
     violations: list[tuple[str, list[str]]] = field(default_factory=list)
@@ -101,6 +101,11 @@ class WireServer:
         for steps in responses:
             found.put(list(steps))
 
+    def served(self, path: str, *responses: Sequence[Step]) -> None:
+        """Queue responses for a GET the model window asks (vLLM's ``/v1/models``, llama.cpp's
+        ``/props``); unscripted, those answer 404 like a server that does not say."""
+        self.ollama_api(path, *responses)
+
     def pending(self) -> int:
         """How many scripted responses no request has taken yet."""
         return self._scripts.qsize()
@@ -133,7 +138,7 @@ class WireServer:
                 return
             if request is None:
                 return
-            if request.path.startswith("/api/"):
+            if request.path.startswith("/api/") or request.method == "GET":  # a server asked what it serves
                 self.api_requests.append(request)
                 try:
                     steps = self._api.get(request.path, queue.Queue()).get_nowait()
