@@ -26,7 +26,7 @@ def answered(completion: Completion, schema: ResponseSchema | None) -> Completio
     if call is None:
         return completion
     text = call.arguments.strip() or "{}"  # the answer alone: text before it was the model thinking aloud
-    return replace(completion, message=replace(message, content=text, tool_calls=(), tokens=0))
+    return replace(completion, message=replace(message, content=text, tool_calls=()))
 
 
 def read_reply(text: str, schema: ResponseSchema | None) -> tuple[Any, str | None]:

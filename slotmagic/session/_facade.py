@@ -388,15 +388,15 @@ class Session(MovedNames):
     ) -> View:
         """The slot's next request entry by entry: where each message came from, what it costs,
         and which stored positions a compaction or the slot's mode leaves out. ``params``: the
-        provider parameters the turn will send (``submit_turn(params=…)``), where they change
-        what is sent (with Anthropic's extended thinking on, a last tool round made without it
-        goes as text)."""
+        turn's provider parameters (``submit_turn(params=…)``), where they change what is sent
+        (with Anthropic's extended thinking on, a last tool round made without it goes as text)."""
         history = self.store.history(self.session_id, optional_slot(slot))
         assert history.slot is not None
-        checked = check_json_mapping(params, "params") if params is not None else None
-        return next_view(
-            self._engine, history.slot, history, model=check_model(model) if model else None, params=checked
+        model, checked = (
+            check_model(model) if model else None,
+            check_json_mapping(params, "params") if params is not None else None,
         )
+        return next_view(self._engine, history.slot, history, model=model, params=checked)
 
     def budget(self, slot: str | None = None, *, model: str | None = None) -> SlotBudget:
         """The slot's next request against its budget by category, the compaction threshold,

@@ -13,7 +13,9 @@ from slotmagic import Session
 from slotmagic._errors import OverBudget
 from slotmagic.providers import ProviderSettings
 from slotmagic.providers._limits import model_limits
+from slotmagic.providers._responses_models import RESPONSES_ONLY
 
+from .responses_wire import text_stream as responses_text_stream
 from .wire_server import WireServer, an_text_stream, oa_text_stream, sse_response
 
 # model: (window, input limit or None, maximum output), as the providers' model pages state them
@@ -65,12 +67,16 @@ def test_max_tokens_over_the_models_output_is_lowered_with_one_line(
 ) -> None:
     _, _, output = MODELS[model]
     anthropic = model.startswith("anthropic:")
-    wire.script(sse_response(an_text_stream("fine") if anthropic else oa_text_stream("fine")))
+    responses = model.removeprefix("openai:") in RESPONSES_ONLY  # sent to /v1/responses
+    if responses:
+        wire.script(responses_text_stream("fine"))
+    else:
+        wire.script(sse_response(an_text_stream("fine") if anthropic else oa_text_stream("fine")))
     with Session.open("limits", db_path=tmp_path / "l.sqlite3", model=model, settings=settings) as session:
         reply = session.submit_turn("Hello", max_tokens=output + 1_000)
     [request] = wire.requests
     body = request.json()
-    sent = body.get("max_tokens", body.get("max_completion_tokens"))
+    sent = body.get("max_tokens", body.get("max_completion_tokens", body.get("max_output_tokens")))
     assert sent == output
     [line] = [n for n in reply.notes if "max_tokens" in n]
     assert f"max_tokens={output + 1_000:,}" in line and f"sent max_tokens={output:,}" in line
