@@ -15,6 +15,7 @@ so none of them is needed to use slotmagic.
 from __future__ import annotations
 
 import io
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from ._core.images import Image
 from ._errors import ConfigError
 from ._namespace import DEFAULT_THRESHOLD, PREFIX, content_key
 
-__all__ = ["attach", "attach_all", "summarize"]
+__all__ = ["attach", "attach_all", "summarize", "summarize_within"]
 
 HEAD_ROWS = TAIL_ROWS = 5
 MAX_COLUMNS = 20
@@ -72,7 +73,10 @@ def summarize(value: object, *, chars: int = 600) -> str:
     """A variable's summary for a person or a model: type, shape or length, a bounded repr.
     Nothing is evaluated but the object's own ``repr`` (and ``shape`` / ``len``)."""
     parts = [_type_name(value)]
-    shape = getattr(value, "shape", None)
+    try:
+        shape = getattr(value, "shape", None)
+    except Exception:  # a property that raises: no shape to tell
+        shape = None
     if isinstance(shape, tuple):
         parts.append("shape " + "x".join(str(n) for n in shape))
     elif isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)):
@@ -80,6 +84,27 @@ def summarize(value: object, *, chars: int = 600) -> str:
     text = _repr(value)
     cut = text if len(text) <= chars else text[:chars] + f"… ({len(text):,} characters in all)"
     return f"{', '.join(parts)}: {cut}"
+
+
+def summarize_within(value: object, *, chars: int = 600, seconds: float = 1.0) -> str:
+    """:func:`summarize` bounded in time: it runs in a thread of its own, and when it has not
+    returned within ``seconds`` (a lazy frame's repr fetching its rows, a remote object, a
+    ``__repr__`` that never returns) the caller gets a short note instead and goes on; the
+    thread is left to finish on its own, holding nothing the caller waits for."""
+    done: list[str] = []
+
+    def run() -> None:
+        try:
+            done.append(summarize(value, chars=chars))
+        except BaseException as exc:  # whatever a user's object raises is its own
+            done.append(f"{_type_name(value)}: (could not be described: {type(exc).__name__})")
+
+    thread = threading.Thread(target=run, name="slotmagic-summary", daemon=True)
+    thread.start()
+    thread.join(max(seconds, 0.0))
+    if done:
+        return done[0]
+    return f"{_type_name(value)}: (not shown: its repr took over {seconds:.2g} s)"
 
 
 # -- kinds ------------------------------------------------------------------------------------------
