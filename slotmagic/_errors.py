@@ -140,6 +140,12 @@ class StoreError(SlotMagicError):
     """The state file cannot be opened or used."""
 
 
+class ConnectionLost(StoreError):
+    """The store's connection was lost (or could not be made) before the call's write
+    committed: nothing of it was kept, and the call may be run again on a new connection
+    (the PostgreSQL store does so, a few times, before it says so)."""
+
+
 class DamagedRecord(StoreError):
     """A stored record (a workflow, a working-context change) cannot be read: damaged, or
     written by a newer slotmagic. ``name`` is the workflow's name, or the slot's. A turn goes

@@ -18,7 +18,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from typing import Any, ClassVar, Literal, Protocol, Self
+from typing import Any, ClassVar, Literal, Protocol, Self, TypeVar
 
 from ..._core.messages import Message
 from ..._core.slots import Slot, SlotMeta
@@ -31,6 +31,7 @@ from .cache import Segment, SessionRows, SlotRow, live_ancestor, messages_from_r
 logger = logging.getLogger("slotmagic")
 
 Dialect = Literal["sqlite", "postgresql"]
+T = TypeVar("T")
 
 ROW_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo"
 MESSAGE_COLUMNS = "role, content, tokens, extra"
@@ -196,6 +197,10 @@ class RowsBase:
         """Make several store calls one transaction: if the block raises, none of them happened."""
         with self._write():
             yield
+
+    def retried(self, call: Callable[[], T]) -> T:
+        """See ``Store.retried``: a file's connection is not lost, so once."""
+        return call()
 
     @contextmanager
     def consistent(self) -> Iterator[None]:
