@@ -61,6 +61,9 @@ def call(name: str, arguments: str = "{}", call_id: str = "call_1") -> ToolCall:
     return ToolCall(call_id, name, arguments)
 
 
+DEEP = "the arguments nest lists and objects more than 100 levels deep"
+
+
 def run_both(registry: ToolRegistry, c: ToolCall) -> ToolResult:
     """The result through run_sync, checked to be the same through await run."""
     result = registry.run_sync(c)
@@ -89,6 +92,9 @@ def test_a_valid_call(registry: ToolRegistry) -> None:
         ('{"city": "Oslo"', "the arguments are not valid JSON (Expecting ',' delimiter)"),
         ('["Oslo"]', "the arguments must be a JSON object, not list"),
         ('{"city": true}', "argument 'city' must be a string, not true"),
+        # nested deeper than Python's parser goes, or than checking them can
+        pytest.param('{"city": ' + "[" * 100_000 + "]" * 100_000 + "}", DEEP, id="nested-100000"),
+        pytest.param('{"city": ' + '{"a": ' * 500 + "1" + "}" * 500 + "}", DEEP, id="nested-500"),
     ],
 )
 def test_arguments_that_do_not_fit_are_refused(registry: ToolRegistry, arguments: str, why: str) -> None:
@@ -545,3 +551,11 @@ def test_literal_and_defaults_reach_the_function(registry: ToolRegistry) -> None
 
     assert run_both(registry, call("convert", '{"value": 3}')).content == "3.0->c:None"
     assert run_both(registry, call("convert", '{"value": 3, "to": "f", "digits": 2.0}')).content == "3.0->f:2"
+
+
+def test_deep_arguments_are_shown_as_sent() -> None:
+    """A tool step's line shows arguments as ``city="Oslo"``; nested too deep, as sent."""
+    from slotmagic._engine.loop import _compact
+
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert _compact(deep) == deep and _compact('{"city": "Oslo"}') == 'city="Oslo"'

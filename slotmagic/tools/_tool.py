@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
+from .._core.checks import deeper_than
 from .._core.messages import Message, ToolCall
 from .._core.request import ToolSpec
 from .._errors import ConfigError
@@ -47,6 +48,7 @@ T = TypeVar("T")
 # What both APIs accept as a tool's name.
 NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
 MAX_ERROR = 500  # characters of an error message worth sending to the model
+MAX_ARGUMENT_DEPTH = 100  # levels of nested lists and objects a call's arguments may have
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +151,16 @@ class Tool(Generic[P, R]):
         """The call's arguments as (positional, keyword) arguments of the function, checked
         against the schema; ``ArgumentsRefused`` saying what is wrong otherwise."""
         text = call.arguments.strip() if call.arguments else ""
+        too_deep = f"the arguments nest lists and objects more than {MAX_ARGUMENT_DEPTH} levels deep"
         try:
             value = json.loads(text) if text else {}
         except ValueError as exc:
             detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
             raise ArgumentsRefused(f"the arguments are not valid JSON ({detail})") from None
+        except RecursionError:  # deeper than Python's own parser goes
+            raise ArgumentsRefused(too_deep) from None
+        if deeper_than(value, MAX_ARGUMENT_DEPTH):  # checking and converting them recurse
+            raise ArgumentsRefused(too_deep)
         if not isinstance(value, dict):
             raise ArgumentsRefused(f"the arguments must be a JSON object, not {type(value).__name__}")
         errors = errors_of(value, self.parameters)
