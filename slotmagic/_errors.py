@@ -239,3 +239,13 @@ class MalformedReply(ProviderError):
 
 class ReplyTooLarge(ProviderError):
     """The reply passed ``max_reply_bytes`` before it was complete; the connection was closed."""
+
+
+def exception_text(exc: BaseException, limit: int = 500) -> str:
+    """An exception's message on one line, at most ``limit`` characters; one whose own
+    ``__str__`` raises is named so (a user's object, a plugin's error, may misbehave twice)."""
+    try:
+        text = " ".join(str(exc).split()) or "(no message)"
+    except Exception as inner:  # its __str__ raised
+        text = f"(its message cannot be shown: {type(inner).__name__})"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -100,3 +100,71 @@ def test_what_a_failing_str_says(method: Callable[..., Any], said: str | None) -
     with pytest.raises(ReferenceFailed) as refused:
         fill("{x}", {"x": value})
     assert str(refused.value).startswith(said)
+
+
+# -- attachments ---------------------------------------------------------------------------------
+
+
+class BadPng:
+    def _repr_png_(self) -> bytes:
+        raise ValueError("the renderer is gone")
+
+
+class Unstringable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+    __repr__ = __str__
+
+
+def lone_surrogate_frame() -> object:
+    import pandas as pd
+
+    return pd.DataFrame({"name": ["ok", "bad \ud800 here"], "n": [1, 2]})
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (lambda: lone_surrogate_frame(), "its text holds '\\ud800', a lone surrogate, which is not valid Unicode"),
+        (lambda: "text with \udcff in it", "its text holds '\\udcff', a lone surrogate"),
+        (lambda: __import__("PIL.Image").Image.new("RGB", (0, 0)), "an empty image (0x0 pixels)"),
+        (lambda: __import__("PIL.Image").Image.new("RGB", (5, 0)), "an empty image (5x0 pixels)"),
+        (lambda: BadPng(), "making its image raised ValueError: the renderer is gone; nothing was sent"),
+        (
+            lambda: __import__("pandas").DataFrame({"a": [Unstringable()]}),
+            "the pandas DataFrame cannot be read (RuntimeError: no text)",
+        ),
+    ],
+)
+def test_an_attachment_that_cannot_be_sent_is_one_line(value: Callable[[], object], said: str) -> None:
+    from slotmagic import ConfigError
+    from slotmagic._attach import attach_all
+
+    with pytest.raises(ConfigError) as refused:
+        attach_all({"df": value()})
+    line = str(refused.value)
+    assert line.startswith("df: ") and said in line and "\n" not in line
+    line.encode("utf-8")  # the line itself can be printed
+
+
+def test_a_label_that_is_no_text_is_one_line() -> None:
+    from slotmagic import ConfigError
+    from slotmagic._attach import attach_all
+
+    for label in (Unstringable(), "bad \ud800"):
+        with pytest.raises(ConfigError, match="label attachments with plain strings"):
+            attach_all({label: "x"})
+
+
+def test_a_refused_attachment_in_a_cell_is_one_line_and_nothing_is_stored(ip: Any) -> None:
+    from IPython.core.error import UsageError
+
+    from slotmagic._magics import current_session
+
+    ip.user_ns["frame"] = lone_surrogate_frame()
+    ip.user_ns["plot"] = BadPng()
+    for name in ("frame", "plot"):
+        with pytest.raises(UsageError, match=f"^{name}: "):
+            ip.run_cell(f"%%turn --attach {name}\nLook", store_history=True)
+    assert current_session().messages() == []

@@ -16,8 +16,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .._errors import ConfigError
-from ..tools._tool import exception_text
+from .._errors import ConfigError, exception_text
 
 _OUT = re.compile(r"^\s*Out\s*\[\s*(-?\d+)\s*\]\s*$")
 

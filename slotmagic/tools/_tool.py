@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 from .._core.checks import deeper_than
 from .._core.messages import Message, ToolCall
 from .._core.request import ToolSpec
-from .._errors import ConfigError
+from .._errors import ConfigError, exception_text
 from ._schema import FunctionSchema, Parameter, function_schema
 from ._validate import errors_of, schema_problem
 
@@ -47,7 +47,6 @@ T = TypeVar("T")
 
 # What both APIs accept as a tool's name.
 NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
-MAX_ERROR = 500  # characters of an error message worth sending to the model
 MAX_ARGUMENT_DEPTH = 100  # levels of nested lists and objects a call's arguments may have
 
 
@@ -322,15 +321,6 @@ def _to_json(value: Any) -> Any:
     if isinstance(value, PurePath):
         return str(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-def exception_text(exc: BaseException) -> str:
-    """An exception's message on one line, at most :data:`MAX_ERROR` characters."""
-    try:
-        text = " ".join(str(exc).split()) or "(no message)"
-    except Exception as inner:  # its __str__ raised
-        text = f"(its message cannot be shown: {type(inner).__name__})"
-    return text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 1] + "…"
 
 
 def error_result(call: ToolCall, text: str, name: str | None = None) -> ToolResult:
