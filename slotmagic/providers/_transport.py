@@ -49,6 +49,7 @@ from httpx_sse._decoders import SSEDecoder  # fed by SSEReader, which bounds wha
 
 from .._core.secrets import REDACT_WINDOW as REDACT_WINDOW  # re-exported: the old place
 from .._core.secrets import redact as redact
+from .._core.secrets import redact_all
 from .._errors import (
     MalformedReply,
     ProviderConnectionError,
@@ -622,10 +623,9 @@ def parse_event_json(label: str, event: ServerSentEvent) -> Any:
 
 
 def one_line(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` on one line, at most ``MAX_DETAIL`` characters, with every secret redacted."""
-    text = re.sub(r"\s+", " ", text[: 4 * MAX_DETAIL]).strip()
-    for secret in secrets:
-        text = redact(text, secret)
+    """``text`` on one line, at most ``MAX_DETAIL`` characters, with every secret redacted (the
+    request's, and the environment's: a server may echo another key it was sent)."""
+    text = redact_all(re.sub(r"\s+", " ", text[: 4 * MAX_DETAIL]).strip(), secrets)
     if len(text) > MAX_DETAIL:
         text = text[: MAX_DETAIL - 1].rstrip() + "…"
     return text
