@@ -559,3 +559,43 @@ def test_deep_arguments_are_shown_as_sent() -> None:
 
     deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
     assert _compact(deep) == deep and _compact('{"city": "Oslo"}') == 'city="Oslo"'
+
+
+def test_an_error_quoting_a_secret_of_the_environment_is_redacted(
+    registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library's error may quote a key; the result is stored and sent to the model."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-abcdefghijklmnopqrstuvwxyz")
+    monkeypatch.setenv("SERVICE_TOKEN", "tok-1234567890-planted")
+    monkeypatch.setenv("EDITOR", "a-long-enough-editor-name")  # not named as a secret: kept
+
+    @tool(registry=registry)
+    def leaky() -> str:
+        """Fails quoting the environment."""
+        raise RuntimeError(
+            "auth failed for sk-planted-abcdefghijklmnopqrstuvwxyz and tok-1234567890-planted "
+            "(editor a-long-enough-editor-name)"
+        )
+
+    content = run_both(registry, call("leaky")).content
+    assert "planted" not in content and "abcdefghijklmnop" not in content
+    assert content.count("[redacted]") == 2 and "a-long-enough-editor-name" in content
+
+
+def test_which_environment_variables_are_secrets() -> None:
+    from slotmagic._core.secrets import environment_secrets
+
+    environ = {
+        "OPENAI_API_KEY": "sk-0123456789",
+        "ANTHROPIC_API_KEY": "sk-ant-0123456789",
+        "GITHUB_TOKEN": "ghp_0123456789",
+        "AWS_SECRET_ACCESS_KEY": "aws-0123456789",
+        "PGPASSWORD": "pg-0123456789",
+        "MY_PASSWORD": "pw-0123456789",
+        "HOME": "/home/someone/long",
+        "KEYBOARD_LAYOUT": "us-international",
+        "SHORT_TOKEN": "1",  # too short to be a secret worth redacting
+    }
+    assert sorted(environment_secrets(environ)) == sorted(
+        ["sk-0123456789", "sk-ant-0123456789", "ghp_0123456789", "aws-0123456789", "pg-0123456789", "pw-0123456789"]
+    )

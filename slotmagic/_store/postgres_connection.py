@@ -16,7 +16,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import pq
 
-from .._core.secrets import redact
+from .._core.secrets import redact_all
 from .._errors import ConnectionLost, StoreError
 from .rows import Cursor
 from .urls import PostgresTarget
@@ -153,9 +153,7 @@ def lost_connection(exc: psycopg.Error) -> bool:
 
 def error_line(target: PostgresTarget, exc: BaseException) -> str:
     """One line about a database error, naming the store without its credentials."""
-    detail = " ".join(str(exc).split()) or type(exc).__name__
-    if target.password:
-        detail = redact(detail, target.password)
+    detail = redact_all(" ".join(str(exc).split()) or type(exc).__name__, [target.password] if target.password else [])
     if "NUL (0x00)" in detail:
         detail = "PostgreSQL cannot store a NUL character in a name or id; remove it"
     return f"PostgreSQL store {target.shown}: {detail}"

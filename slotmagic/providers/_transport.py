@@ -71,6 +71,8 @@ logger = logging.getLogger(__name__.rpartition(".")[0])  # "slotmagic.providers"
 
 USER_AGENT = "slotmagic"
 MAX_DETAIL = 300  # characters of a server's error text worth showing in one line
+# The error types (OpenAI's "code") of a 429 that is the account's quota or credit, not a rate.
+OUT_OF_QUOTA = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
 MAX_ERROR_BODY = 64 * 1024  # bytes of an error response read for its message
 DEADLINE_SLACK = 0.05  # a timeout this close to the turn deadline was the deadline's
 
@@ -456,6 +458,8 @@ class SSETransport:
         retry_after = retry_after_seconds(response.headers)
         error_type, detail = _error_detail(text, response.reason_phrase, call.endpoint.secrets)
         reason = self.policy.gives_up(status, attempt, retry_after)
+        if status == 429 and error_type in OUT_OF_QUOTA:  # billing, not a rate: waiting does not help
+            reason = "not retried: the account has no quota or credit left; check its plan and billing"
         wait = None if reason is not None else self.policy.delay(attempt, retry_after)
         remaining = deadline.remaining()
         if wait is not None and remaining is not None and wait >= remaining:
@@ -581,8 +585,11 @@ def _error_detail(text: str, reason_phrase: str, secrets: tuple[str, ...]) -> tu
     detail = text
     try:
         body = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         body = None
+        page = _html_page(text)
+        if page is not None:  # a proxy's or gateway's error page: what it is called, not its markup
+            detail = f"an error page: {page}" if page else "an error page"
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict):
@@ -594,6 +601,25 @@ def _error_detail(text: str, reason_phrase: str, secrets: tuple[str, ...]) -> tu
             detail = error
     error_type = one_line(error_type, secrets) if isinstance(error_type, str) else None
     return error_type, one_line(detail, secrets) or one_line(reason_phrase, secrets) or "no details"
+
+
+_TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+MAX_PAGE_TITLE = 120  # characters of an HTML error page's title worth showing
+
+
+def _html_page(text: str) -> str | None:
+    """The title (else the first heading, else the words) of an HTML page, short; None when
+    ``text`` is no HTML page. A 502 from a proxy is its status and a few words, not markup."""
+    head = text.lstrip()[:512].lower()
+    if not head.startswith(("<!doctype html", "<html", "<head", "<body")) and "<html" not in head:
+        return None
+    import html
+
+    found = _TITLE.search(text)
+    words = found[2] if found else _TAG.sub(" ", text)
+    title = " ".join(html.unescape(_TAG.sub(" ", words)).split())
+    return title if len(title) <= MAX_PAGE_TITLE else title[: MAX_PAGE_TITLE - 1].rstrip() + "…"
 
 
 def stream_error(label: str, error: Any, secrets: tuple[str, ...]) -> ProviderHTTPError:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 from .._core.checks import deeper_than
 from .._core.messages import Message, ToolCall
 from .._core.request import ToolSpec
+from .._core.secrets import redact_all
 from .._errors import ConfigError, exception_text
 from ._schema import FunctionSchema, Parameter, function_schema
 from ._validate import errors_of, schema_problem
@@ -325,8 +326,9 @@ def _to_json(value: Any) -> Any:
 
 def error_result(call: ToolCall, text: str, name: str | None = None) -> ToolResult:
     """An error result for ``call``: ``error: ...`` on one line (a lone surrogate in it shown
-    as its escape, ``\\ud800``: the result is stored and sent as UTF-8)."""
-    line = " ".join(text.split()).encode("utf-8", "backslashreplace").decode("utf-8")
+    as its escape, ``\\ud800``: the result is stored and sent as UTF-8), the environment's
+    secrets redacted (a library's error may quote a key, and the result is stored and sent)."""
+    line = " ".join(redact_all(text).split()).encode("utf-8", "backslashreplace").decode("utf-8")
     return ToolResult(call.id, name or call.name, f"error: {line}", is_error=True)
 
 
