@@ -78,7 +78,7 @@ class TurnOptions:
             raise ConfigError(f"read_variables must be True or False, not {self.read_variables!r:.60}")
         set_(self, "attachments", tuple(self.attachments or ()))
         if not all(isinstance(a, Attached) for a in self.attachments):
-            raise ConfigError("attachments are made by slotmagic._attach.attach(...) (Session.submit_turn does it)")
+            raise ConfigError("attachments= takes a dict of label -> object, or a list of objects")
 
     def cell_options(self) -> dict[str, Any]:
         """The request options a cell sets itself: changing one of them is editing the cell."""
