@@ -63,6 +63,7 @@ from .._errors import (
 from . import _pacing as pacing
 from ._base import ChatRequest, Completion, StreamEvent
 from ._endpoint import Endpoint
+from ._error_page import html_page
 from ._registry import REGISTRY, Registry
 from ._retry import RetryPolicy, is_retryable, retry_after_seconds
 from ._settings import ProviderSettings
@@ -587,7 +588,7 @@ def _error_detail(text: str, reason_phrase: str, secrets: tuple[str, ...]) -> tu
         body = json.loads(text)
     except (ValueError, RecursionError):
         body = None
-        page = _html_page(text)
+        page = html_page(text)
         if page is not None:  # a proxy's or gateway's error page: what it is called, not its markup
             detail = f"an error page: {page}" if page else "an error page"
     if isinstance(body, dict):
@@ -601,25 +602,6 @@ def _error_detail(text: str, reason_phrase: str, secrets: tuple[str, ...]) -> tu
             detail = error
     error_type = one_line(error_type, secrets) if isinstance(error_type, str) else None
     return error_type, one_line(detail, secrets) or one_line(reason_phrase, secrets) or "no details"
-
-
-_TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"<[^>]*>")
-MAX_PAGE_TITLE = 120  # characters of an HTML error page's title worth showing
-
-
-def _html_page(text: str) -> str | None:
-    """The title (else the first heading, else the words) of an HTML page, short; None when
-    ``text`` is no HTML page. A 502 from a proxy is its status and a few words, not markup."""
-    head = text.lstrip()[:512].lower()
-    if not head.startswith(("<!doctype html", "<html", "<head", "<body")) and "<html" not in head:
-        return None
-    import html
-
-    found = _TITLE.search(text)
-    words = found[2] if found else _TAG.sub(" ", text)
-    title = " ".join(html.unescape(_TAG.sub(" ", words)).split())
-    return title if len(title) <= MAX_PAGE_TITLE else title[: MAX_PAGE_TITLE - 1].rstrip() + "…"
 
 
 def stream_error(label: str, error: Any, secrets: tuple[str, ...]) -> ProviderHTTPError:
