@@ -189,6 +189,13 @@ class PostgresStore(ChangeTracking):
         self._last_use = time.monotonic()
         return db
 
+    def _drop_lost(self) -> None:
+        """See ``RowsBase._drop_lost``: a held connection known broken is replaced now (which
+        drops the caches); none is made when none is held (a read from memory needs none)."""
+        held = self._held
+        if held is not None and held.broken:
+            self._connection()
+
     def _watch_idle(self) -> None:
         if self._reaper is None or not self._reaper.is_alive():
             self._reaper = threading.Thread(target=self._release_when_idle, name="slotmagic-idle", daemon=True)

@@ -121,6 +121,10 @@ class RowsBase:
     def close(self) -> None:
         raise NotImplementedError
 
+    def _drop_lost(self) -> None:
+        """Let go of a connection known lost, and of the caches with it (a store whose
+        connection can be lost: PostgreSQL). A file's cannot be."""
+
     def _send(self, db: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         """Run ``sql`` once per row where nothing reads its result (a turn's rows); a store may
         send them later in the same transaction (PostgreSQL: with its COMMIT)."""
