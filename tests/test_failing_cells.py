@@ -140,3 +140,23 @@ def test_read_variable_bounds_a_hanging_repr(released: list[Counted], monkeypatc
     tool = _variables.read_variable_tool({"stuck": stuck})
     said = tool("stuck")
     assert "stuck: " in said and "(not shown: its repr took over 0.2 s)" in said
+
+
+def test_only_the_latest_errors_keep_the_objects_they_name(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame's big locals are not kept alive by every error of the session."""
+    import gc
+    import weakref
+
+    monkeypatch.setattr(cells, "_KEPT_VALUES", 2)
+    first = Counted()
+    ip.user_ns["big"] = first
+    failed = fail(ip, "big.missing")
+    gone = weakref.ref(first)
+    del ip.user_ns["big"], first
+    ip.user_ns["other"] = Counted()
+    fail(ip, "other.missing")
+    fail(ip, "other.missing_too")  # the first error is no longer among the latest 2
+    gc.collect()
+    assert gone() is None  # let go: nothing else held it
+    run(ip, f"%%turn\n{{Err[{failed}]}}")
+    assert "Variables it names: big (not shown: only the latest 2 errors keep the variables they name)" in sent(ip)

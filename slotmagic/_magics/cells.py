@@ -21,7 +21,7 @@ import tokenize
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ MAX_VARIABLES = 10
 REPR_CHARS = 300  # of each variable's summary
 REPR_SECONDS = 2.0  # for all the summaries of one error: a slower repr is replaced by a note
 _KEPT_ERRORS = 100  # the latest errors kept; older ones are dropped
+_KEPT_VALUES = 20  # the latest errors that keep the objects their lines name (memory: a frame's big locals)
 _IMAGE_TYPES = ("image/png", "image/jpeg")
 
 
@@ -61,6 +62,7 @@ class CellError:
     message: str
     traceback: str
     named: tuple[tuple[str, object], ...] = field(default=(), repr=False, compare=False)
+    let_go: tuple[str, ...] = ()  # the names whose objects were let go (an older error's) unsummarized
 
     def __str__(self) -> str:
         return self.describe()
@@ -87,7 +89,19 @@ class CellError:
         if self.variables:
             lines += ["", "Variables it names:"]
             lines += [f"- {name}: {summary}" for name, summary in self.variables]
+        elif self.let_go:
+            kept = f"only the latest {_KEPT_VALUES} errors keep the variables they name"
+            lines += ["", f"Variables it names: {', '.join(self.let_go)} (not shown: {kept})"]
         return "\n".join(lines)
+
+    def letting_go(self) -> CellError:
+        """This error without the objects its lines name (their summaries kept, if made)."""
+        if not self.named:
+            return self
+        kept = replace(self, named=(), let_go=tuple(name for name, _ in self.named))
+        if "variables" in self.__dict__:  # summarized already: what was shown stays
+            kept.__dict__["variables"] = self.__dict__["variables"]
+        return kept
 
 
 def _frames(shell: InteractiveShell, exc: BaseException) -> list[tuple[str, traceback.FrameSummary, Any]]:
@@ -214,6 +228,8 @@ class KernelCells:
         self.errors[count] = error
         while len(self.errors) > _KEPT_ERRORS:
             del self.errors[min(self.errors)]
+        for old in sorted(self.errors)[:-_KEPT_VALUES]:
+            self.errors[old] = self.errors[old].letting_go()
 
     def record_display(self, data: Any) -> None:
         if self._shown is None or not isinstance(data, Mapping):
