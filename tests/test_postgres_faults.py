@@ -196,3 +196,21 @@ def test_a_database_that_is_not_there_is_not_asked_again(postgres_url: str) -> N
     with pytest.raises(StoreError) as refused:
         Session.open("s", db_path=missing)
     assert "no_such_database_here" in str(refused.value) and "tried" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("said", "again"),
+    [
+        ('connection to server at "db" failed: Connection refused', True),
+        ('connection to server at "db" failed: FATAL:  the database system is starting up', True),
+        ('connection to server at "db" failed: FATAL:  sorry, too many clients already', True),
+        ('connection to server at "db" failed: FATAL:  terminating connection due to administrator command', True),
+        ('connection to server at "db" failed: FATAL:  password authentication failed for user "x"', False),
+        ('connection to server at "db" failed: FATAL:  database "nodb" does not exist', False),
+        ('connection to server at "db" failed: timeout expired', False),  # it waited connect_timeout already
+    ],
+)
+def test_which_failures_to_connect_are_tried_again(said: str, again: bool) -> None:
+    from slotmagic._store.postgres_connection import lost_connection
+
+    assert lost_connection(psycopg.OperationalError(f"connection failed: {said}")) is again

@@ -146,8 +146,11 @@ def lost_connection(exc: psycopg.Error) -> bool:
     """Whether a failure to connect is the server's being away (refused, unreachable,
     restarting, shutting down, full for now): worth another try, unlike its refusing this
     connection for good (a password, a role or a database that does not exist). libpq gives
-    a failed connection no SQLSTATE: what the server said is its ``FATAL`` line."""
+    a failed connection no SQLSTATE: what the server said is its ``FATAL`` line. A connection
+    that timed out is not tried again either: it already waited ``connect_timeout``."""
     text = str(exc)
+    if "timeout expired" in text:
+        return False
     return "FATAL:" not in text or any(passing in text for passing in _PASSING)
 
 
