@@ -15,15 +15,17 @@ so none of them is needed to use slotmagic.
 from __future__ import annotations
 
 import io
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._core.attachments import Attached
-from ._core.images import Image
-from ._errors import ConfigError
+from ._core.image_check import check_image_file, is_svg
+from ._core.images import MAX_IMAGE_BYTES, Image
+from ._errors import ConfigError, exception_text
 from ._namespace import DEFAULT_THRESHOLD, PREFIX, content_key
 
-__all__ = ["attach", "attach_all", "summarize"]
+__all__ = ["attach", "attach_all", "summarize", "summarize_within"]
 
 HEAD_ROWS = TAIL_ROWS = 5
 MAX_COLUMNS = 20
@@ -40,7 +42,7 @@ def attach_all(attachments: object, *, threshold: int = DEFAULT_THRESHOLD) -> tu
     if isinstance(attachments, Attached):
         return (attachments,)
     if isinstance(attachments, Mapping):
-        items = [(str(label), value) for label, value in attachments.items()]
+        items = [(_label(label), value) for label, value in attachments.items()]
     elif isinstance(attachments, Sequence) and not isinstance(attachments, (str, bytes, bytearray)):
         items = [(f"attachment {n}", value) for n, value in enumerate(attachments, 1)]
     else:
@@ -51,28 +53,85 @@ def attach_all(attachments: object, *, threshold: int = DEFAULT_THRESHOLD) -> tu
     return tuple(v if isinstance(v, Attached) else attach(v, label, threshold=threshold) for label, v in items)
 
 
+def _label(label: object) -> str:
+    """A label as text: one line when its ``str()`` fails or it is no valid Unicode."""
+    try:
+        text = str.__str__(str(label))
+        text.encode("utf-8")
+    except Exception as exc:
+        raise ConfigError(
+            f"an attachment's label ({type(label).__name__}) cannot be used as text ({type(exc).__name__}); "
+            "label attachments with plain strings"
+        ) from None
+    return text
+
+
 def attach(value: object, label: str, *, threshold: int = DEFAULT_THRESHOLD) -> Attached:
-    """One object as an attachment named ``label``."""
+    """One object as an attachment named ``label``; ConfigError in one line, naming it, when
+    it cannot be sent (text that is no valid Unicode, an empty or broken image, an SVG drawing,
+    an object whose own rendering raises)."""
+    try:
+        made = _attach(value, label, threshold)
+        made.text.encode("utf-8")
+        for _, content in made.kept:
+            content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        found = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else "?"
+        raise ConfigError(
+            f"{label}: its text holds {found!r}, a lone surrogate, which is not valid Unicode and cannot be sent; "
+            "replace it (text.encode('utf-8', 'replace').decode()) and attach again"
+        ) from None
+    return made
+
+
+def _attach(value: object, label: str, threshold: int) -> Attached:
     kind = _kind(value)
-    if kind == "pandas":
-        return _pandas(value, label, threshold)
-    if kind == "polars":
-        return _polars(value, label, threshold)
-    raw = _image_bytes(value)
+    if kind in ("pandas", "polars"):
+        try:
+            return _pandas(value, label, threshold) if kind == "pandas" else _polars(value, label, threshold)
+        except UnicodeEncodeError:
+            raise
+        except Exception as exc:  # a column whose values' str() raises, say
+            raise ConfigError(f"{label}: the {kind} DataFrame cannot be read ({_failure(exc)})") from None
+    if is_svg_value(value):
+        raise ConfigError(
+            f"{label}: an SVG drawing; models take PNG, JPEG, GIF or WebP images: convert it first "
+            "(cairosvg.svg2png(bytestring=svg), or save the figure as PNG) and attach that"
+        )
+    raw = _image_bytes(value, label)
     if raw is not None:
+        if len(raw) <= MAX_IMAGE_BYTES:  # (a larger one is refused as such, unread)
+            check_image_file(raw, label)
         image = Image.from_bytes(raw, label=label)
         text = f"Attached `{label}` ({_type_name(value)}): an image, {image.describe()}."
         return Attached(label, text, (image,))
     if isinstance(value, str):
-        return _long_text(label, "text", value, threshold)
+        return _long_text(label, "text", str.__str__(value), threshold)
     return _long_text(label, _type_name(value), _repr(value), threshold)
+
+
+def is_svg_value(value: object) -> bool:
+    """SVG bytes, or an object that renders only as SVG (IPython's ``SVG``): an image no
+    model takes. SVG *text* (a ``str``) is attached as the text it is."""
+    if isinstance(value, (bytes, bytearray)):
+        return is_svg(bytes(value))
+    if isinstance(value, type) or not callable(getattr(value, "_repr_svg_", None)):
+        return False
+    return not any(callable(getattr(value, m, None)) for m in ("_repr_png_", "_repr_jpeg_", "savefig"))
+
+
+def _failure(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exception_text(exc, 160)}"
 
 
 def summarize(value: object, *, chars: int = 600) -> str:
     """A variable's summary for a person or a model: type, shape or length, a bounded repr.
     Nothing is evaluated but the object's own ``repr`` (and ``shape`` / ``len``)."""
     parts = [_type_name(value)]
-    shape = getattr(value, "shape", None)
+    try:
+        shape = getattr(value, "shape", None)
+    except Exception:  # a property that raises: no shape to tell
+        shape = None
     if isinstance(shape, tuple):
         parts.append("shape " + "x".join(str(n) for n in shape))
     elif isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)):
@@ -80,6 +139,27 @@ def summarize(value: object, *, chars: int = 600) -> str:
     text = _repr(value)
     cut = text if len(text) <= chars else text[:chars] + f"… ({len(text):,} characters in all)"
     return f"{', '.join(parts)}: {cut}"
+
+
+def summarize_within(value: object, *, chars: int = 600, seconds: float = 1.0) -> str:
+    """:func:`summarize` bounded in time: it runs in a thread of its own, and when it has not
+    returned within ``seconds`` (a lazy frame's repr fetching its rows, a remote object, a
+    ``__repr__`` that never returns) the caller gets a short note instead and goes on; the
+    thread is left to finish on its own, holding nothing the caller waits for."""
+    done: list[str] = []
+
+    def run() -> None:
+        try:
+            done.append(summarize(value, chars=chars))
+        except BaseException as exc:  # whatever a user's object raises is its own
+            done.append(f"{_type_name(value)}: (could not be described: {type(exc).__name__})")
+
+    thread = threading.Thread(target=run, name="slotmagic-summary", daemon=True)
+    thread.start()
+    thread.join(max(seconds, 0.0))
+    if done:
+        return done[0]
+    return f"{_type_name(value)}: (not shown: its repr took over {seconds:.2g} s)"
 
 
 # -- kinds ------------------------------------------------------------------------------------------
@@ -108,37 +188,45 @@ def _repr(value: object) -> str:
         return f"<{_type_name(value)}: repr failed: {type(exc).__name__}>"
 
 
-def _image_bytes(value: object) -> bytes | None:
-    """The PNG/JPEG bytes of an image-like object, or None when it is not one."""
-    if (isinstance(value, (bytes, bytearray)) and value[:4] in (b"\x89PNG", b"GIF8", b"RIFF")) or (
-        isinstance(value, (bytes, bytearray)) and value[:2] == b"\xff\xd8"
-    ):
-        return bytes(value)
+def _image_bytes(value: object, label: str) -> bytes | None:
+    """The PNG/JPEG bytes of an image-like object, or None when it is not one; ConfigError
+    when its own rendering raises or it is an empty image."""
+    if isinstance(value, (bytes, bytearray)):
+        if value[:4] in (b"\x89PNG", b"GIF8", b"RIFF") or value[:2] == b"\xff\xd8":
+            return bytes(value)
+        return None
     module = type(value).__module__.split(".")[0]
-    if module == "matplotlib":
-        figure: Any = value if hasattr(value, "savefig") else getattr(value, "figure", None)  # an Axes: its figure
-        if figure is not None and hasattr(figure, "savefig"):
+    try:
+        if module == "matplotlib":
+            figure: Any = value if hasattr(value, "savefig") else getattr(value, "figure", None)  # an Axes: its figure
+            if figure is not None and hasattr(figure, "savefig"):
+                buffer = io.BytesIO()
+                figure.savefig(buffer, format="png")
+                return buffer.getvalue()
+        if module == "PIL" and hasattr(value, "save") and hasattr(value, "size"):
+            pil: Any = value
+            if 0 in tuple(pil.size):
+                raise ConfigError(f"{label}: an empty image ({pil.size[0]}x{pil.size[1]} pixels); nothing to send")
             buffer = io.BytesIO()
-            figure.savefig(buffer, format="png")
+            image = pil if pil.mode in ("RGB", "RGBA", "L", "LA", "P") else pil.convert("RGBA")
+            image.save(buffer, format="PNG")
             return buffer.getvalue()
-    if module == "PIL" and hasattr(value, "save") and hasattr(value, "size"):
-        buffer = io.BytesIO()
-        pil: Any = value
-        image = pil if pil.mode in ("RGB", "RGBA", "L", "LA", "P") else pil.convert("RGBA")
-        image.save(buffer, format="PNG")
-        return buffer.getvalue()
-    for method in ("_repr_png_", "_repr_jpeg_"):
-        found = getattr(value, method, None)
-        if callable(found) and not isinstance(value, type):
-            data = found()
-            if isinstance(data, tuple):  # (data, metadata)
-                data = data[0]
-            if isinstance(data, str):
-                import base64
+        for method in ("_repr_png_", "_repr_jpeg_"):
+            found = getattr(value, method, None)
+            if callable(found) and not isinstance(value, type):
+                data = found()
+                if isinstance(data, tuple) and data:  # (data, metadata)
+                    data = data[0]
+                if isinstance(data, str):
+                    import base64
 
-                data = base64.b64decode(data)
-            if isinstance(data, bytes) and data:
-                return data
+                    data = base64.b64decode(data, validate=True)
+                if isinstance(data, (bytes, bytearray)) and data:
+                    return bytes(data)
+    except ConfigError:
+        raise
+    except Exception as exc:  # its own rendering (savefig, save, _repr_png_) raised
+        raise ConfigError(f"{label}: making its image raised {_failure(exc)}; nothing was sent") from None
     return None
 
 

@@ -140,6 +140,12 @@ class StoreError(SlotMagicError):
     """The state file cannot be opened or used."""
 
 
+class ConnectionLost(StoreError):
+    """The store's connection was lost (or could not be made) before the call's write
+    committed: nothing of it was kept, and the call may be run again on a new connection
+    (the PostgreSQL store does so, a few times, before it says so)."""
+
+
 class DamagedRecord(StoreError):
     """A stored record (a workflow, a working-context change) cannot be read: damaged, or
     written by a newer slotmagic. ``name`` is the workflow's name, or the slot's. A turn goes
@@ -233,3 +239,13 @@ class MalformedReply(ProviderError):
 
 class ReplyTooLarge(ProviderError):
     """The reply passed ``max_reply_bytes`` before it was complete; the connection was closed."""
+
+
+def exception_text(exc: BaseException, limit: int = 500) -> str:
+    """An exception's message on one line, at most ``limit`` characters; one whose own
+    ``__str__`` raises is named so (a user's object, a plugin's error, may misbehave twice)."""
+    try:
+        text = " ".join(str(exc).split()) or "(no message)"
+    except Exception as inner:  # its __str__ raised
+        text = f"(its message cannot be shown: {type(inner).__name__})"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

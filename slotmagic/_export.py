@@ -117,6 +117,10 @@ def export_slot(store: Store, session_id: str, path: str | os.PathLike[str], slo
     suffix = target.suffix.lower()
     if suffix not in FORMATS:
         raise ConfigError(f"cannot export to {target.name!r}: name a file ending in .md or .json")
+    if not target.parent.is_dir():  # a typo in a folder's name makes no folder: say so
+        raise ConfigError(
+            f"cannot export to {target}: there is no folder {target.parent}; make it first, or name another"
+        )
     record = branch_record(store, session_id, slot)
     files: dict[str, bytes] = {}
     if suffix == ".json":
@@ -124,7 +128,6 @@ def export_slot(store: Store, session_id: str, path: str | os.PathLike[str], slo
     else:
         text = to_markdown(record, f"{target.stem}_files", files)  # images beside the Markdown file
     try:
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         for name, raw in files.items():
             (target.parent / name).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             (target.parent / name).write_bytes(raw)

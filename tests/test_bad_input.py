@@ -316,3 +316,18 @@ def test_flags_must_be_true_or_false(session: Session, call: Any, what: str) -> 
     with pytest.raises(ConfigError, match=f"^{what} must be True or False"):
         call(session)
     assert {s.id for s in session.list_slots()} == {"default", "a"}
+
+
+def test_export_to_a_folder_that_does_not_exist_is_refused_and_makes_none(ip: Any, tmp_path: Path) -> None:
+    """A typo in a folder's name made that folder (and its parents) and wrote the file there."""
+    missing = tmp_path / "no" / "such" / "dir"
+    ip.run_cell("%%turn\nhello")
+    with pytest.raises(UsageError) as refused:
+        ip.run_line_magic("slot", f"export --to {missing / 'x.md'}")
+    assert (
+        str(refused.value)
+        == f"cannot export to {missing / 'x.md'}: there is no folder {missing}; make it first, or name another"
+    )
+    assert not (tmp_path / "no").exists()
+    ip.run_line_magic("slot", f"export --to {tmp_path / 'x.md'}")  # an existing folder: written
+    assert (tmp_path / "x.md").read_text().startswith("#")

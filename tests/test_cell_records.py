@@ -350,3 +350,65 @@ def test_a_replayed_turn_names_its_slot_as_the_cell_did(
     capsys.readouterr()
     ip.run_cell(FILL[0][1], cell_id=FILL[0][0])
     assert "[replayed from the store, no model call · slot lease · turn 1" in capsys.readouterr().out
+
+
+def failing_records(ip: Any, monkeypatch: pytest.MonkeyPatch, failures: int) -> list[int]:
+    """The store's cell-record writes fail ``failures`` times (the connection lost after the
+    turn committed); the tries made."""
+    from slotmagic import StoreError
+
+    store = session(ip).store
+    write = store.record_cell
+    tried: list[int] = []
+
+    def record_cell(*args: Any, **kwargs: Any) -> Any:
+        tried.append(1)
+        if len(tried) <= failures:
+            raise StoreError("the PostgreSQL server closed the connection")
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(store, "record_cell", record_cell)
+    return tried
+
+
+def test_a_turn_whose_record_fails_is_reported_stored(
+    ip: Any, capsys: pytest.CaptureFixture[str], calls: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tried = failing_records(ip, monkeypatch, failures=100)
+    result = ip.run_cell("%%turn\nIs the deposit refundable?", cell_id="r0")
+    assert result.error_in_exec is None  # the turn committed: the cell did not fail
+    out = capsys.readouterr()
+    assert "slot default · turn 1" in out.out
+    said = out.err.strip().splitlines()
+    assert said == [
+        "the reply (turn 1 of slot default) is stored, but this cell's record was not (the PostgreSQL server "
+        "closed the connection): run again, the cell finds its turn but not the lines it printed"
+    ]
+    assert len(tried) == 3 and ip.user_ns["_"].turn == 1  # tried again; the reply is the cell's value
+    monkeypatch.undo()
+    ip.run_cell("%%turn\nIs the deposit refundable?", cell_id="r0")
+    assert "replayed from the store, no model call" in capsys.readouterr().out  # what the line promised
+    assert len(calls) == 1 and len(session(ip).history.turns("default")) == 1
+
+
+def test_a_record_that_fails_once_is_written_on_the_next_try(
+    ip: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tried = failing_records(ip, monkeypatch, failures=1)
+    ip.run_cell("%%turn\nIs the deposit refundable?", cell_id="r1")
+    assert capsys.readouterr().err == "" and len(tried) == 2
+    dump = session(ip).store.dump_session(session(ip).session_id)  # type: ignore[attr-defined]
+    assert [str(row[1]) for row in dump.tables["cells"] if str(row[1]).startswith("turn|")] != []
+
+
+def test_a_command_whose_record_fails_is_reported_done(
+    ip: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing_records(ip, monkeypatch, failures=100)
+    result = ip.run_cell("%slot derive appeal", cell_id="d0")
+    assert result.error_in_exec is None
+    assert session(ip).has_slot("appeal")
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "%slot is done, but this cell's record was not (the PostgreSQL server closed the connection): "
+        "run again, the cell acts anew"
+    ]

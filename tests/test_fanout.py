@@ -49,6 +49,19 @@ def test_slots_each_get_the_turn_and_the_current_slot_stays(session: Session) ->
     assert result.summary().startswith("3 of 3 replies · slowest ")
 
 
+def test_attachments_go_to_every_column_as_submit_turn_takes_them(session: Session) -> None:
+    """They failed with an internal name (``slotmagic._attach.attach(...)``)."""
+    result = session.fan_out("Compare with this", slots="draft-a,draft-b", attachments={"note": "rent is 900"})
+    assert result.errors == {}
+    for slot in ("draft-a", "draft-b"):
+        [asked] = users(session, slot)
+        assert asked.startswith("Compare with this\n\nAttached `note` (text):") and "rent is 900" in asked
+    with pytest.raises(ConfigError) as refused:
+        session.fan_out("x", slots="draft-a", attachments=42)
+    assert str(refused.value).startswith("attachments= takes a dict of label -> object")
+    assert "slotmagic." not in str(refused.value) and users(session, "draft-a") == [asked]
+
+
 def test_all_and_globs(session: Session) -> None:
     session.create_slot("lease", SlotConfig.readonly())
     assert list(session.fan_out("q", slots="draft-*")) == ["draft-a", "draft-b"]
@@ -320,6 +333,17 @@ def test_turn_slots_shows_columns_and_binds_the_result(ip: Any, capsys: pytest.C
     ip.run_cell("%slot compare a b")
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("a ") and "│ b" in out.splitlines()[0]
+
+
+def test_turn_slots_with_attach_sends_them_to_every_column(ip: Any) -> None:
+    ip.run_cell("%config SlotMagic.widgets = False")
+    ip.run_cell("%slot create a --no-switch\n%slot create b --no-switch")
+    ip.user_ns["rent"] = {"monthly": 900}
+    ip.run_cell("%%turn --slots a,b --attach rent\nIs this fair?", store_history=True)
+    session = magic_session(ip)
+    for slot in ("a", "b"):
+        [asked] = users(session, slot)
+        assert asked.startswith("Is this fair?\n\nAttached `rent` (dict):") and "900" in asked
 
 
 def test_turn_models_makes_branches(ip: Any) -> None:

@@ -127,6 +127,7 @@ def test_images_are_stored_exported_and_diffed(db_path: str, tmp_path: Path) -> 
         stored = session.messages()[0]
         assert stored.images[0].raw == raw and stored.images[0].label == "pic"
         assert "image pic (image/png 40x30" in session.messages()[1].content  # echo saw the image part
+        (tmp_path / "out").mkdir()  # an export writes into a folder that is there
         markdown = session.history.export(tmp_path / "out" / "chat.md")
         data = json.loads(session.history.export(tmp_path / "out" / "chat.json").read_text())
         diff = session.history.diff("other", "default").to_text()

@@ -260,7 +260,8 @@ def test_a_turn_whose_commit_went_through_is_not_reported_failed(
 ) -> None:
     """The connection lost just after the server committed a turn, before its answer came: the
     turn was stored but reported failed. Whether it committed is asked on a new connection;
-    one lost before its COMMIT reached the server still fails and stores nothing."""
+    one lost before its COMMIT reached the server did not commit, so it is run again on a new
+    connection and stored once; lost at every try, it fails in one line and stores nothing."""
     from slotmagic._store.postgres import _Connection
 
     real = _Connection.script  # a write's last round trip: its NOTIFY and COMMIT
@@ -280,12 +281,20 @@ def test_a_turn_whose_commit_went_through_is_not_reported_failed(
         reply = session.submit_turn("stored, its answer lost")
         assert reply.turn == 1
         when.append("before")
+        assert session.submit_turn("lost before its commit, run again").turn == 2
+        when.extend(["before"] * 4)
         with pytest.raises(StoreError) as lost:
-            session.submit_turn("lost before its commit")
+            session.submit_turn("lost before its commit at every try")
         assert "\n" not in str(lost.value)
+        assert str(lost.value).endswith("(tried 4 times, each on a new connection; nothing was stored)")
+        assert when == []
         session.submit_turn("after")
     with Session.open("s", db_path=postgres_url) as again:
-        assert [m.content for m in again.messages() if m.role == "user"] == ["stored, its answer lost", "after"]
+        assert [m.content for m in again.messages() if m.role == "user"] == [
+            "stored, its answer lost",
+            "lost before its commit, run again",
+            "after",
+        ]
 
 
 def test_an_exception_a_signal_handler_raises_into_a_query_leaves_the_store_usable(postgres_url: str) -> None:

@@ -252,7 +252,7 @@ def test_each_store_method_is_in_one_role_part_and_its_row_part() -> None:
     in the RowStore part of the same concern (not in another part, nor in the whole)."""
     declared = [name for protocol, _ in PARTS[:-1] for name in methods(protocol)]
     assert len(declared) == len(set(declared))
-    assert methods(base.Store) == {"view_only", "atomic", "consistent", "close"}  # the store as a whole
+    assert methods(base.Store) == {"view_only", "atomic", "retried", "consistent", "close"}  # the store as a whole
     assert methods(base.Store) <= methods(rows.RowsBase)
     for protocol, part in PARTS:
         assert methods(protocol) <= methods(part), (protocol.__name__, methods(protocol) - methods(part))

@@ -59,6 +59,26 @@ def test_without_any_setting_the_os_user_is_recorded(monkeypatch: pytest.MonkeyP
     assert current_user() == getpass.getuser()
 
 
+@pytest.mark.parametrize(("value", "said"), [("two\nlines", "'two\\nlines'"), ("x" * 10_000, "10,000 characters")])
+def test_a_slotmagic_user_that_is_no_user_name_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, ip: Any, tmp_path: Path, value: str, said: str
+) -> None:
+    """As ``user=`` is: turns silently attributed to the OS user instead would be wrong."""
+    import slotmagic
+
+    monkeypatch.setenv("SLOTMAGIC_USER", value)
+    line = f"SLOTMAGIC_USER (a user name) must be one line of 1-100 characters, not {said}; fix or unset SLOTMAGIC_USER"
+    with pytest.raises(ConfigError) as refused:
+        Session.open("s", db_path=tmp_path / "s.db")
+    assert str(refused.value) == line
+    slotmagic.unload_ipython_extension(ip)
+    with pytest.raises(UsageError) as stopped:
+        slotmagic.load_ipython_extension(ip)
+    assert str(stopped.value) == line
+    monkeypatch.setenv("SLOTMAGIC_USER", "  ")  # blank: as if unset
+    slotmagic.load_ipython_extension(ip)
+
+
 def test_a_read_only_view_reads_everything_and_refuses_every_write_in_one_line(db_path: str) -> None:
     with Session.open("bob", db_path=db_path, user="bob") as mine:
         mine.submit_turn("bob's question")

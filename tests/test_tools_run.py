@@ -61,6 +61,9 @@ def call(name: str, arguments: str = "{}", call_id: str = "call_1") -> ToolCall:
     return ToolCall(call_id, name, arguments)
 
 
+DEEP = "the arguments nest lists and objects more than 100 levels deep"
+
+
 def run_both(registry: ToolRegistry, c: ToolCall) -> ToolResult:
     """The result through run_sync, checked to be the same through await run."""
     result = registry.run_sync(c)
@@ -89,6 +92,9 @@ def test_a_valid_call(registry: ToolRegistry) -> None:
         ('{"city": "Oslo"', "the arguments are not valid JSON (Expecting ',' delimiter)"),
         ('["Oslo"]', "the arguments must be a JSON object, not list"),
         ('{"city": true}', "argument 'city' must be a string, not true"),
+        # nested deeper than Python's parser goes, or than checking them can
+        pytest.param('{"city": ' + "[" * 100_000 + "]" * 100_000 + "}", DEEP, id="nested-100000"),
+        pytest.param('{"city": ' + '{"a": ' * 500 + "1" + "}" * 500 + "}", DEEP, id="nested-500"),
     ],
 )
 def test_arguments_that_do_not_fit_are_refused(registry: ToolRegistry, arguments: str, why: str) -> None:
@@ -545,3 +551,51 @@ def test_literal_and_defaults_reach_the_function(registry: ToolRegistry) -> None
 
     assert run_both(registry, call("convert", '{"value": 3}')).content == "3.0->c:None"
     assert run_both(registry, call("convert", '{"value": 3, "to": "f", "digits": 2.0}')).content == "3.0->f:2"
+
+
+def test_deep_arguments_are_shown_as_sent() -> None:
+    """A tool step's line shows arguments as ``city="Oslo"``; nested too deep, as sent."""
+    from slotmagic._engine.loop import _compact
+
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert _compact(deep) == deep and _compact('{"city": "Oslo"}') == 'city="Oslo"'
+
+
+def test_an_error_quoting_a_secret_of_the_environment_is_redacted(
+    registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library's error may quote a key; the result is stored and sent to the model."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-abcdefghijklmnopqrstuvwxyz")
+    monkeypatch.setenv("SERVICE_TOKEN", "tok-1234567890-planted")
+    monkeypatch.setenv("EDITOR", "a-long-enough-editor-name")  # not named as a secret: kept
+
+    @tool(registry=registry)
+    def leaky() -> str:
+        """Fails quoting the environment."""
+        raise RuntimeError(
+            "auth failed for sk-planted-abcdefghijklmnopqrstuvwxyz and tok-1234567890-planted "
+            "(editor a-long-enough-editor-name)"
+        )
+
+    content = run_both(registry, call("leaky")).content
+    assert "planted" not in content and "abcdefghijklmnop" not in content
+    assert content.count("[redacted]") == 2 and "a-long-enough-editor-name" in content
+
+
+def test_which_environment_variables_are_secrets() -> None:
+    from slotmagic._core.secrets import environment_secrets
+
+    environ = {
+        "OPENAI_API_KEY": "sk-0123456789",
+        "ANTHROPIC_API_KEY": "sk-ant-0123456789",
+        "GITHUB_TOKEN": "ghp_0123456789",
+        "AWS_SECRET_ACCESS_KEY": "aws-0123456789",
+        "PGPASSWORD": "pg-0123456789",
+        "MY_PASSWORD": "pw-0123456789",
+        "HOME": "/home/someone/long",
+        "KEYBOARD_LAYOUT": "us-international",
+        "SHORT_TOKEN": "1",  # too short to be a secret worth redacting
+    }
+    assert sorted(environment_secrets(environ)) == sorted(
+        ["sk-0123456789", "sk-ant-0123456789", "ghp_0123456789", "aws-0123456789", "pg-0123456789", "pw-0123456789"]
+    )

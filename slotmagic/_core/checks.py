@@ -57,6 +57,21 @@ def check_number(value: object, what: str, *, minimum: float = 0.0) -> float:
     return float(value)
 
 
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether a parsed JSON value nests dicts and lists more than ``limit`` levels deep
+    (counted without recursion: a value too deep for Python's own)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
 def check_json_mapping(value: object, what: str) -> dict[str, Any]:
     """A mapping with string keys that JSON can store as it is (no NaN, no objects)."""
     if not isinstance(value, Mapping):

@@ -20,14 +20,19 @@ _BREAKS = frozenset("\r\n\x00")  # a user name is one line
 
 
 def current_user() -> str | None:
-    """The user name turns are recorded with, or None when nothing names one."""
-    for variable in ("SLOTMAGIC_USER", "JUPYTERHUB_USER"):
-        value = os.environ.get(variable, "").strip()
-        if value:
-            try:
-                return check_user(value)
-            except ConfigError:
-                continue  # a variable slotmagic cannot record is skipped, never fatal
+    """The user name turns are recorded with, or None when nothing names one. A
+    ``SLOTMAGIC_USER`` that is no user name is refused in one line, as ``user=`` is (turns
+    attributed to someone else would be silently wrong); JupyterHub's variable, which the
+    user did not set, is skipped when it cannot be recorded."""
+    value = os.environ.get("SLOTMAGIC_USER", "").strip()
+    if value:
+        return check_user(value, "SLOTMAGIC_USER")
+    value = os.environ.get("JUPYTERHUB_USER", "").strip()
+    if value:
+        try:
+            return check_user(value)
+        except ConfigError:
+            pass
     try:
         return check_user(_login_name())
     except (OSError, KeyError, ImportError, ConfigError):  # no login name (a container without one)
@@ -50,11 +55,15 @@ def _account_name() -> str:
     return pwd.getpwuid(os.getuid())[0]
 
 
-def check_user(value: object) -> str:
-    """A user name to record: one line of text, at most 100 characters."""
+def check_user(value: object, where: str = "") -> str:
+    """A user name to record: one line of text, at most 100 characters. ``where`` names the
+    variable it came from, for the line that refuses it."""
+    fix = f"; fix or unset {where}" if where else ""
+    what = f"{where} (a user name)" if where else "a user name"
     if not isinstance(value, str):
-        raise ConfigError(f"a user name must be text, not {type(value).__name__}")
-    text = check_text(value, "the user name").strip()
+        raise ConfigError(f"{what} must be text, not {type(value).__name__}")
+    text = check_text(value, where or "the user name").strip()
     if not text or len(text) > MAX_USER or not _BREAKS.isdisjoint(text):
-        raise ConfigError(f"a user name must be one line of 1-{MAX_USER} characters, not {value!r:.60}")
+        shown = f"{len(text):,} characters" if len(text) > MAX_USER else f"{value!r:.60}"
+        raise ConfigError(f"{what} must be one line of 1-{MAX_USER} characters, not {shown}{fix}")
     return text

@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from .._core.checks import deeper_than
 from .._core.messages import Message, ToolCall
 from .._core.usage import Usage
 from .._errors import MalformedReply
@@ -243,8 +244,8 @@ def _compact(arguments: str) -> str:
     """Arguments as ``city="Oslo", days=3`` when they are a JSON object, else as sent."""
     try:
         data = json.loads(arguments or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         return arguments
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or deeper_than(data, 100):
         return arguments
     return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in data.items())

@@ -83,7 +83,7 @@ class TurnOptions:
         if self.schema is not None:
             set_(self, "schema", ResponseSchema.of(self.schema))
         if not all(isinstance(a, Attached) for a in self.attachments):
-            raise ConfigError("attachments are made by slotmagic._attach.attach(...) (Session.submit_turn does it)")
+            raise ConfigError("attachments= takes a dict of label -> object, or a list of objects")
 
     def cell_options(self) -> dict[str, Any]:
         """The request options a cell sets itself: changing one of them is editing the cell."""

@@ -38,7 +38,13 @@ class TurnWriter:
     ) -> tuple[str, TurnRecord, TurnInfo]:
         """Store ``messages`` (the user's, the tool rounds', the reply) with the compaction made
         for the turn and the results ``shelved`` kept aside; the slot it went to, its record and
-        its info. ``TurnNotStored`` (carrying the ``reply`` text) when its slot is gone."""
+        its info. ``TurnNotStored`` (carrying the ``reply`` text) when its slot is gone. Run
+        again from its start when the store's connection is lost before it commits."""
+        return self.store.retried(lambda: self._write(turn, messages, info, shelved, reply))
+
+    def _write(
+        self, turn: PendingTurn, messages: list[Message], info: TurnInfo, shelved: Sequence[Message], reply: str
+    ) -> tuple[str, TurnRecord, TurnInfo]:
         store, session_id = self.store, self.session_id
         try:
             with store.atomic():  # a fork exists only with its turn, even after a crash

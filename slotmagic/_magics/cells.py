@@ -10,23 +10,25 @@ from the display publisher, whose ``publish`` is wrapped while the extension is 
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import keyword
 import linecache
 import re
 import sys
+import time
 import tokenize
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult, InteractiveShell
 
-from .._attach import summarize
+from .._attach import summarize_within
 from .publishing import publishing_through
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -34,7 +36,10 @@ _IPYTHON = str(Path(sys.modules["IPython"].__file__ or "").parent)
 MAX_TRACEBACK = 4000  # characters: the end of a longer one is kept (where the error is)
 MAX_FRAMES = 12
 MAX_VARIABLES = 10
+REPR_CHARS = 300  # of each variable's summary
+REPR_SECONDS = 2.0  # for all the summaries of one error: a slower repr is replaced by a note
 _KEPT_ERRORS = 100  # the latest errors kept; older ones are dropped
+_KEPT_VALUES = 20  # the latest errors that keep the objects their lines name (memory: a frame's big locals)
 _IMAGE_TYPES = ("image/png", "image/jpeg")
 
 
@@ -44,18 +49,37 @@ def strip_ansi(text: str) -> str:
 
 @dataclass(frozen=True)
 class CellError:
-    """An exception a cell raised: the cell, the traceback (no ANSI, bounded) and a summary of
-    each variable the failing lines name."""
+    """An exception a cell raised: the cell, the traceback (no ANSI, bounded) and the
+    variables its failing lines name.
+
+    The variables are kept as objects (as ``Out[n]`` keeps a cell's value) and summarized only
+    when the error is read (``Err[n]``, ``--error``, ``%slot explain``), each ``repr`` bounded
+    in time and size: a failing cell nobody asks about calls no ``repr`` at all."""
 
     count: int | None
     cell: str
     kind: str
     message: str
     traceback: str
-    variables: tuple[tuple[str, str], ...] = ()
+    named: tuple[tuple[str, object], ...] = field(default=(), repr=False, compare=False)
+    let_go: tuple[str, ...] = ()  # the names whose objects were let go (an older error's) unsummarized
 
     def __str__(self) -> str:
         return self.describe()
+
+    @functools.cached_property
+    def variables(self) -> tuple[tuple[str, str], ...]:
+        """(name, summary) of each variable named, made once, when first asked: within
+        :data:`REPR_SECONDS` in all (a repr that takes longer is replaced by a short note)."""
+        deadline = time.monotonic() + REPR_SECONDS
+        out = []
+        for name, value in self.named:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                out.append((name, f"{type(value).__name__}: (not shown: the time for summaries ran out)"))
+            else:
+                out.append((name, summarize_within(value, chars=REPR_CHARS, seconds=left)))
+        return tuple(out)
 
     def describe(self) -> str:
         """The error as the model reads it (``Err[n]``, ``%%turn --error``, ``%slot explain``)."""
@@ -65,7 +89,19 @@ class CellError:
         if self.variables:
             lines += ["", "Variables it names:"]
             lines += [f"- {name}: {summary}" for name, summary in self.variables]
+        elif self.let_go:
+            kept = f"only the latest {_KEPT_VALUES} errors keep the variables they name"
+            lines += ["", f"Variables it names: {', '.join(self.let_go)} (not shown: {kept})"]
         return "\n".join(lines)
+
+    def letting_go(self) -> CellError:
+        """This error without the objects its lines name (their summaries kept, if made)."""
+        if not self.named:
+            return self
+        kept = replace(self, named=(), let_go=tuple(name for name, _ in self.named))
+        if "variables" in self.__dict__:  # summarized already: what was shown stays
+            kept.__dict__["variables"] = self.__dict__["variables"]
+        return kept
 
 
 def _frames(shell: InteractiveShell, exc: BaseException) -> list[tuple[str, traceback.FrameSummary, Any]]:
@@ -106,7 +142,7 @@ def describe_exception(
     lines: list[str] = []
     if len(frames) > MAX_FRAMES:
         lines.append(f"  … {len(frames) - MAX_FRAMES} earlier frames")
-    wanted: dict[str, str] = {}
+    wanted: dict[str, object] = {}
     for where, summary, frame in frames[-MAX_FRAMES:]:
         source = _line(frame)
         lines.append(f"  {where}, line {summary.lineno}, in {summary.name}")
@@ -117,13 +153,16 @@ def describe_exception(
                 continue
             scope = frame.f_locals if name in frame.f_locals else namespace
             if name in scope and not _boring(scope[name]):
-                wanted[name] = summarize(scope[name], chars=300)
+                wanted[name] = scope[name]  # summarized when the error is read, if ever
     if isinstance(exc, SyntaxError) and not frames:
         lines += [s.rstrip("\n") for s in traceback.format_exception_only(type(exc), exc)[:-1]]
     text = strip_ansi("\n".join(lines))
     if len(text) > MAX_TRACEBACK:
         text = "…" + text[-MAX_TRACEBACK:]
-    message = strip_ansi(str(exc))
+    try:
+        message = strip_ansi(str(exc))
+    except Exception as failed:  # an exception whose __str__ fails still has a kind
+        message = f"(its message could not be read: {type(failed).__name__})"
     if len(message) > 1000:
         message = message[:1000] + "…"
     return CellError(count, cell, type(exc).__name__, message, text, tuple(wanted.items()))
@@ -189,6 +228,8 @@ class KernelCells:
         self.errors[count] = error
         while len(self.errors) > _KEPT_ERRORS:
             del self.errors[min(self.errors)]
+        for old in sorted(self.errors)[:-_KEPT_VALUES]:
+            self.errors[old] = self.errors[old].letting_go()
 
     def record_display(self, data: Any) -> None:
         if self._shown is None or not isinstance(data, Mapping):
@@ -207,13 +248,25 @@ class KernelCells:
         return ErrMapping(self.errors)
 
 
-class ErrMapping(dict[int, str]):
-    """``Err[n]``: the error cell ``n`` raised, as the model reads it; a KeyError names the
-    cells that raised one."""
+class ErrMapping(Mapping[int, str]):
+    """``Err[n]``: the error cell ``n`` raised, as the model reads it, described when it is
+    read; a KeyError names the cells that raised one."""
 
     def __init__(self, errors: Mapping[int, CellError]) -> None:
-        super().__init__({n: e.describe() for n, e in errors.items()})
+        self._errors = dict(errors)
 
-    def __missing__(self, key: object) -> str:
-        known = ", ".join(str(n) for n in sorted(self)) or "none so far"
-        raise KeyError(f"cell {key} raised no error (cells that did: {known})")
+    def __getitem__(self, key: object) -> str:
+        error = self._errors.get(key) if isinstance(key, int) else None
+        if error is None:
+            known = ", ".join(str(n) for n in sorted(self._errors)) or "none so far"
+            raise KeyError(f"cell {key} raised no error (cells that did: {known})")
+        return error.describe()
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._errors)
+
+    def __len__(self) -> int:
+        return len(self._errors)
+
+    def __repr__(self) -> str:
+        return f"<Err: the errors of cells {', '.join(str(n) for n in sorted(self._errors)) or '(none so far)'}>"

@@ -17,6 +17,7 @@ from IPython.core.error import UsageError
 from IPython.display import DisplayHandle, display
 
 from .._columns import column_data, columns_html, columns_text
+from .._core.attachments import Attached
 from .._engine.fanout import FanOut, FanOutEvent, FanOutResult
 from .._markdown import reply_html
 from ..session import Session
@@ -141,9 +142,15 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def run_fan_out(
-    session: Session, options: SlotMagicOptions, args: argparse.Namespace, cell: str, cell_id: str | None
+    session: Session,
+    options: SlotMagicOptions,
+    args: argparse.Namespace,
+    cell: str,
+    cell_id: str | None,
+    attachments: tuple[Attached, ...] = (),
 ) -> FanOutResult:
-    """Plan the columns, stream them side by side, return the result (the cell's value)."""
+    """Plan the columns, stream them side by side, return the result (the cell's value);
+    ``attachments`` go with the text to every column."""
     if args.slot is not None:
         raise UsageError("%%turn: --slot runs one slot and --slots several; use --slots alone (e.g. --slots a,b)")
     fanout = session.plan_fan_out(
@@ -158,6 +165,7 @@ def run_fan_out(
         max_tokens=args.max_tokens,
         tools=() if args.no_tools else _names(args.tools),
         schema=getattr(args, "schema", None),
+        **({"attachments": attachments} if attachments else {}),
     )
     live = options.stream if args.stream is None else args.stream
     view = ColumnsView(

@@ -13,6 +13,8 @@ import contextlib
 import functools
 import io
 import re
+import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,11 +25,12 @@ from traitlets import TraitError, validate
 
 from .._attach import attach_all
 from .._core.attachments import Attached
+from .._core.cells import CellOutput
 from .._core.schema import ResponseSchema
 from .._engine.cells import NOT_SHOWN
 from .._engine.fanout import FanOutResult
 from .._engine.reply import Reply
-from .._errors import ConfigError, SlotMagicError
+from .._errors import ConfigError, SlotMagicError, StoreError
 from .._markdown import code_blocks
 from ..providers import parse_model
 from ..session import Session
@@ -136,7 +139,11 @@ class SlotMagic(Magics, SlotMagicOptions):
         with capture(self.shell) as outputs:
             parsed.handler(context, parsed.args)
         if key is not None:
-            book.record(key, magic, parsed.kind, outputs)
+            done = "done" if parsed.kind == "changes" else "shown"
+            _keep_record(
+                lambda: book.record(key, magic, parsed.kind, outputs),
+                lambda exc: f"{magic} is {done}, but this cell's record was not ({exc}): run again, the cell acts anew",
+            )
 
     def _live_widget(self, parsed: Dispatched, context: Context) -> Any:
         """Run a read again without showing anything; the live widget it made (None if it
@@ -226,8 +233,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         with capture(self.shell) as outputs, user_errors():
             reply = run_turn(session, self, args, text, cell_id, attachments, shown)
         if key is not None:  # a read after it retraces only if it replayed
-            slot, kept = (reply.slot, reply.notes) if isinstance(reply, Reply) else (None, ())
-            session.cells.turn(key, _replayed(reply), outputs, slot, kept)
+            _record_turn(session, key, reply, outputs)
         self._bind(reply)
         if args.code and isinstance(reply, Reply) and not reply.replayed:
             self.put_code(reply)
@@ -318,6 +324,47 @@ class SlotMagic(Magics, SlotMagicOptions):
         text = command if cell is None else f"{command}\n{cell}"
         with user_errors():
             self._run_command("%workflow" if cell is None else "%%workflow", text, explicit, parsed, context)
+
+
+_RECORD_TRIES = 3  # a cell record written after its turn committed: tries before saying so
+
+
+def _record_turn(session: Session, key: str, reply: Reply | FanOutResult, outputs: list[CellOutput]) -> None:
+    """Keep the ``%%turn`` cell's record (its turn is already stored)."""
+    slot, kept = (reply.slot, reply.notes) if isinstance(reply, Reply) else (None, ())
+    _keep_record(
+        lambda: session.cells.turn(key, _replayed(reply), outputs, slot, kept), lambda exc: _record_lost(reply, exc)
+    )
+
+
+def _keep_record(write: Callable[[], object], lost: Callable[[StoreError], str]) -> None:
+    """Write a cell's record after what the cell did is done (a turn stored, a slot made): a
+    record that cannot be written (the store's connection lost, a full disk) is tried again,
+    then said in one line, never reported as the cell's failure."""
+    for attempt in range(1, _RECORD_TRIES + 1):
+        try:
+            write()
+            return
+        except StoreError as exc:
+            if attempt == _RECORD_TRIES:
+                print(lost(exc), file=sys.stderr)
+                return
+            time.sleep(0.1 * attempt)
+
+
+def _record_lost(reply: Reply | FanOutResult, exc: StoreError) -> str:
+    """The line for a turn stored without its cell record: what is stored, and what a run
+    again does (the turn's own plan finds it by its cell; the record held only what the cell
+    printed around it)."""
+    if isinstance(reply, Reply):
+        stored = [f"turn {reply.turn} of slot {reply.slot}"]
+    else:
+        stored = [f"turn {c.reply.turn} of slot {c.reply.slot}" for c in reply.columns if c.reply is not None]
+    if not stored:
+        return f"this cell's record was not written ({exc})"
+    what = f"the reply ({stored[0]}) is" if len(stored) == 1 else f"the replies ({', '.join(stored)}) are"
+    again = "run again, the cell finds its turn but not the lines it printed"
+    return f"{what} stored, but this cell's record was not ({exc}): {again}"
 
 
 def _replayed(reply: Reply | FanOutResult) -> bool:

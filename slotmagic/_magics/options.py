@@ -28,6 +28,7 @@ from traitlets import Bool, CaselessStrEnum, CFloat, CInt, Dict, TraitError, Tra
 from traitlets.config import Config, Configurable
 
 from .._core.checks import check_text
+from .._core.users import current_user
 from .._errors import ConfigError, SlotMagicError
 from .._store.urls import is_postgres_url, parse_postgres_url
 from ..providers import REGISTRY, parse_model
@@ -93,6 +94,7 @@ def check_environment() -> None:
     for spec in NUMBERS.values():
         if spec.env:
             environment_value(spec)
+    current_user()  # SLOTMAGIC_USER: one line, as user= is
 
 
 class MaskedURL(str):

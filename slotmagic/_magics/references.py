@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .._errors import ConfigError
+from .._errors import ConfigError, exception_text
 
 _OUT = re.compile(r"^\s*Out\s*\[\s*(-?\d+)\s*\]\s*$")
 
@@ -112,17 +112,38 @@ def _run(source: str, code: Any, namespace: Mapping[str, Any], extra: Mapping[st
     try:
         return eval(code, scope, local)  # the user's own expression, in their own kernel
     except NameError as exc:
-        name = getattr(exc, "name", None) or str(exc)
-        raise ReferenceFailed(
-            f"{{{source:.60}}}: {name!s} is not defined; nothing was sent (write {{{{ for a literal brace)"
-        ) from None
+        name = getattr(exc, "name", None)
+        said = f"{name:.80} is not defined" if type(name) is str else f"{exception_text(exc):.160}"
+        raise ReferenceFailed(f"{{{source:.60}}}: {said}; nothing was sent (write {{{{ for a literal brace)") from None
     except KeyError as exc:
-        said = exc.args[0] if exc.args and isinstance(exc.args[0], str) and " " in exc.args[0] else f"no key {exc}"
-        raise ReferenceFailed(f"{{{source:.60}}}: {said}; nothing was sent") from None
+        first = exc.args[0] if exc.args else None
+        told = str.__str__(first) if isinstance(first, str) and " " in first else f"no key {exception_text(exc)}"
+        raise ReferenceFailed(f"{{{source:.60}}}: {told:.160}; nothing was sent") from None
     except Exception as exc:
-        raise ReferenceFailed(
-            f"{{{source:.60}}} failed: {type(exc).__name__}: {exc!s:.160}; nothing was sent"
-        ) from None
+        raise _failed(source, exc) from None
+
+
+def _failed(source: str, exc: BaseException, doing: str = "") -> ReferenceFailed:
+    """The one line for a reference that raised (its message read safely: an exception's own
+    ``__str__`` may raise too)."""
+    return ReferenceFailed(
+        f"{{{source:.60}}}{doing} failed: {type(exc).__name__}: {exception_text(exc):.160}; nothing was sent"
+    )
+
+
+def _text(source: str, value: object) -> str:
+    """``str(value)``, as an f-string makes it: one line when its ``__str__`` raises, recurses
+    without end or returns what is not text."""
+    try:
+        text = str(value)
+    except Exception as exc:  # RecursionError and TypeError (__str__ returned non-string) among them
+        raise _failed(source, exc, " (its str())") from None
+    if type(text) is not str:  # a str subclass may misbehave too: its plain text
+        try:
+            text = str.__str__(text)
+        except Exception as exc:
+            raise _failed(source, exc, " (its str())") from None
+    return text
 
 
 def fill(text: str, namespace: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> str:
@@ -136,7 +157,8 @@ def fill(text: str, namespace: Mapping[str, Any], extra: Mapping[str, Any] | Non
         if code is None:
             out.append(f"{{{piece}}}" if candidate else piece)
         else:
-            out.append(str(_run(piece.strip(), code, namespace, extra or {})))
+            source = piece.strip()
+            out.append(_text(source, _run(source, code, namespace, extra or {})))
     return "".join(out)
 
 

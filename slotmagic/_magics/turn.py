@@ -112,9 +112,9 @@ def run_turn(
     how the cell read the first time (the lines it printed before its reply, a compaction's;
     the notes under it; the slot its footer named): a replay shows it so again."""
     if args.slots is not None or args.models is not None:
-        if attachments or getattr(args, "read_vars", False):
-            raise ConfigError("--attach and --read-vars go with one slot's turn, not with --slots or --models")
-        return run_fan_out(session, options, args, cell, cell_id)
+        if getattr(args, "read_vars", False):
+            raise ConfigError("--read-vars goes with one slot's turn, not with --slots or --models")
+        return run_fan_out(session, options, args, cell, cell_id, attachments)
     extra: dict[str, object] = {"attachments": attachments} if attachments else {}
     if getattr(args, "read_vars", False):
         extra["read_variables"] = True

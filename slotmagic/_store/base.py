@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from .._core.cells import CellRecord
 from .._core.compaction import Compaction
@@ -25,6 +25,8 @@ from .._core.slots import Slot, SlotConfig
 from .._core.workflow import Workflow
 from .._errors import DamagedRecord
 from .history import MARKS, History, Mark, Piece, SegmentReader, Tip
+
+T = TypeVar("T")
 
 __all__ = [
     "MARKS",
@@ -352,6 +354,11 @@ class Store(SlotStore, TurnStore, AnnotationStore, UndoStore, SearchStore, Value
 
     def atomic(self) -> AbstractContextManager[None]:
         """Make several calls one transaction: if the block raises, none of them happened."""
+
+    def retried(self, call: Callable[[], T]) -> T:
+        """``call()``: several calls as one write (an ``atomic()`` block), run again from its
+        start, a few times, when the store's connection is lost before it commits (a
+        PostgreSQL server restarting); a store whose connection cannot be lost runs it once."""
 
     def consistent(self) -> AbstractContextManager[None]:
         """A block of this thread's reads that see others' writes as of its first read: what

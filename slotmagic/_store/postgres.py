@@ -37,14 +37,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import psycopg
 
 from .._core.messages import Message
-from .._errors import StoreError
+from .._errors import ConnectionLost, StoreError
 from .postgres_changes import _NEVER, ChangeTracking
-from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line
+from .postgres_connection import _Connection, _Listener, _UniqueViolation, error_line, lost_connection
+from .postgres_retry import Retries, retrying
 from .postgres_schema import CHANNEL, MIGRATION_LOCK, MIGRATIONS, SCHEMA_TABLE, VERSION_SETTING
 from .rows import Connection, Dialect
 from .urls import parse_postgres_url
@@ -53,9 +54,12 @@ logger = logging.getLogger("slotmagic")
 
 __all__ = ["PostgresStore"]
 
+T = TypeVar("T")
+
 _ESCAPE = "\ue000"  # marks text stored as a JSON string (it held a NUL)
 
 
+@retrying  # a call whose connection is lost runs again on a new one, when safe (postgres_retry.py)
 class PostgresStore(ChangeTracking):
     """A store in a PostgreSQL schema. Safe to share between threads."""
 
@@ -94,7 +98,9 @@ class PostgresStore(ChangeTracking):
             "connect_timeout": max(1, int(timeout)),
             "application_name": self.target.application_name,
         }
-        self._migrate(create)
+        self._closed = threading.Event()
+        self._retries = Retries(self._closed)
+        self._retries.run(lambda: self._migrate(create), write=True)
         # Connection economy: a kernel idle most of the time holds no connection (the one it
         # reads and writes through is closed after ``idle_timeout`` seconds unused, and made
         # again on the next call) and at most one more, its listener's: the server counts at
@@ -103,7 +109,6 @@ class PostgresStore(ChangeTracking):
         self._held: _Connection | None = None
         self._last_use = 0.0
         self._reaper: threading.Thread | None = None
-        self._closed = threading.Event()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.path!r})"
@@ -114,7 +119,8 @@ class PostgresStore(ChangeTracking):
         try:
             return psycopg.connect(self.target.conninfo, **self._kwargs)
         except psycopg.Error as exc:
-            raise StoreError(error_line(self.target, exc)) from None
+            lost = ConnectionLost if lost_connection(exc) else StoreError  # a refused password is no loss
+            raise lost(error_line(self.target, exc)) from None
 
     def _migrate(self, create: bool = True) -> None:
         """Create the schema and bring it to the newest version, once, however many kernels
@@ -183,6 +189,13 @@ class PostgresStore(ChangeTracking):
         self._last_use = time.monotonic()
         return db
 
+    def _drop_lost(self) -> None:
+        """See ``RowsBase._drop_lost``: a held connection known broken is replaced now (which
+        drops the caches); none is made when none is held (a read from memory needs none)."""
+        held = self._held
+        if held is not None and held.broken:
+            self._connection()
+
     def _watch_idle(self) -> None:
         if self._reaper is None or not self._reaper.is_alive():
             self._reaper = threading.Thread(target=self._release_when_idle, name="slotmagic-idle", daemon=True)
@@ -249,7 +262,7 @@ class PostgresStore(ChangeTracking):
 
     @contextmanager
     def _transaction(self) -> Iterator[_Connection]:
-        with self._lock:
+        with self._lock, self._retries.transaction():  # what it runs is run again only with it
             if self._in_transaction:
                 yield self._db
                 return
@@ -281,6 +294,11 @@ class PostgresStore(ChangeTracking):
             finally:
                 self._in_transaction = False
                 self._touched = None
+
+    def retried(self, call: Callable[[], T]) -> T:
+        """See ``Store.retried``: run again from its start, a few times, while its connection
+        is lost before it commits (``postgres_retry.py``)."""
+        return self._retries.run(call, write=True)
 
     def _begin(self, db: _Connection) -> tuple[int, int, int, list[str], list[str]]:
         """Open a write transaction: the change counter's new value, the transaction's id,

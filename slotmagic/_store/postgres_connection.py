@@ -16,8 +16,8 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import pq
 
-from .._core.secrets import redact
-from .._errors import StoreError
+from .._core.secrets import redact_all
+from .._errors import ConnectionLost, StoreError
 from .rows import Cursor
 from .urls import PostgresTarget
 
@@ -36,7 +36,7 @@ def _not_a_second_report(record: logging.LogRecord) -> bool:
 
 logging.getLogger("psycopg").addFilter(_not_a_second_report)
 
-__all__ = ["error_line"]
+__all__ = ["error_line", "lost_connection"]
 
 
 class _UniqueViolation(StoreError):
@@ -121,7 +121,9 @@ class _Connection:
             raise _UniqueViolation(self.message(exc)) from None
         except psycopg.OperationalError as exc:
             self.broken = self.conn.closed or self.conn.broken
-            raise StoreError(self.message(exc)) from None
+            # Lost with the connection: what the statement was part of did not commit (the
+            # COMMIT's own loss is settled by asking the server, PostgresStore._settle).
+            raise (ConnectionLost if self.broken else StoreError)(self.message(exc)) from None
         except psycopg.Error as exc:
             raise StoreError(self.message(exc)) from None
         except BaseException:
@@ -137,11 +139,24 @@ class _Connection:
         return error_line(self._target, exc)
 
 
+_PASSING = ("starting up", "shutting down", "too many clients", "terminating connection", "recovery mode")
+
+
+def lost_connection(exc: psycopg.Error) -> bool:
+    """Whether a failure to connect is the server's being away (refused, unreachable,
+    restarting, shutting down, full for now): worth another try, unlike its refusing this
+    connection for good (a password, a role or a database that does not exist). libpq gives
+    a failed connection no SQLSTATE: what the server said is its ``FATAL`` line. A connection
+    that timed out is not tried again either: it already waited ``connect_timeout``."""
+    text = str(exc)
+    if "timeout expired" in text:
+        return False
+    return "FATAL:" not in text or any(passing in text for passing in _PASSING)
+
+
 def error_line(target: PostgresTarget, exc: BaseException) -> str:
     """One line about a database error, naming the store without its credentials."""
-    detail = " ".join(str(exc).split()) or type(exc).__name__
-    if target.password:
-        detail = redact(detail, target.password)
+    detail = redact_all(" ".join(str(exc).split()) or type(exc).__name__, [target.password] if target.password else [])
     if "NUL (0x00)" in detail:
         detail = "PostgreSQL cannot store a NUL character in a name or id; remove it"
     return f"PostgreSQL store {target.shown}: {detail}"

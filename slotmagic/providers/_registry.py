@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
-from .._errors import ConfigError, MissingAPIKey, UnknownModel
+from .._core.secrets import redact_all
+from .._errors import ConfigError, MissingAPIKey, ProviderError, SlotMagicError, UnknownModel, exception_text
 from ..tokens._counter import count_exactly
 from ._azure import AzureEndpoint, check_deployments, check_version
 from ._endpoint import Endpoint, checked_url, masked_url, ollama_base_url
@@ -162,6 +163,7 @@ class Registry:
         self, specs: Iterable[ProviderSpec] = (), *, publish: Callable[[ProviderSpec], None] | None = None
     ) -> None:
         self._specs: dict[str, ProviderSpec] = {}
+        self._plugins: dict[str, str] = {}  # provider -> the entry point it came from (a package's)
         self._publish = publish  # told of each registration (the counting rules below the providers)
         for spec in specs:
             self.register(spec)
@@ -199,12 +201,18 @@ class Registry:
     def load_entry_points(self) -> list[str]:
         """Register the provider each installed package names in the ``slotmagic.providers``
         entry point group (a ``ProviderSpec``, or a function returning one). One that cannot be
-        loaded or registered is left out with one logged line; the others still load. Returns
-        the names registered."""
+        loaded or registered — whatever it raises, ``SystemExit`` (a module-level argparse) and
+        ``KeyboardInterrupt`` included — is left out with one logged line naming it (its words
+        with secrets redacted); the others still load. Returns the names registered."""
         import importlib.metadata  # ~11 ms (email, zipfile, csv): imported only when a package may name one
 
-        added = []
-        for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        added: list[str] = []
+        try:
+            entries = list(importlib.metadata.entry_points(group=ENTRY_POINTS))
+        except Exception as exc:  # an installed distribution's metadata that cannot be read
+            logger.warning("provider plugins were not loaded: %s", plugin_failure(exc))
+            return added
+        for entry in entries:
             try:
                 spec = entry.load()
                 if not isinstance(spec, ProviderSpec) and callable(spec):
@@ -212,9 +220,12 @@ class Registry:
                 if not isinstance(spec, ProviderSpec):
                     raise ConfigError(f"it is a {type(spec).__name__}, not a ProviderSpec")
                 added.append(self.register(spec).name)
-            except Exception as exc:  # a broken package must not stop slotmagic from loading
-                why = " ".join(str(exc).split())[:200] or type(exc).__name__
-                logger.warning("provider %r from %s was not registered: %s", entry.name, entry.value, why)
+                dist = getattr(entry, "dist", None)
+                self._plugins[spec.name] = f"{dist.name}, {entry.value}" if dist is not None else entry.value
+            except BaseException as exc:  # a broken package (SystemExit, KeyboardInterrupt too) must not stop slotmagic
+                logger.warning(
+                    "provider %r from %s was not registered: %s", entry.name, entry.value, plugin_failure(exc)
+                )
         return added
 
     def __iter__(self) -> Iterator[ProviderSpec]:
@@ -246,9 +257,24 @@ class Registry:
         return provider, name
 
     def provider(self, model: str, settings: Any) -> tuple[Any, str]:
-        """A new provider object serving ``model``, and the model name to send it."""
+        """A new provider object serving ``model``, and the model name to send it. A plugin's
+        provider that cannot be made (its module missing, its constructor raising anything)
+        is one line naming the plugin, its words with secrets redacted."""
         provider, name = self.parse_model(model)
-        return self._specs[provider].make(settings, self), name
+        spec = self._specs[provider]
+        origin = self._plugins.get(provider)
+        if origin is None:
+            return spec.make(settings, self), name
+        try:
+            return spec.make(settings, self), name
+        except SlotMagicError:
+            raise  # its own one line (a missing key, say)
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt are the plugin's too
+            secrets = [str(v) for s in spec.settings if s.secret and (v := getattr(settings, s.name, None))]
+            raise ProviderError(
+                f"provider {provider!r} (plugin {origin}) could not be made: {plugin_failure(exc, secrets)}; "
+                "fix or reinstall the package, or use another model"
+            ) from None
 
     def endpoint(self, settings: Any, provider: str, environ: Mapping[str, str] | None = None) -> Endpoint:
         """The endpoint for ``provider`` now: settings first, then the environment, then defaults."""
@@ -478,6 +504,12 @@ REGISTRY = Registry(
     ],
     publish=lambda spec: count_exactly(spec.name) if spec.exact_count else None,
 )
+
+
+def plugin_failure(exc: BaseException, secrets: Iterable[str] = ()) -> str:
+    """What a plugin raised, as one line: its type and words, secrets redacted (a plugin may
+    quote the environment, an API key among it)."""
+    return redact_all(f"{type(exc).__name__}: {exception_text(exc, 200)}", secrets)
 
 
 def load_plugins() -> None:

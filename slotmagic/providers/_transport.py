@@ -49,6 +49,7 @@ from httpx_sse._decoders import SSEDecoder  # fed by SSEReader, which bounds wha
 
 from .._core.secrets import REDACT_WINDOW as REDACT_WINDOW  # re-exported: the old place
 from .._core.secrets import redact as redact
+from .._core.secrets import redact_all
 from .._errors import (
     MalformedReply,
     ProviderConnectionError,
@@ -62,6 +63,7 @@ from .._errors import (
 from . import _pacing as pacing
 from ._base import ChatRequest, Completion, StreamEvent
 from ._endpoint import Endpoint
+from ._error_page import html_page
 from ._registry import REGISTRY, Registry
 from ._retry import RetryPolicy, is_retryable, retry_after_seconds
 from ._settings import ProviderSettings
@@ -70,6 +72,8 @@ logger = logging.getLogger(__name__.rpartition(".")[0])  # "slotmagic.providers"
 
 USER_AGENT = "slotmagic"
 MAX_DETAIL = 300  # characters of a server's error text worth showing in one line
+# The error types (OpenAI's "code") of a 429 that is the account's quota or credit, not a rate.
+OUT_OF_QUOTA = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
 MAX_ERROR_BODY = 64 * 1024  # bytes of an error response read for its message
 DEADLINE_SLACK = 0.05  # a timeout this close to the turn deadline was the deadline's
 
@@ -455,6 +459,8 @@ class SSETransport:
         retry_after = retry_after_seconds(response.headers)
         error_type, detail = _error_detail(text, response.reason_phrase, call.endpoint.secrets)
         reason = self.policy.gives_up(status, attempt, retry_after)
+        if status == 429 and error_type in OUT_OF_QUOTA:  # billing, not a rate: waiting does not help
+            reason = "not retried: the account has no quota or credit left; check its plan and billing"
         wait = None if reason is not None else self.policy.delay(attempt, retry_after)
         remaining = deadline.remaining()
         if wait is not None and remaining is not None and wait >= remaining:
@@ -580,8 +586,11 @@ def _error_detail(text: str, reason_phrase: str, secrets: tuple[str, ...]) -> tu
     detail = text
     try:
         body = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         body = None
+        page = html_page(text)
+        if page is not None:  # a proxy's or gateway's error page: what it is called, not its markup
+            detail = f"an error page: {page}" if page else "an error page"
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict):
@@ -622,10 +631,9 @@ def parse_event_json(label: str, event: ServerSentEvent) -> Any:
 
 
 def one_line(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` on one line, at most ``MAX_DETAIL`` characters, with every secret redacted."""
-    text = re.sub(r"\s+", " ", text[: 4 * MAX_DETAIL]).strip()
-    for secret in secrets:
-        text = redact(text, secret)
+    """``text`` on one line, at most ``MAX_DETAIL`` characters, with every secret redacted (the
+    request's, and the environment's: a server may echo another key it was sent)."""
+    text = redact_all(re.sub(r"\s+", " ", text[: 4 * MAX_DETAIL]).strip(), secrets)
     if len(text) > MAX_DETAIL:
         text = text[: MAX_DETAIL - 1].rstrip() + "…"
     return text

@@ -22,6 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._core.checks import deeper_than
 from .._core.messages import Message, Thinking
 from .._core.request import ToolSpec
 from .._errors import RequestRefused
@@ -35,7 +36,7 @@ def json_object(text: str | None) -> dict[str, Any]:
         value = json.loads(text or "{}", parse_constant=str, parse_float=_finite_or_text)
     except (ValueError, RecursionError):
         return {}
-    if not isinstance(value, dict) or _deeper_than(value, MAX_DEPTH):
+    if not isinstance(value, dict) or deeper_than(value, MAX_DEPTH):
         return {}
     return value
 
@@ -74,19 +75,6 @@ def refuse(label: str, violations: Sequence[str]) -> None:
 def _finite_or_text(text: str) -> float | str:
     value = float(text)
     return value if math.isfinite(value) else text
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return False
 
 
 # -- the shape of a reply's fields ----------------------------------------------------------------

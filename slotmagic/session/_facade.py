@@ -474,7 +474,8 @@ class Session(MovedNames):
         models at once; each model's reply goes to a new branch named after it
         (``default.gpt-4o-mini``). Returns the columns keyed by slot (or branch), each with
         its reply or its error: one failure raises nothing. Other options as for
-        :meth:`submit_turn` (``cell_id`` replays and forks every column as it does one turn).
+        :meth:`submit_turn` (``cell_id`` replays and forks every column as it does one turn;
+        ``attachments`` go with the text to every column).
         """
         return self.plan_fan_out(text, slots=slots, models=models, **options).run_sync()
 
@@ -491,7 +492,8 @@ class Session(MovedNames):
     ) -> FanOut:  # fmt: skip
         """A fan-out with its columns planned (replayed ones complete), to ``run()`` or
         ``run_sync(on_event)``: what the magic uses to show columns as they stream."""
-        return plan_fan_out(self._engine, text, slots, models, turn_options(options), self.options.max_concurrency)
+        made = _turn_options(options, self.options.namespace_threshold)  # attachments as submit_turn takes them
+        return plan_fan_out(self._engine, text, slots, models, made, self.options.max_concurrency)
 
 
 def _turn_options(options: Mapping[str, Any], threshold: int) -> TurnOptions:

@@ -31,9 +31,11 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
+from .._core.checks import deeper_than
 from .._core.messages import Message, ToolCall
 from .._core.request import ToolSpec
-from .._errors import ConfigError
+from .._core.secrets import redact_all
+from .._errors import ConfigError, exception_text
 from ._schema import FunctionSchema, Parameter, function_schema
 from ._validate import errors_of, schema_problem
 
@@ -46,7 +48,7 @@ T = TypeVar("T")
 
 # What both APIs accept as a tool's name.
 NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
-MAX_ERROR = 500  # characters of an error message worth sending to the model
+MAX_ARGUMENT_DEPTH = 100  # levels of nested lists and objects a call's arguments may have
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +151,16 @@ class Tool(Generic[P, R]):
         """The call's arguments as (positional, keyword) arguments of the function, checked
         against the schema; ``ArgumentsRefused`` saying what is wrong otherwise."""
         text = call.arguments.strip() if call.arguments else ""
+        too_deep = f"the arguments nest lists and objects more than {MAX_ARGUMENT_DEPTH} levels deep"
         try:
             value = json.loads(text) if text else {}
         except ValueError as exc:
             detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
             raise ArgumentsRefused(f"the arguments are not valid JSON ({detail})") from None
+        except RecursionError:  # deeper than Python's own parser goes
+            raise ArgumentsRefused(too_deep) from None
+        if deeper_than(value, MAX_ARGUMENT_DEPTH):  # checking and converting them recurse
+            raise ArgumentsRefused(too_deep)
         if not isinstance(value, dict):
             raise ArgumentsRefused(f"the arguments must be a JSON object, not {type(value).__name__}")
         errors = errors_of(value, self.parameters)
@@ -317,19 +324,11 @@ def _to_json(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def exception_text(exc: BaseException) -> str:
-    """An exception's message on one line, at most :data:`MAX_ERROR` characters."""
-    try:
-        text = " ".join(str(exc).split()) or "(no message)"
-    except Exception as inner:  # its __str__ raised
-        text = f"(its message cannot be shown: {type(inner).__name__})"
-    return text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 1] + "…"
-
-
 def error_result(call: ToolCall, text: str, name: str | None = None) -> ToolResult:
     """An error result for ``call``: ``error: ...`` on one line (a lone surrogate in it shown
-    as its escape, ``\\ud800``: the result is stored and sent as UTF-8)."""
-    line = " ".join(text.split()).encode("utf-8", "backslashreplace").decode("utf-8")
+    as its escape, ``\\ud800``: the result is stored and sent as UTF-8), the environment's
+    secrets redacted (a library's error may quote a key, and the result is stored and sent)."""
+    line = " ".join(redact_all(text).split()).encode("utf-8", "backslashreplace").decode("utf-8")
     return ToolResult(call.id, name or call.name, f"error: {line}", is_error=True)
 
 

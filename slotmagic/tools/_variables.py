@@ -3,7 +3,7 @@ kernel by name, with consent.
 
 It never evaluates code: the name must be an identifier in the namespace it was given (dotted
 attributes and subscripts are refused), and it answers with the value's type, shape or length
-and a bounded ``repr`` (:func:`slotmagic._attach.summarize`). It is offered only when a turn or
+and a ``repr`` bounded in size and time (:func:`slotmagic._attach.summarize_within`). It is offered only when a turn or
 a slot asks for it (``%%turn --read-vars``, ``tools=["read_variable"]``, or a slot whose tools
 name it), never by default.
 """
@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._attach import summarize
+from .._attach import summarize_within
 from ._tool import Tool
 
 READ_VARIABLE = "read_variable"
 _REPR_CHARS = 2000
+_REPR_SECONDS = 2.0  # a slower repr is a note, and the turn goes on
 
 
 def read_variable_tool(namespace: Mapping[str, Any]) -> Tool[..., str]:
@@ -37,6 +38,6 @@ def read_variable_tool(namespace: Mapping[str, Any]) -> Tool[..., str]:
             known = sorted(k for k in namespace if not k.startswith("_") and k not in ("In", "Out", "exit", "quit"))
             hint = ", ".join(known[:30]) or "none"
             return f"error: no variable {name!r} (variables: {hint})"
-        return f"{name}: {summarize(namespace[name], chars=_REPR_CHARS)}"
+        return f"{name}: {summarize_within(namespace[name], chars=_REPR_CHARS, seconds=_REPR_SECONDS)}"
 
     return Tool.from_function(read_variable)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,7 @@ from .wire_server import (
     OA_DONE,
     Pause,
     WireServer,
+    head,
     json_response,
     oa_chunk,
     oa_text_stream,
@@ -409,6 +411,58 @@ def test_a_long_retry_after_is_reported_not_waited(wire: WireServer, provider: O
     error = drain(provider, HELLO).error
     assert isinstance(error, RateLimited) and "3600 s" in str(error)
     assert time.monotonic() - started < 2 and len(wire.requests) == 1
+
+
+BAD_GATEWAY = (
+    "<!DOCTYPE html>\n<html>\n<head><title>502 Bad Gateway</title>\n<style>body { font: 14px sans-serif }</style>"
+    "</head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx/1.25.3</center>\n"
+    + "<!-- a comment padding the page out -->\n" * 40
+    + "</body>\n</html>\n"
+)
+
+
+def html_response(status: int, page: str) -> list[Any]:
+    data = page.encode()
+    return [head(status, {"content-length": str(len(data))}, chunked=False, content_type="text/html") + data]
+
+
+def test_an_html_error_page_is_its_status_and_title(wire: WireServer, settings: ProviderSettings, drain: Drain) -> None:
+    """A proxy's 502 page was copied into the line, markup and all."""
+    provider = OpenAIProvider(settings.replace(max_retries=1))
+    wire.script(*[html_response(502, BAD_GATEWAY)] * 2)
+    error = drain(provider, HELLO).error
+    assert isinstance(error, ProviderHTTPError) and error.status == 502
+    assert str(error).endswith("failed (HTTP 502): an error page: 502 Bad Gateway; gave up after 1 retry")
+    assert "<" not in str(error) and len(str(error)) < 200
+
+
+def test_429_out_of_quota_is_not_retried_and_says_to_check_billing(
+    wire: WireServer, provider: OpenAIProvider, drain: Drain
+) -> None:
+    quota = {
+        "error": {
+            "message": "You exceeded your current quota, please check your plan and billing details.",
+            "type": "insufficient_quota",
+            "param": None,
+            "code": "insufficient_quota",
+        }
+    }
+    wire.script(*[json_response(429, quota)] * 4)
+    error = drain(provider, HELLO).error
+    assert isinstance(error, RateLimited) and error.error_type == "insufficient_quota"
+    assert str(error).endswith("not retried: the account has no quota or credit left; check its plan and billing")
+    assert len(wire.requests) == 1
+
+
+def test_a_server_echoing_another_key_of_the_environment_is_redacted(
+    wire: WireServer, provider: OpenAIProvider, drain: Drain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = "sk-ant-planted-0123456789abcdefghij"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", other)
+    body = {"error": {"message": f"keys seen: {other}", "type": "invalid_request_error", "code": "bad"}}
+    wire.script(json_response(400, body))
+    error = drain(provider, HELLO).error
+    assert isinstance(error, ProviderHTTPError) and other not in str(error) and "[redacted]" in str(error)
 
 
 # -- timeouts and connections ---------------------------------------------------------------------------

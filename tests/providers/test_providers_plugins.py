@@ -187,3 +187,87 @@ def test_entry_points_are_parsed_only_when_an_installed_package_names_the_group(
     archive.write_bytes(b"PK\x05\x06" + b"\x00" * 18)  # an empty zip: importlib reads what it holds
     monkeypatch.setattr(sys, "path", [str(archive)])
     assert group_may_be_named(ENTRY_POINTS)
+
+
+HOSTILE = """
+import argparse, os
+
+MODE = os.environ["HOSTILE_MODE"]
+if MODE == "exit":
+    argparse.ArgumentParser().parse_args(["--no-such-flag"])  # a module-level argparse in a kernel: SystemExit
+if MODE == "interrupt":
+    raise KeyboardInterrupt
+if MODE == "leak":
+    raise RuntimeError("cannot start: key is " + os.environ["OPENAI_API_KEY"])
+
+from slotmagic.providers import ProviderSpec
+
+
+class Grumpy:
+    def __init__(self, settings, *, name, registry):
+        if MODE == "construct-exit":
+            raise SystemExit(3)
+        raise RuntimeError("no connection for " + os.environ["OPENAI_API_KEY"])
+
+
+SPEC = ProviderSpec("grumpy", "hostile_provider:Grumpy", summary="raises when made", example="grumpy:x")
+MISSING = ProviderSpec("ghost", "no_such_module_anywhere:Ghost", summary="its module is gone", example="ghost:x")
+"""
+
+LOAD = """
+import sys
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "slotmagic")
+print("loaded:", "turn" in shell.magics_manager.magics["cell"])
+for model in sys.argv[1:]:
+    result = shell.run_cell(f"%%turn --model {model}\\nhello")
+    print("turn:", type(result.error_in_exec).__name__, str(result.error_in_exec))
+"""
+
+KEY = "sk-planted-0123456789abcdefghijklmnop"
+
+
+@pytest.mark.parametrize("mode", ["exit", "interrupt", "leak", "construct", "construct-exit"])
+def test_a_broken_plugin_is_named_never_stops_loading_and_never_leaks_a_key(tmp_path: Path, mode: str) -> None:
+    (tmp_path / "hostile_provider.py").write_text(HOSTILE)
+    info = tmp_path / "hostile_provider-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hostile-provider\nVersion: 0.1\n")
+    entries = "grumpy = hostile_provider:SPEC\nghost = hostile_provider:MISSING\n"
+    (info / "entry_points.txt").write_text(f"[slotmagic.providers]\n{entries}")
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD, "grumpy:x", "ghost:x"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={
+            "PYTHONPATH": f"{tmp_path}:{ROOT}",
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "HOSTILE_MODE": mode,
+            "OPENAI_API_KEY": KEY,
+            "SLOTMAGIC_DB": ":memory:",
+        },
+        timeout=120,
+    )
+    shown = done.stdout + done.stderr
+    assert done.returncode == 0, shown
+    assert "loaded: True" in done.stdout  # %load_ext went on
+    assert KEY not in shown and KEY[10:30] not in shown
+    assert "Traceback" not in shown
+    turns = [line for line in done.stdout.splitlines() if line.startswith("turn:")]
+    if mode in ("exit", "interrupt", "leak"):  # the module fails at import: neither is registered
+        kind = {"exit": "SystemExit", "interrupt": "KeyboardInterrupt", "leak": "RuntimeError"}[mode]
+        warnings = [line for line in done.stderr.splitlines() if "was not registered" in line]
+        assert len(warnings) == 2 and all(f": {kind}" in w for w in warnings), done.stderr
+        assert all("unknown provider" in t for t in turns)
+        return
+    made = "SystemExit: 3" if mode == "construct-exit" else "RuntimeError: no connection for [redacted]"
+    assert turns == [
+        "turn: UsageError provider 'grumpy' (plugin hostile-provider, hostile_provider:SPEC) could not be made: "
+        f"{made}; fix or reinstall the package, or use another model",
+        "turn: UsageError provider 'ghost' (plugin hostile-provider, hostile_provider:MISSING) could not be made: "
+        "ModuleNotFoundError: No module named 'no_such_module_anywhere'; fix or reinstall the package, "
+        "or use another model",
+    ]

@@ -18,7 +18,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from typing import Any, ClassVar, Literal, Protocol, Self
+from typing import Any, ClassVar, Literal, Protocol, Self, TypeVar
 
 from ..._core.messages import Message
 from ..._core.slots import Slot, SlotMeta
@@ -31,6 +31,7 @@ from .cache import Segment, SessionRows, SlotRow, live_ancestor, messages_from_r
 logger = logging.getLogger("slotmagic")
 
 Dialect = Literal["sqlite", "postgresql"]
+T = TypeVar("T")
 
 ROW_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo"
 MESSAGE_COLUMNS = "role, content, tokens, extra"
@@ -120,6 +121,10 @@ class RowsBase:
     def close(self) -> None:
         raise NotImplementedError
 
+    def _drop_lost(self) -> None:
+        """Let go of a connection known lost, and of the caches with it (a store whose
+        connection can be lost: PostgreSQL). A file's cannot be."""
+
     def _send(self, db: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         """Run ``sql`` once per row where nothing reads its result (a turn's rows); a store may
         send them later in the same transaction (PostgreSQL: with its COMMIT)."""
@@ -196,6 +201,10 @@ class RowsBase:
         """Make several store calls one transaction: if the block raises, none of them happened."""
         with self._write():
             yield
+
+    def retried(self, call: Callable[[], T]) -> T:
+        """See ``Store.retried``: a file's connection is not lost, so once."""
+        return call()
 
     @contextmanager
     def consistent(self) -> Iterator[None]:

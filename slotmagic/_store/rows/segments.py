@@ -56,6 +56,7 @@ class SegmentRows(RowsBase):
     # -- segments (History reads through these) --------------------------------------------
 
     def _segment(self, key: int, lo: int) -> Segment:
+        self._drop_lost()  # before the segment is taken: not after, to be filled outside the caches
         segment = self._segments.get(key)
         if segment is not None and key in self._unverified:
             # Another connection wrote to its session since it was read: kept only if its slot
