@@ -661,17 +661,21 @@ def test_a_new_file_another_process_is_making_is_waited_for(tmp_path: Path) -> N
     answers "locked" at once instead of waiting: opening failed with "stayed locked by another
     process for 10 s" after 0.00 s."""
     import threading
-    import time
 
     path = tmp_path / "new.sqlite3"
     path.touch()
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")  # as that process holds it while it writes page 1
-    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    committing = threading.Event()
+
+    def commit() -> None:
+        committing.set()
+        other.execute("COMMIT")
+
+    release = threading.Timer(0.5, commit)
     release.start()
-    started = time.monotonic()
     SQLiteStore(path).close()
-    assert time.monotonic() - started >= 0.4  # it waited for the other process
+    assert committing.is_set()  # it waited for the other process
     release.join()
     other.close()
     with sqlite3.connect(path) as db:
