@@ -26,9 +26,8 @@ import pytest
 
 import slotmagic
 from slotmagic import ConfigError, Message, Session, SQLiteStore, StoreError
-from slotmagic._store import files, opening, recovery
-from slotmagic._store.files import APPLICATION_ID
-from slotmagic._store.migrations import MIGRATIONS, migrate
+from slotmagic._store import opening, recovery
+from slotmagic._store.migrations import APPLICATION_ID, MIGRATIONS, migrate
 
 
 def digest(path: Path) -> str:
@@ -697,10 +696,10 @@ def test_a_file_read_while_another_process_makes_it_is_not_taken_for_someone_els
                 migrate(maker)  # the other process commits the whole store right now
             return cursor
 
-    reader = files.connect_readonly(str(path), 1.0, MadeMeanwhile)
+    reader = opening.connect_readonly(str(path), 1.0, MadeMeanwhile)
     try:
-        assert files.identify(reader, str(path)).empty  # as it was when the reading began
-        assert files.identify(reader, str(path)).version == len(MIGRATIONS)  # and now: slotmagic's
+        assert opening.identify(reader, str(path)).empty  # as it was when the reading began
+        assert opening.identify(reader, str(path)).version == len(MIGRATIONS)  # and now: slotmagic's
     finally:
         reader.close()
         maker.close()

@@ -59,8 +59,9 @@ PUBLIC: dict[str, set[str]] = {
         "cache_savings_of",
         "cost_of",
         "price_of",
+        "window_for",
     },
-    "slotmagic.tokens": {"Calibration", "TokenCounter", "image_tokens", "window_for"},
+    "slotmagic.tokens": {"Calibration", "TokenCounter", "image_tokens"},
     "slotmagic.tools": {"Tool", "ToolRegistry", "ToolResult", "default_registry", "tool"},
     "slotmagic.widgets": {
         "FanOutWidget",

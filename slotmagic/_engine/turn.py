@@ -22,6 +22,7 @@ from .._core.compaction import Compaction
 from .._core.context import DEFAULT_RECENT_TURNS
 from .._core.messages import Message
 from .._core.records import CellRef, TurnInfo, TurnRecord
+from .._core.request import ChatRequest
 from .._core.slots import Slot, SlotMode
 from .._core.usage import Usage
 from .._core.vision import no_images_reason
@@ -37,7 +38,7 @@ from .._errors import (
 from .._namespace import Namespace, has_reference
 from .._store.base import History, Store
 from ..providers import REGISTRY, ProviderSettings, cost_of
-from ..providers._base import ChatRequest, Provider
+from ..providers._base import Provider
 from ..providers._prices import cache_savings_of
 from ..providers._windows import model_window
 from ..tokens import Calibration
@@ -46,7 +47,7 @@ from .calibration import Calibrator
 from .compactor import Fold, Summarizer, plan_fold, summary_limit
 from .effects import Steps
 from .fit import RequestFit
-from .inputs import Params, Source, ViewInputs
+from .inputs import Counting, Params, Source, ViewInputs
 from .loop import ToolRounds, steps_of
 from .pending import PendingTurn, TurnOptions, counted, request_for
 from .pipeline import Prefix, make_view
@@ -57,7 +58,7 @@ from .reply import Reply
 from .storing import TurnWriter
 from .streams import AsyncTurnStream, TurnStream
 from .tool_results import to_shelve
-from .view import Counting, View
+from .view import View
 from .view_cache import ViewCache
 
 # The streams and a turn's options have modules of their own; importers know them by this one too.
@@ -87,7 +88,7 @@ class TurnEngine:
         self.system = system
         self.settings = settings
         self.usage = Usage()
-        self.context_windows: dict[str, int] = {}  # win over the model data (tokens/_windows.py)
+        self.context_windows: dict[str, int] = {}  # win over the model data (providers/_windows.py)
         self.compaction_model: str | None = None  # None: the turn's own model
         self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's
         self.max_tool_rounds = 8

@@ -28,10 +28,10 @@ from traitlets import Bool, CaselessStrEnum, CFloat, CInt, Dict, TraitError, Tra
 from traitlets.config import Config, Configurable
 
 from .._core.checks import check_text
+from .._core.secrets import masked_url
 from .._errors import ConfigError, SlotMagicError
 from .._store.urls import is_postgres_url, parse_postgres_url
 from ..providers import REGISTRY, parse_model
-from ..providers._endpoint import masked_url
 from ..providers._registry import SettingSpec
 from ..providers._settings import GENERAL_SETTINGS, GeneralSetting, Number, ProviderSettings
 

@@ -35,9 +35,10 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
+from .._core.secrets import masked_url
 from .._errors import ConfigError, MissingAPIKey, UnknownModel
 from ..tokens._counter import count_exactly
-from ._endpoint import Endpoint, checked_url, masked_url, ollama_base_url
+from ._endpoint import Endpoint, checked_url, ollama_base_url
 from ._windows import ECHO_WINDOW, FixedWindow, ServedWindow, WindowRule
 
 logger = logging.getLogger("slotmagic")

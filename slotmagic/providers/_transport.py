@@ -47,8 +47,8 @@ import httpx
 from httpx_sse import ServerSentEvent
 from httpx_sse._decoders import SSEDecoder  # fed by SSEReader, which bounds what it buffers
 
-from .._core.secrets import REDACT_WINDOW as REDACT_WINDOW  # re-exported: the old place
-from .._core.secrets import redact as redact
+from .._core.request import ChatRequest
+from .._core.secrets import redact
 from .._errors import (
     MalformedReply,
     ProviderConnectionError,
@@ -60,7 +60,7 @@ from .._errors import (
     StreamInterrupted,
 )
 from . import _pacing as pacing
-from ._base import ChatRequest, Completion, StreamEvent
+from ._base import Completion, StreamEvent
 from ._endpoint import Endpoint
 from ._registry import REGISTRY, Registry
 from ._retry import RetryPolicy, is_retryable, retry_after_seconds

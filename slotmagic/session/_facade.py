@@ -56,13 +56,12 @@ from ._checks import check_config, check_messages, check_model, optional_slot, t
 from ._compactions import Compactions
 from ._context import SessionContext
 from ._history import SessionHistory
-from ._moved import MovedNames
 from ._names import check_db_path, default_db_path, new_session_id
 from ._options import Options
 from ._workflows import Workflows
 
 
-class Session(MovedNames):
+class Session:
     """One conversation workspace: named slots (message histories) and a current slot.
 
     Grouped by concern: ``context`` (the working context), ``workflows``, ``history`` (undo,

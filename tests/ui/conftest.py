@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -47,19 +46,13 @@ def _need(condition: bool, what: str) -> None:
         pytest.skip(f"{what} is not installed: apt-get install chromium; pip install playwright")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Lab:
-    """A JupyterLab server serving ``root``, with its own settings and runtime folders."""
+    """A JupyterLab server serving ``root``, with its own settings and runtime folders, on a
+    port the system gives it (read back from the server's runtime file): labs started at once
+    by parallel test workers never meet."""
 
     def __init__(self, root: Path, home: Path) -> None:
         self.root = root
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         settings = home / "settings"
         news = settings / "@jupyterlab" / "apputils-extension"
         news.mkdir(parents=True)
@@ -95,7 +88,8 @@ class Lab:
                 "--no-browser",
                 "--IdentityProvider.token=",
                 "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={self.port}",
+                "--ServerApp.port=0",
+                "--ServerApp.port_retries=0",
                 f"--ServerApp.root_dir={root}",
                 "--ServerApp.open_browser=False",
             ],
@@ -104,6 +98,20 @@ class Lab:
             stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 90
+        runtime = home / "runtime" / f"jpserver-{self.process.pid}.json"
+        while not runtime.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab did not start; see {self.log.name}")
+            time.sleep(0.1)
+        while True:  # written as the server starts listening: its port, then its answer
+            try:
+                self.port = int(json.loads(runtime.read_text())["port"])
+                break
+            except (ValueError, KeyError):  # being written
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"JupyterLab wrote no port to {runtime}") from None
+                time.sleep(0.1)
+        self.url = f"http://127.0.0.1:{self.port}"
         while True:
             try:
                 with urllib.request.urlopen(f"{self.url}/api/status", timeout=2):
