@@ -19,7 +19,7 @@ from IPython.display import DisplayHandle, display
 from .._columns import column_data, columns_html, columns_text
 from .._engine.fanout import FanOut, FanOutEvent, FanOutResult
 from .._markdown import reply_html
-from ..session import Session
+from ..session import FanOutArgs, Session
 from .options import SlotMagicOptions
 
 __all__ = ["ColumnsView", "run_fan_out"]
@@ -140,6 +140,19 @@ def _names(text: str | None) -> list[str] | None:
     return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
 
 
+def turn_args(args: argparse.Namespace, cell_id: str | None) -> FanOutArgs:
+    """The options a ``%%turn`` line sets that one turn and a fan-out both take."""
+    return {
+        "cell_id": cell_id,
+        "rerun": args.rerun,
+        "model": args.model,
+        "system": args.system,
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "tools": () if args.no_tools else _names(args.tools),
+    }
+
+
 def run_fan_out(
     session: Session, options: SlotMagicOptions, args: argparse.Namespace, cell: str, cell_id: str | None
 ) -> FanOutResult:
@@ -147,16 +160,7 @@ def run_fan_out(
     if args.slot is not None:
         raise UsageError("%%turn: --slot runs one slot and --slots several; use --slots alone (e.g. --slots a,b)")
     fanout = session.plan_fan_out(
-        cell.strip("\n"),
-        slots=_names(args.slots),
-        models=_names(args.models),
-        cell_id=cell_id,
-        rerun=args.rerun,
-        model=args.model,
-        system=args.system,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        tools=() if args.no_tools else _names(args.tools),
+        cell.strip("\n"), slots=_names(args.slots), models=_names(args.models), **turn_args(args, cell_id)
     )
     live = options.stream if args.stream is None else args.stream
     view = ColumnsView(

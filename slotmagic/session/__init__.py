@@ -12,15 +12,18 @@ from ._facade import Session
 from ._history import SessionHistory
 from ._names import DEFAULT_DB_PATH, check_db_path, default_db_path, new_session_id
 from ._options import Options
+from ._turn_args import FanOutArgs, TurnArgs
 from ._workflows import Workflows
 
 __all__ = [
     "DEFAULT_DB_PATH",
     "Compactions",
+    "FanOutArgs",
     "Options",
     "Session",
     "SessionContext",
     "SessionHistory",
+    "TurnArgs",
     "Workflows",
     "check_db_path",
     "default_db_path",
