@@ -162,20 +162,32 @@ def test_cancelling_the_async_form_stores_nothing(wire: WireServer, patient_sess
     assert snapshot(patient_session) == before
 
 
-def test_a_429_paces_only_its_own_provider(wire: WireServer, session: Session) -> None:
+def test_a_429_paces_only_its_own_provider(wire: WireServer, session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two slots x (openai, anthropic), two places: openai's first request gets a 429 asking
-    for 2 s. The anthropic columns go on meanwhile (both are answered before openai is asked
-    again); the other openai column waits out the same 2 s instead of earning a 429 of its own."""
+    for 2 s. The anthropic columns go on meanwhile (both are asked before openai is asked
+    again); the other openai column waits out the same 2 s instead of earning a 429 of its own.
+    The anthropic replies are held until the fan-out has taken in the 429, so that the other
+    openai column cannot be asked before it."""
+    from slotmagic.providers import _pacing
+
+    backed_off = threading.Event()
+    original = _pacing.Pacer.backoff
+
+    async def backoff(self: _pacing.Pacer, provider: str, seconds: float) -> None:
+        backed_off.set()  # the wait is now known to every column of that provider
+        await original(self, provider, seconds)
+
+    monkeypatch.setattr(_pacing.Pacer, "backoff", backoff)
     limited = json_response(429, {"error": {"message": "slow down", "type": "rate_limit"}}, {"retry-after": "2"})
     wire.route("gpt-4o-mini", limited, *[sse_response(oa_text_stream("openai says"))] * 2)
-    wire.route("claude-sonnet-4-5", *[sse_response(an_text_stream("anthropic says"))] * 2)
+    anthropic_reply = [Until(backed_off.is_set, timeout=10.0), *sse_response(an_text_stream("anthropic says"))]
+    wire.route("claude-sonnet-4-5", anthropic_reply, anthropic_reply)
     session.options.max_concurrency = 2
     result = session.fan_out("Go", slots="alpha,beta", models="openai:gpt-4o-mini,anthropic:claude-sonnet-4-5")
     assert set(result.replies) == {
         "alpha.gpt-4o-mini", "alpha.claude-sonnet-4-5", "beta.gpt-4o-mini", "beta.claude-sonnet-4-5",
     }  # fmt: skip
     order = ["openai" if r.path.endswith("/chat/completions") else "anthropic" for r in wire.requests]
-    assert order[0] == "openai" or order[1] == "openai"  # the 429 came while anthropic was asked too
     assert order.count("openai") == 3 and order[-2:] == ["openai", "openai"]  # not stalled by openai's wait
     openai = [r.at for r in wire.requests if r.path.endswith("/chat/completions")]
     assert all(at - openai[0] >= 1.9 for at in openai[1:])  # the other column waited out the same 2 s
