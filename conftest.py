@@ -28,6 +28,17 @@ os.environ["SLOTMAGIC_DB"] = str(Path(_run_dir) / "notebooks.sqlite3")
 os.environ.setdefault("SLOTMAGIC_STREAM_THROTTLE", "5")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (addopts): two workers a core. The suite waits more than it computes (kernels,
+    servers and browsers starting, replies held for an event), so while one test waits another
+    has the core; PYTEST_XDIST_AUTO_NUM_WORKERS, when set, decides instead."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return 2 * cores
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_run_dir, ignore_errors=True)  # the notebooks' store of this run
 

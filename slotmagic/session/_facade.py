@@ -22,7 +22,6 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._attach import attach_all
 from .._core.checks import check_flag, check_json_mapping, check_optional_text, check_text, check_whole
 from .._core.definition import describe_difference
 from .._core.messages import Message
@@ -42,7 +41,7 @@ from .._engine.budgeting import SlotBudget, cache_totals
 from .._engine.cells import CellBook
 from .._engine.fanout import FanOut, FanOutResult, plan_fan_out
 from .._engine.reply import Reply
-from .._engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
+from .._engine.turn import AsyncTurnStream, TurnEngine, TurnStream, counted
 from .._engine.view import View
 from .._engine.warm import warm_up
 from .._errors import ConfigError, SlotConflict, SlotNotEmpty, StoreError
@@ -444,7 +443,7 @@ class Session:
         and runs there (see :mod:`slotmagic._engine.plan`). Without ``cell_id`` turns append.
         """
         return TurnStream(
-            self._engine, *self._engine.start(text, _turn_options(options, self.options.namespace_threshold))
+            self._engine, *self._engine.start(text, turn_options(options, self.options.namespace_threshold))
         )
 
     async def asubmit_turn(self, text: str, **options: Unpack[TurnArgs]) -> Reply:
@@ -456,7 +455,7 @@ class Session:
 
     def astream_turn(self, text: str, **options: Unpack[TurnArgs]) -> AsyncTurnStream:
         return AsyncTurnStream(
-            self._engine, *self._engine.start(text, _turn_options(options, self.options.namespace_threshold))
+            self._engine, *self._engine.start(text, turn_options(options, self.options.namespace_threshold))
         )
 
     def fan_out(
@@ -493,12 +492,3 @@ def _same_definition(existing: Slot, config: SlotConfig) -> Slot:
     if difference is not None:
         raise SlotConflict(existing.id, difference)
     return existing
-
-
-def _turn_options(options: Mapping[str, Any], threshold: int) -> TurnOptions:
-    """The options checked; ``attachments`` (objects, or a dict of label -> object) made
-    into what the model reads (see :mod:`slotmagic._attach`)."""
-    if "attachments" in options:
-        made = attach_all(options["attachments"], threshold=threshold)
-        options = {**options, "attachments": made}
-    return turn_options(options)
