@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -60,6 +62,9 @@ class Lab:
         (news / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
+        # Its kernels on Unix sockets beside their connection files (as conftest.py has the
+        # tests' own kernels): a socket path must stay short, so the runtime folder is.
+        self.runtime = Path(tempfile.mkdtemp(prefix="slotmagic-lab-"))
         # The extension built in this checkout, found first on the data path.
         data = home / "jupyter-data"
         (data / "labextensions").mkdir(parents=True)
@@ -73,7 +78,7 @@ class Lab:
             "JUPYTER_PATH": os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH"), base])),
             "JUPYTERLAB_SETTINGS_DIR": str(settings),
             "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+            "JUPYTER_RUNTIME_DIR": str(self.runtime),
         }
         # As for a user: the store beside the notebook, replies streamed at the default rate.
         for name in ("SLOTMAGIC_DB", "SLOTMAGIC_STREAM_THROTTLE"):
@@ -90,6 +95,7 @@ class Lab:
                 "--ServerApp.ip=127.0.0.1",
                 "--ServerApp.port=0",
                 "--ServerApp.port_retries=0",
+                "--KernelManager.transport=ipc",
                 f"--ServerApp.root_dir={root}",
                 "--ServerApp.open_browser=False",
             ],
@@ -98,7 +104,7 @@ class Lab:
             stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 90
-        runtime = home / "runtime" / f"jpserver-{self.process.pid}.json"
+        runtime = self.runtime / f"jpserver-{self.process.pid}.json"
         while not runtime.exists():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"JupyterLab did not start; see {self.log.name}")
@@ -129,6 +135,7 @@ class Lab:
             self.process.kill()
             self.process.wait()
         self.log.close()
+        shutil.rmtree(self.runtime, ignore_errors=True)
 
 
 @pytest.fixture
