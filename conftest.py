@@ -28,6 +28,45 @@ os.environ["SLOTMAGIC_DB"] = str(Path(_run_dir) / "notebooks.sqlite3")
 os.environ.setdefault("SLOTMAGIC_STREAM_THROTTLE", "5")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (addopts): two workers a core. The suite waits more than it computes (kernels,
+    servers and browsers starting, replies held for an event), so while one test waits another
+    has the core; PYTEST_XDIST_AUTO_NUM_WORKERS, when set, decides instead."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return 2 * cores
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.name == "posix":
+        kernels_over_unix_sockets(_run_dir)
+
+
+def kernels_over_unix_sockets(folder: str) -> None:
+    """The kernels this process starts (nbval's, nbclient's, jupyter_client's) talk over Unix
+    sockets in ``folder``, never TCP. jupyter_client picks a kernel's TCP ports by binding port
+    0 and letting go, and the kernel binds them after: another process starting a kernel
+    meanwhile can take one, and the kernel dies with "Address already in use" (parallel
+    workers make that likely). Each kernel manager gets socket paths of its own."""
+    from jupyter_client.connect import ConnectionFileMixin
+
+    def own_paths(manager: object) -> str:
+        return os.path.join(folder, f"kernel-{secrets.token_hex(4)}")
+
+    ConnectionFileMixin.class_traits()["transport"].default_value = "ipc"
+    # traitlets keeps each class's default makers, copied from its bases when it is made
+    classes: list[type] = [ConnectionFileMixin]
+    while classes:
+        cls = classes.pop()
+        for generators in ("_trait_default_generators", "_all_trait_default_generators"):
+            made = cls.__dict__.get(generators)
+            if made is not None and "ip" in made:
+                made["ip"] = own_paths
+        classes += cls.__subclasses__()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_run_dir, ignore_errors=True)  # the notebooks' store of this run
 

@@ -2,7 +2,10 @@
 
 Every message is one line that says what was wrong and how to fix it, so the IPython layer
 can show it as is (a ``UsageError``, no traceback). Anything that is *not* a
-``SlotMagicError`` is a bug and keeps its traceback.
+``SlotMagicError`` is a bug and keeps its traceback. Every class below is importable from
+``slotmagic`` (``from slotmagic import OverBudget``) except the four marked with where they
+live: ``RankFileError`` is ``slotmagic.tokens``'; the magics and widgets catch their own and
+show them (``tests/test_public_api.py`` holds this tree to the classes there are).
 
     SlotMagicError
     ├── SlotError
@@ -15,11 +18,15 @@ can show it as is (a ``UsageError``, no traceback). Anything that is *not* a
     │   ├── SlotMoved             (a turn's slot changed while its reply was written)
     │   └── InvalidSlotId          (also a ValueError)
     ├── ConfigError                (also a ValueError)
+    │   └── ReferenceFailed        [_magics] a {reference} or --attach name a cell cannot fill in
     ├── StoreError
     │   └── DamagedRecord          (a stored workflow or working context this version cannot read)
     ├── TurnNotStored              (its slot was renamed or deleted meanwhile; the reply is kept)
     ├── OverBudget                 (a request that cannot fit its budget, refused before sending)
     │   └── CompactionNeeded       (auto_compact is "ask": the compaction waits for a review)
+    ├── RankFileError              [slotmagic.tokens] a shipped rank file is missing or altered
+    ├── NotLoaded                  [widgets] a widget's kernel has no %load_ext slotmagic
+    ├── SlotGone                   [widgets] the slot a widget shows was deleted or renamed
     └── ProviderError              (the slot is always left unchanged)
         ├── UnknownModel
         ├── MissingAPIKey
@@ -28,6 +35,7 @@ can show it as is (a ``UsageError``, no traceback). Anything that is *not* a
         ├── ProviderHTTPError        the API answered with an error status or error event
         │   └── RateLimited          HTTP 429, still after the retries
         ├── StreamInterrupted        the reply stopped before its final event
+        ├── RequestRefused           a request that would break the API's rules, never sent
         ├── MalformedReply           the reply held something that is not the API's format
         └── ReplyTooLarge            the reply passed max_reply_bytes before it was complete
 

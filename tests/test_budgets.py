@@ -179,8 +179,8 @@ def test_exact_counts_are_stored_once_per_encoding(db_path: Path, monkeypatch: p
 
 
 def test_calibration_is_kept_across_restarts(db_path: Path) -> None:
+    from slotmagic._core.request import ChatRequest
     from slotmagic._core.usage import Usage
-    from slotmagic.providers._base import ChatRequest
 
     with Session.open("cal", db_path=db_path) as session:
         request = ChatRequest("claude", (Message.user("x" * 4000).with_tokens(1004),))

@@ -26,9 +26,8 @@ import pytest
 
 import slotmagic
 from slotmagic import ConfigError, Message, Session, SQLiteStore, StoreError
-from slotmagic._store import files, opening, recovery
-from slotmagic._store.files import APPLICATION_ID
-from slotmagic._store.migrations import MIGRATIONS, migrate
+from slotmagic._store import opening, recovery
+from slotmagic._store.migrations import APPLICATION_ID, MIGRATIONS, migrate
 
 
 def digest(path: Path) -> str:
@@ -661,17 +660,21 @@ def test_a_new_file_another_process_is_making_is_waited_for(tmp_path: Path) -> N
     answers "locked" at once instead of waiting: opening failed with "stayed locked by another
     process for 10 s" after 0.00 s."""
     import threading
-    import time
 
     path = tmp_path / "new.sqlite3"
     path.touch()
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")  # as that process holds it while it writes page 1
-    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    committing = threading.Event()
+
+    def commit() -> None:
+        committing.set()
+        other.execute("COMMIT")
+
+    release = threading.Timer(0.5, commit)
     release.start()
-    started = time.monotonic()
     SQLiteStore(path).close()
-    assert time.monotonic() - started >= 0.4  # it waited for the other process
+    assert committing.is_set()  # it waited for the other process
     release.join()
     other.close()
     with sqlite3.connect(path) as db:
@@ -693,10 +696,10 @@ def test_a_file_read_while_another_process_makes_it_is_not_taken_for_someone_els
                 migrate(maker)  # the other process commits the whole store right now
             return cursor
 
-    reader = files.connect_readonly(str(path), 1.0, MadeMeanwhile)
+    reader = opening.connect_readonly(str(path), 1.0, MadeMeanwhile)
     try:
-        assert files.identify(reader, str(path)).empty  # as it was when the reading began
-        assert files.identify(reader, str(path)).version == len(MIGRATIONS)  # and now: slotmagic's
+        assert opening.identify(reader, str(path)).empty  # as it was when the reading began
+        assert opening.identify(reader, str(path)).version == len(MIGRATIONS)  # and now: slotmagic's
     finally:
         reader.close()
         maker.close()

@@ -21,10 +21,11 @@ import pytest
 
 from slotmagic import FocusedConfig, Message, Session
 from slotmagic._core.budget import ContextBudget
+from slotmagic._core.request import ChatRequest
 from slotmagic._engine.compactor import Fold, Summarizer
-from slotmagic._engine.view import Counting
+from slotmagic._engine.inputs import Counting
 from slotmagic._namespace import Namespace
-from slotmagic.providers._base import ChatRequest, StreamEvent, TextDelta
+from slotmagic.providers._base import StreamEvent, TextDelta
 from slotmagic.tokens import TokenCounter
 
 

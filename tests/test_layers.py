@@ -55,12 +55,6 @@ LAYERS: dict[str, int] = {
     "slotmagic": 6,
 }
 
-# Old import paths kept working by forwarding to where the code moved (importer, imported).
-FORWARDS = {
-    ("slotmagic.tokens", "slotmagic.providers._windows"),
-    ("slotmagic.tokens._windows", "slotmagic.providers._windows"),
-}
-
 
 @dataclass(frozen=True)
 class Edge:
@@ -124,16 +118,23 @@ def test_no_module_imports_from_a_layer_above_its_own() -> None:
     upward = [
         f"{e.importer}:{e.line} (layer {layer(e.importer)}) imports {e.imported} (layer {layer(e.imported)})"
         for e in edges(known)
-        if (layer(e.imported) or 0) > (layer(e.importer) or 0) and (e.importer, e.imported) not in FORWARDS
+        if (layer(e.imported) or 0) > (layer(e.importer) or 0)
     ]
     assert upward == []
 
 
-def test_the_forwards_are_still_needed_and_only_forward() -> None:
-    found = {(e.importer, e.imported) for e in edges(modules())}
-    assert found >= FORWARDS
-    shim = (PACKAGE / "tokens" / "_windows.py").read_text()
-    assert "def " not in shim and "class " not in shim
+def test_a_name_is_imported_from_where_it_lives() -> None:
+    """No module forwards a name for an old import path: ``from .x import N as N`` (the explicit
+    re-export) is nowhere; a public package names what it exports in ``__all__`` instead."""
+    forwards = [
+        f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {alias.name}"
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+        if alias.asname is not None and alias.asname == alias.name.rpartition(".")[2]
+    ]
+    assert forwards == []
 
 
 def test_no_import_cycles_at_import_time() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slotmagic import Session, StoreError
-from slotmagic._store import files
+from slotmagic._store import opening
 
 # Another process tries, without waiting, what a lock held here must stop.
 OTHER = """
@@ -48,7 +48,7 @@ def test_opening_a_store_keeps_the_write_lock_another_connection_of_the_process_
         writer.execute("UPDATE sessions SET created_at = created_at")
         # In WAL mode leaving WAL needs the file's exclusive lock: refused while this process writes.
         assert other_process(store, "PRAGMA journal_mode = DELETE") == "database is locked"
-        files.check_header(str(store))  # what opening a second session on the file does first
+        opening.check_header(str(store))  # what opening a second session on the file does first
         assert other_process(store, "PRAGMA journal_mode = DELETE") == "database is locked"
         writer.execute("COMMIT")
     finally:

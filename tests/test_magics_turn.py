@@ -12,7 +12,8 @@ from IPython.core.displaypub import DisplayPublisher
 from IPython.core.error import UsageError
 
 from slotmagic import Session
-from slotmagic.providers._base import ChatRequest, StreamEvent, TextDelta
+from slotmagic._core.request import ChatRequest
+from slotmagic.providers._base import StreamEvent, TextDelta
 
 
 def magic(ip: Any) -> Any:

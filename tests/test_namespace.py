@@ -115,19 +115,19 @@ def test_gc_in_another_process_throughout_tool_turns_never_takes_their_results(
 ) -> None:
     """A large result is in the store from when its tool returns, but nothing refers to it
     until its turn is stored: gc in another kernel took it meanwhile, and the stored reference
-    pointed at nothing. Here gc runs in a second process throughout, while each turn waits for
-    the model's second reply long enough for several gc passes; every result is readable after."""
+    pointed at nothing. Here gc runs in a second process throughout, and the model's second reply
+    is held until that process has made three more passes; every result is readable after."""
     import subprocess
     import sys
     import time
 
     from slotmagic.providers import ProviderSettings
-    from tests.providers.wire_server import Pause, WireServer, oa_text_stream, oa_tool_stream, sse_response
+    from tests.providers.wire_server import Until, WireServer, oa_text_stream, oa_tool_stream, sse_response
 
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     wire = WireServer()
-    settings = ProviderSettings(openai_api_key="sk-test", openai_base_url=wire.url + "/v1", read_timeout=10.0)
+    settings = ProviderSettings(openai_api_key="sk-test", openai_base_url=wire.url + "/v1", read_timeout=120.0)
     session = Session.open("race", db_path=db_path, settings=settings, model="openai:gpt-4o-mini")
     results = {n: f"result {n}: " + "".join(f"row {i} of turn {n}\n" for i in range(400)) for n in range(3)}
 
@@ -137,6 +137,14 @@ def test_gc_in_another_process_throughout_tool_turns_never_takes_their_results(
 
     session.tools.add(fetch)
     status, stop = tmp_path / "passes", tmp_path / "stop"
+
+    def passes() -> int:
+        """The gc process's passes so far (it rewrites the file after each)."""
+        try:
+            return int(status.read_text() or 0)
+        except (FileNotFoundError, ValueError):
+            return 0
+
     session.submit_turn("warm up", model="echo")  # the session exists before gc looks for it
     gc = subprocess.Popen([sys.executable, "-c", GC_LOOP, str(db_path), str(status), str(stop)])
     try:
@@ -144,13 +152,16 @@ def test_gc_in_another_process_throughout_tool_turns_never_takes_their_results(
             assert gc.poll() is None, "the gc process ended"
             time.sleep(0.05)
         for n in results:
+            before = passes()
             wire.script(
                 sse_response(oa_tool_stream([(f"c{n}", "fetch", [json.dumps({"turn": n})])])),
-                [Pause(1.0), *sse_response(oa_text_stream(f"Read turn {n}."))],  # gc runs meanwhile
+                [
+                    Until(lambda before=before: passes() >= before + 3 or gc.poll() is not None),
+                    *sse_response(oa_text_stream(f"Read turn {n}.")),
+                ],
             )
-            before = int(status.read_text() or 0)
             session.submit_turn(f"Fetch {n}.")
-            assert int(status.read_text() or 0) - before >= 3, "gc did not run during the turn"
+            assert passes() - before >= 3, "gc did not run during the turn"
             with Session.open("race", db_path=db_path) as other:  # another kernel: nothing cached
                 at = other.history.turns()[-1].start + 2
                 assert other.messages(expand=True)[at].content == results[n]

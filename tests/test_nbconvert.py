@@ -78,8 +78,11 @@ def test_nbconvert_execute_shows_each_widget_as_its_static_form(name: str, tmp_p
     copy_committed(NOTEBOOKS / f"{name}.ipynb", tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("SLOTMAGIC_DB", "JPY_SESSION_NAME")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute", f"{name}.ipynb"]
     done = subprocess.run(
-        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute", f"{name}.ipynb"],
+        # the kernel on Unix sockets in tmp_path, not on TCP ports another process may take
+        # between their choice and the kernel's bind (see conftest.kernels_over_unix_sockets)
+        [*command, "--KernelManager.transport=ipc"],
         cwd=tmp_path,
         env=env,
         capture_output=True,

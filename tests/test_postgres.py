@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -23,10 +24,14 @@ from slotmagic._store.postgres_schema import CACHED_SQL, MIGRATIONS, VERSION_SET
 from slotmagic._store.urls import parse_postgres_url, shown_target
 
 SECRET = "Planted-Secret-pw-4711"
+SERVER = urlsplit(POSTGRES)  # $SLOTMAGIC_TEST_POSTGRES: its host, port and database, whatever they are
+SHOWN_SERVER = shown_target(POSTGRES).partition("?")[0]  # as slotmagic prints it, the user masked
 
 
 def with_password(url: str) -> str:
-    return url.replace("postgresql://postgres@", f"postgresql://postgres:{SECRET}@")
+    found = url.replace(f"//{SERVER.username or ''}@", f"//{SERVER.username or ''}:{SECRET}@", 1)
+    assert SECRET in found, f"no user to give a password to in {url}"
+    return found
 
 
 def schema_of(url: str) -> str:
@@ -102,9 +107,10 @@ def test_a_newer_schema_is_refused(postgres_url: str) -> None:
 
 OPEN_AT_ONCE = """
 import sys, time
+from pathlib import Path
 from slotmagic import Session
-start = float(sys.argv[2])
-while time.time() < start:
+Path(sys.argv[2], sys.argv[3]).touch()  # imported and ready
+while not Path(sys.argv[2], "go").exists():
     time.sleep(0.001)
 with Session.open("race", db_path=sys.argv[1]) as session:
     session.submit_turn(sys.argv[3])
@@ -113,16 +119,22 @@ print("ok")
 
 
 @pytest.mark.slow
-def test_kernels_starting_at_once_migrate_once(postgres_url: str) -> None:
+def test_kernels_starting_at_once_migrate_once(postgres_url: str, tmp_path: Path) -> None:
+    """Six processes open a new schema at once: each waits, imported, until all six are ready."""
     import time
 
-    start = str(time.time() + 2.0)
+    names = [f"k{n}" for n in range(6)]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", OPEN_AT_ONCE, postgres_url, start, f"k{n}"], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", OPEN_AT_ONCE, postgres_url, str(tmp_path), name], stdout=subprocess.PIPE, text=True
         )
-        for n in range(6)
+        for name in names
     ]
+    deadline = time.monotonic() + 120
+    while not all((tmp_path / name).exists() for name in names):
+        assert time.monotonic() < deadline and all(proc.poll() is None for proc in procs), "a process did not start"
+        time.sleep(0.01)
+    (tmp_path / "go").touch()
     for proc in procs:
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0 and out.strip() == "ok"
@@ -178,17 +190,19 @@ def test_credentials_are_shown_nowhere(
         with pytest.raises(Exception) as caught:
             session.switch_slot("nope")
         seen.append(str(caught.value))
-    for broken in (url.replace("127.0.0.1:5432", "127.0.0.1:1"), url.replace("/test?", "/no_such_db?")):
+    no_server = url.replace(f"@{SERVER.netloc.rpartition('@')[2]}", f"@{SERVER.hostname}:1", 1)
+    assert no_server != url
+    for broken in (no_server, url.replace(f"{SERVER.path}?", "/no_such_db?", 1)):
         with pytest.raises(StoreError) as refused:
             Session.open("s", db_path=broken)
         seen.append(str(refused.value))
-        assert "postgresql://***@127.0.0.1" in str(refused.value) and "\n" not in str(refused.value)
+        assert f"postgresql://***@{SERVER.hostname}" in str(refused.value) and "\n" not in str(refused.value)
     seen += [r.getMessage() for r in caplog.records]
     with psycopg.connect(POSTGRES) as db:
         for table in ("sessions", "slots", "messages", "turns", "meta"):
             rows = db.execute(f"SELECT t::text FROM {schema_of(url)}.{table} t").fetchall()
             seen += [r[0] for r in rows]
-    assert "session " in seen[0] and "postgresql://***@127.0.0.1:5432/test" in seen[0]
+    assert "session " in seen[0] and SHOWN_SERVER in seen[0]
     assert not [text for text in seen if SECRET in text]
     assert shown_target(f"postgresql://u@h/db?password={SECRET}") == "postgresql://***@h/db?password=***"
 
@@ -367,14 +381,14 @@ def test_config_shows_no_credentials_and_refuses_a_typed_password(
     ip.run_cell(f"%config SlotMagic.db_path = {postgres_url!r}")
     ip.run_cell("%config SlotMagic")
     shown = capsys.readouterr().out
-    assert "db_path" in shown and "postgresql://***@127.0.0.1:5432/test" in shown
+    assert "db_path" in shown and SHOWN_SERVER in shown
     monkeypatch.setenv("SLOTMAGIC_DB", with_password(postgres_url))  # from outside the notebook: used
     ip.config.SlotMagic.pop("db_path")
     ip.run_cell("%reload_ext slotmagic")
     ip.run_cell("%config SlotMagic")
     ip.run_cell("%slot session")
     shown = capsys.readouterr()
-    assert SECRET not in shown.out + shown.err and "postgresql://***@127.0.0.1:5432/test" in shown.out
+    assert SECRET not in shown.out + shown.err and SHOWN_SERVER in shown.out
 
 
 def test_subscribers_hear_other_connections_and_a_listener_that_lost_its_connection(postgres_url: str) -> None:

@@ -26,6 +26,60 @@ def test_errors_form_one_hierarchy() -> None:
             assert issubclass(obj, slotmagic.SlotMagicError), name
 
 
+def every_error() -> dict[str, type[Exception]]:
+    """Every SlotMagicError class slotmagic defines, by name (all its modules imported first)."""
+    for name in module_names():
+        importlib.import_module(name)
+    found: dict[str, type[Exception]] = {}
+    pending: list[type[Exception]] = [slotmagic.SlotMagicError]
+    while pending:
+        cls = pending.pop()
+        if not cls.__name__.startswith("_"):
+            found[cls.__name__] = cls
+        pending += cls.__subclasses__()
+    return found
+
+
+def drawn_tree() -> dict[str, str | None]:
+    """The tree in slotmagic/_errors.py's docstring: each class's parent as drawn."""
+    from slotmagic import _errors
+
+    assert _errors.__doc__ is not None
+    parents: dict[str, str | None] = {}
+    path: list[str] = []
+    for line in _errors.__doc__.splitlines():
+        drawn = re.match(r"^    ((?:[│ ]   )*)(?:[├└]── )?([A-Z]\w+)(?:\s|$)", line)
+        if drawn is None or not (line.startswith("    SlotMagicError") or "── " in line):
+            continue
+        depth = len(drawn.group(1)) // 4 + (1 if "── " in line else 0)
+        assert depth <= len(path), f"drawn deeper than its parent: {line.strip()}"
+        del path[depth:]
+        parents[drawn.group(2)] = path[-1] if path else None
+        path.append(drawn.group(2))
+    return parents
+
+
+def test_the_docstring_draws_every_error_under_its_parent() -> None:
+    errors, drawn = every_error(), drawn_tree()
+    assert set(drawn) == set(errors)
+    for name, cls in errors.items():
+        parent = next((b.__name__ for b in cls.__bases__ if issubclass(b, slotmagic.SlotMagicError)), None)
+        assert drawn[name] == parent, (name, drawn[name], parent)
+
+
+def test_every_error_a_user_can_catch_is_exported() -> None:
+    """Each error of slotmagic._errors from ``slotmagic``; RankFileError from slotmagic.tokens;
+    the magics' and the widgets' own are caught and shown where they are raised."""
+    import slotmagic.tokens
+
+    caught_inside = {"ReferenceFailed", "NotLoaded", "SlotGone"}
+    for name, cls in every_error().items():
+        if name in caught_inside:
+            continue
+        exported_by = slotmagic.tokens if cls.__module__.startswith("slotmagic.tokens") else slotmagic
+        assert name in exported_by.__all__ and getattr(exported_by, name) is cls, name
+
+
 def test_importing_the_package_stays_light() -> None:
     code = "import sys, slotmagic; print(sorted(m for m in ('IPython', 'ipywidgets', 'httpx') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -35,7 +89,19 @@ def test_importing_the_package_stays_light() -> None:
 # The public modules and the names each promises: a name may be added here, never taken away.
 # Every other module is private by name (a leading underscore on it or on a package above it).
 PUBLIC: dict[str, set[str]] = {
-    "slotmagic": {"Session", "SQLiteStore", "Message", "ContextBudget", "current_session", "recover", "tool"},
+    "slotmagic": {
+        "Session",
+        "SQLiteStore",
+        "Message",
+        "ContextBudget",
+        "current_session",
+        "recover",
+        "tool",
+        "CompactionNeeded",
+        "DamagedRecord",
+        "OverBudget",
+        "ReplyTooLarge",
+    },
     "slotmagic.session": {
         "Compactions",
         "Options",
@@ -60,8 +126,9 @@ PUBLIC: dict[str, set[str]] = {
         "cache_savings_of",
         "cost_of",
         "price_of",
+        "window_for",
     },
-    "slotmagic.tokens": {"Calibration", "TokenCounter", "image_tokens", "window_for"},
+    "slotmagic.tokens": {"Calibration", "TokenCounter", "image_tokens"},
     "slotmagic.tools": {"Tool", "ToolRegistry", "ToolResult", "default_registry", "tool"},
     "slotmagic.widgets": {
         "FanOutWidget",

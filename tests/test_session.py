@@ -611,40 +611,6 @@ def test_opening_a_session_of_many_slots_reads_none_of_them_until_asked(tmp_path
     store.close()
 
 
-# -- the old spellings -------------------------------------------------------------------------
-
-
-def test_every_old_name_forwards_to_its_new_place_with_a_warning_naming_it(session: Session) -> None:
-    from slotmagic.session import MOVED
-
-    for old, new in MOVED.items():
-        with pytest.warns(DeprecationWarning, match=rf"^Session\.{old} has moved: use session\.{new}$"):
-            found = getattr(session, old)
-        group, _, name = new.partition(".")
-        assert found == getattr(getattr(session, group), name), old
-    assert "add_goal" not in dir(session) and "context" in dir(session)  # completion offers the new names
-    with pytest.raises(AttributeError, match="'Session' object has no attribute 'add_goals'"):
-        session.add_goals  # noqa: B018
-
-
-def test_old_names_still_work_settings_and_workflow_included(session: Session) -> None:
-    with pytest.warns(DeprecationWarning, match=r"use session\.context\.add_goal$"):
-        goal = session.add_goal("Get the deposit back")
-    assert session.context().goal(goal.id) == goal
-    with pytest.warns(DeprecationWarning, match=r"use session\.options\.max_tool_rounds$"):
-        session.max_tool_rounds = 3
-    assert session.options.max_tool_rounds == 3 and "max_tool_rounds" not in vars(session)
-    with pytest.warns(DeprecationWarning, match=r"use session\.context\.turns$"):
-        session.working_context_turns = None
-    assert session.context.turns is None
-    with pytest.warns(DeprecationWarning, match=r"session\.workflows\.define\(name, edges\)"):
-        made = session.workflow("claim", "draft -> file")
-    with pytest.warns(DeprecationWarning, match=r"use session\.workflows\.get\(name\)"):
-        assert session.workflow() == made == session.workflows.get("claim")
-    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match="must be a whole number"):
-        session.max_concurrency = 0
-
-
 def test_the_session_keeps_the_verbs_and_the_groups_the_rest() -> None:
     public = {n for n in vars(Session) if not n.startswith("_")}
     assert public >= {"submit_turn", "stream_turn", "fan_out", "create_slot", "derive_slot", "switch_slot", "append"}

@@ -331,43 +331,55 @@ def test_a_result_as_the_tool_message(registry: ToolRegistry) -> None:
 
 
 def test_a_sync_tool_runs_off_the_event_loop(registry: ToolRegistry) -> None:
+    """The tool blocks until the loop has run a task: on the loop's own thread it never would."""
     seen: list[int] = []
+    looped = threading.Event()
 
     @tool(registry=registry)
-    def block(seconds: float) -> str:
-        """Block a thread."""
+    def block() -> str:
+        """Block a thread until the event loop has run."""
         seen.append(threading.get_ident())
-        time.sleep(seconds)
-        return "done"
+        return "done" if looped.wait(10) else "the loop stood still"
 
-    async def main() -> tuple[ToolResult, int]:
-        ticks = 0
-
+    async def main() -> ToolResult:
         async def tick() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.01)
-                ticks += 1
+            await asyncio.sleep(0)
+            looped.set()
 
         ticker = asyncio.create_task(tick())
-        result = await registry.run(call("block", '{"seconds": 0.3}'))
-        ticker.cancel()
-        return result, ticks
+        result = await registry.run(call("block"))
+        await ticker
+        return result
 
-    result, ticks = asyncio.run(main())
+    result = asyncio.run(main())
     assert result.content == "done" and seen[0] != threading.get_ident()
-    assert ticks >= 5  # the loop kept running while the tool blocked
 
 
 def test_async_tools_run_concurrently(registry: ToolRegistry) -> None:
+    """Each call waits until all three have begun: run one at a time, the first would wait
+    out its 10 s and say so."""
+
     async def main() -> list[ToolResult]:
-        calls = [call("slow_echo", f'{{"text": "{t}", "delay": 0.3}}', f"c{t}") for t in "abc"]
+        begun: list[str] = []
+        everyone = asyncio.Event()
+
+        @tool(registry=registry)
+        async def meet(text: str) -> str:
+            """Waits for the others."""
+            begun.append(text)
+            if len(begun) == 3:
+                everyone.set()
+            try:
+                await asyncio.wait_for(everyone.wait(), 10)
+            except asyncio.TimeoutError:
+                return f"{text} alone"
+            return text
+
+        calls = [call("meet", f'{{"text": "{t}"}}', f"c{t}") for t in "abc"]
         return list(await asyncio.gather(*(registry.run(c) for c in calls)))
 
-    started = time.monotonic()
     results = asyncio.run(main())
     assert [r.content for r in results] == ["a", "b", "c"] and [r.call_id for r in results] == ["ca", "cb", "cc"]
-    assert time.monotonic() - started < 0.8
 
 
 def test_an_async_tool_from_sync_code_inside_a_running_loop(registry: ToolRegistry) -> None:
@@ -440,8 +452,10 @@ def test_ctrl_c_while_an_async_tool_runs_from_a_notebook_cell(registry: ToolRegi
         """Waits long."""
         try:
             await asyncio.sleep(30)
-        finally:
+        except asyncio.CancelledError:
             finished.append("cancelled")
+            raise
+        finished.append("ran to the end")  # the interrupt waited for the tool
         return "never"
 
     async def cell() -> None:
@@ -453,14 +467,12 @@ def test_ctrl_c_while_an_async_tool_runs_from_a_notebook_cell(registry: ToolRegi
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     loop = asyncio.new_event_loop()
     try:
-        started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             loop.run_until_complete(cell())
-        assert time.monotonic() - started < 5
     finally:
         signal.signal(signal.SIGINT, previous)
         loop.close()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while not finished and time.monotonic() < deadline:
         time.sleep(0.01)
     assert finished == ["cancelled"]

@@ -20,6 +20,7 @@ from slotmagic._core.compaction import Compaction, SummaryCard
 from slotmagic._core.images import Image
 from slotmagic._core.messages import Message, Thinking, ToolCall
 from slotmagic._core.repair import NOT_RUN, repair_tool_pairs
+from slotmagic._core.request import ToolSpec
 from slotmagic._core.slots import SlotMode
 from slotmagic._core.workflow import Workflow
 from slotmagic._engine.inputs import INPUTS, Counting, Params, Source, ViewInputs
@@ -30,7 +31,6 @@ from slotmagic._engine.view_cache import ViewCache
 from slotmagic._store.base import History
 from slotmagic.providers._anthropic import _mended as mended
 from slotmagic.providers._anthropic_plan import request_plan
-from slotmagic.providers._base import ToolSpec
 from slotmagic.tokens import TokenCounter
 
 ECHO = Counting(TokenCounter.for_model("echo"))

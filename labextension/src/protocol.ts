@@ -1,6 +1,6 @@
 /**
  * The sidebar's comm protocol, version 1: the front end's copy of the design in
- * `slotmagic/magics/sidebar.py` (the kernel side's docstring). Pure: no JupyterLab imports.
+ * `slotmagic/_magics/sidebar.py` (the kernel side's docstring). Pure: no JupyterLab imports.
  *
  * Target `slotmagic.sidebar`, in the kernel: it registers it on `%load_ext slotmagic` and never
  * opens a comm itself (where no front end listens, that would be logged as unhandled). The

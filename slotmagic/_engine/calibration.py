@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 
+from .._core.request import ChatRequest
 from .._core.tokens import estimate_message_tokens
 from .._core.usage import Usage
 from .._store.base import Store
 from ..providers import REGISTRY
-from ..providers._base import ChatRequest
 from ..providers._wire import bare_tools
 from ..tokens import Calibration, TokenCounter
+from .inputs import Counting
 from .steps.bare_tools import BARE_TOOLS
-from .view import Counting
 
 _CALIBRATION = "calibration"  # the store's meta key
 

@@ -23,12 +23,14 @@ from .._core.compaction import (
     transcript,
 )
 from .._core.messages import Message
+from .._core.request import ChatRequest
 from .._errors import ConfigError
 from .._store.base import History
 from ..providers import parse_model
-from ..providers._base import ChatRequest, Provider
+from ..providers._base import Provider
 from .effects import Ask, Steps, run_async, run_sync
-from .view import Counting, View
+from .inputs import Counting
+from .view import View
 
 
 @dataclass(frozen=True)

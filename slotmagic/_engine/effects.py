@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from .._core.messages import ToolCall
-from ..providers._base import ChatRequest, Completion, Provider, StreamEvent, TextDelta
+from .._core.request import ChatRequest
+from ..providers._base import Completion, Provider, StreamEvent, TextDelta
 from .loop import ToolRounds
 
 T = TypeVar("T")

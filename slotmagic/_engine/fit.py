@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .._core.request import ChatRequest
 from .._namespace import Namespace
-from ..providers._base import ChatRequest
+from .inputs import Counting
 from .reading import READERS
 from .tool_results import kept_aside_by, shortened
-from .view import Counting
 
 _PER_RESULT = 10  # tokens a tool result message costs besides its text (role, id, framing)
 _SHORT_RESULT = 80  # what a result shortened to its reference costs, about

@@ -23,10 +23,10 @@ from .._core.budget import ContextBudget
 from .._core.compaction import Compaction
 from .._core.context import DEFAULT_RECENT_TURNS
 from .._core.messages import Message
+from .._core.request import ToolSpec
 from .._core.slots import SlotConfig
 from .._core.workflow import Workflow
 from .._store.base import History
-from ..providers._base import ToolSpec
 from ..tokens import TokenCounter
 
 

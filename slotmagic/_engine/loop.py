@@ -18,10 +18,11 @@ from dataclasses import dataclass, field, replace
 
 from .._core.checks import deeper_than
 from .._core.messages import Message, ToolCall
+from .._core.request import ChatRequest
 from .._core.usage import Usage
 from .._errors import MalformedReply
 from .._namespace import Namespace, has_reference
-from ..providers._base import ChatRequest, Completion
+from ..providers._base import Completion
 from ..tools import McpTool, Tool, ToolRegistry, ToolResult
 from .fit import RequestFit
 from .reading import READERS, PageRoom

@@ -19,6 +19,7 @@ from .._core.checks import (
 from .._core.compaction import Compaction
 from .._core.messages import Message
 from .._core.records import TurnInfo, TurnRecord
+from .._core.request import ChatRequest
 from .._core.schema import ResponseSchema
 from .._core.slots import validate_slot_id
 from .._core.tokens import estimate_message_tokens
@@ -26,13 +27,14 @@ from .._core.vision import takes_images
 from .._errors import ConfigError, ProviderError
 from .._store.base import History, Tip
 from ..providers import REGISTRY, parse_model
-from ..providers._base import ChatRequest, Completion, Provider
+from ..providers._base import Completion, Provider
 from ..providers._image_limits import refusal as image_refusal
 from ..tools import Tool, ToolRegistry
 from .compactor import Fold
 from .fit import RequestFit
+from .inputs import Counting
 from .reading import RECALL, PageRoom, recall_spec
-from .view import Counting, View
+from .view import View
 
 
 def counted(message: Message) -> Message:

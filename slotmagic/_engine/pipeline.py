@@ -33,10 +33,10 @@ from .._core.budget import ContextBudget
 from .._core.compaction import Compaction
 from .._core.context import DEFAULT_RECENT_TURNS
 from .._core.messages import Message
+from .._core.request import ToolSpec
 from .._core.slots import SlotConfig, SlotMode
 from .._core.workflow import Workflow
 from .._store.base import History
-from ..providers._base import ToolSpec
 from .blocks import context_block
 from .inputs import Counting, Params, Source, ViewInputs
 from .steps import Step, step

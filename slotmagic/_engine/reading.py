@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+from .._core.request import ToolSpec
 from .._namespace import PAGE_CHARS, Namespace
 from .._store.base import History, Store
-from ..providers._base import ToolSpec
 from ..tools import Tool
 
 READ_NAMESPACE, RECALL = "read_namespace", "recall"

@@ -22,6 +22,7 @@ from .._core.compaction import Compaction
 from .._core.context import DEFAULT_RECENT_TURNS
 from .._core.messages import Message
 from .._core.records import CellRef, TurnInfo, TurnRecord
+from .._core.request import ChatRequest
 from .._core.schema import ResponseSchema
 from .._core.slots import Slot, SlotMode
 from .._core.usage import Usage
@@ -38,7 +39,7 @@ from .._errors import (
 from .._namespace import Namespace
 from .._store.base import History, Store
 from ..providers import REGISTRY, ProviderSettings
-from ..providers._base import ChatRequest, Provider
+from ..providers._base import Provider
 from ..providers._limits import ModelLimits, model_limits
 from ..providers._prices import priced
 from ..providers._windows import model_window
@@ -48,7 +49,7 @@ from .calibration import Calibrator
 from .compactor import Fold, Summarizer, plan_fold, summary_limit
 from .effects import Steps
 from .fit import RequestFit
-from .inputs import Params, Source, ViewInputs
+from .inputs import Counting, Params, Source, ViewInputs
 from .limits import fit_reply, lower_reply
 from .loop import ToolRounds
 from .offering import turn_tools
@@ -62,7 +63,7 @@ from .storing import TurnWriter
 from .streams import AsyncTurnStream, TurnStream
 from .structured import read_reply
 from .tool_results import to_shelve
-from .view import Counting, View
+from .view import View
 from .view_cache import ViewCache
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class TurnEngine:
         self.system = system
         self.settings = settings
         self.usage = Usage()
-        self.context_windows: dict[str, int] = {}  # win over the model data (tokens/_windows.py)
+        self.context_windows: dict[str, int] = {}  # win over the model data (providers/_windows.py)
         self.learned_windows: dict[str, int] = {}  # smaller windows learnt from overflow errors (overflow.py)
         self.compaction_model: str | None = None  # None: the turn's own model
         self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's

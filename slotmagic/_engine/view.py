@@ -12,14 +12,13 @@ from typing import Literal, TypedDict
 from .._core.budget import BudgetReport, ContextBudget
 from .._core.compaction import Compaction
 from .._core.messages import Message
+from .._core.request import ToolSpec
 from .._core.slots import SlotConfig
 from .._core.workflow import Workflow
 from .._render import BODY_LIMIT, NAMESPACE_REF, ROW_LIMIT, entry_label, plural
 from .._store.base import History
-from ..providers._base import ToolSpec
 from ..tokens import ESTIMATE
-from .inputs import Counting as Counting  # re-exported: it was defined here
-from .inputs import Params, ViewInputs
+from .inputs import Counting, Params, ViewInputs
 
 EntryKind = Literal[
     "system", "history", "elided", "summary", "compaction", "context", "workflow", "new", "not_run", "opening", "told"

@@ -20,7 +20,7 @@ from .._columns import column_data, columns_html, columns_text
 from .._core.attachments import Attached
 from .._engine.fanout import FanOut, FanOutEvent, FanOutResult
 from .._markdown import reply_html
-from ..session import Session
+from ..session import FanOutArgs, Session
 from .options import SlotMagicOptions
 
 __all__ = ["ColumnsView", "run_fan_out"]
@@ -141,6 +141,19 @@ def _names(text: str | None) -> list[str] | None:
     return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
 
 
+def turn_args(args: argparse.Namespace, cell_id: str | None) -> FanOutArgs:
+    """The options a ``%%turn`` line sets that one turn and a fan-out both take."""
+    return {
+        "cell_id": cell_id,
+        "rerun": args.rerun,
+        "model": args.model,
+        "system": args.system,
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "tools": () if args.no_tools else _names(args.tools),
+    }
+
+
 def run_fan_out(
     session: Session,
     options: SlotMagicOptions,
@@ -157,14 +170,7 @@ def run_fan_out(
         cell.strip("\n"),
         slots=_names(args.slots),
         models=_names(args.models),
-        cell_id=cell_id,
-        rerun=args.rerun,
-        model=args.model,
-        system=args.system,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        tools=() if args.no_tools else _names(args.tools),
-        schema=getattr(args, "schema", None),
+        **turn_args(args, cell_id),
         **({"attachments": attachments} if attachments else {}),
     )
     live = options.stream if args.stream is None else args.stream

@@ -28,11 +28,11 @@ from traitlets import Bool, CaselessStrEnum, CFloat, CInt, Dict, TraitError, Tra
 from traitlets.config import Config, Configurable
 
 from .._core.checks import check_text
+from .._core.secrets import masked_url
 from .._core.users import current_user
 from .._errors import ConfigError, SlotMagicError
 from .._store.urls import is_postgres_url, parse_postgres_url
 from ..providers import REGISTRY, parse_model
-from ..providers._endpoint import masked_url
 from ..providers._registry import SettingSpec
 from ..providers._settings import GENERAL_SETTINGS, GeneralSetting, Number, ProviderSettings
 from ..tools._mcp_config import server_config

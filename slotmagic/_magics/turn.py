@@ -12,9 +12,9 @@ from .._engine.cells import NOT_SHOWN, ShownTurn
 from .._engine.fanout import FanOutResult
 from .._engine.reply import Reply
 from .._errors import ConfigError
-from ..session import Session
+from ..session import Session, TurnArgs
 from .display import StreamView, footer, reply_metadata
-from .fanout import run_fan_out
+from .fanout import run_fan_out, turn_args
 from .options import SlotMagicOptions
 from .parsing import CommandParser, at_least, parse, split_line
 
@@ -89,10 +89,6 @@ def turn_parser() -> CommandParser:
     return parser
 
 
-def _names(text: str | None) -> tuple[str, ...] | None:
-    return None if text is None else tuple(n.strip() for n in text.split(",") if n.strip())
-
-
 def parse_turn_line(line: str) -> argparse.Namespace:
     """The ``%%turn`` line's options; ``--help`` prints and raises HelpShown before anything else."""
     return parse(turn_parser(), split_line(line))
@@ -115,23 +111,13 @@ def run_turn(
         if getattr(args, "read_vars", False):
             raise ConfigError("--read-vars goes with one slot's turn, not with --slots or --models")
         return run_fan_out(session, options, args, cell, cell_id, attachments)
-    extra: dict[str, object] = {"attachments": attachments} if attachments else {}
-    if getattr(args, "read_vars", False):
-        extra["read_variables"] = True
-    if getattr(args, "schema", None) is not None:
-        extra["schema"] = args.schema
-    stream = session.stream_turn(
-        cell.strip("\n"),
-        cell_id=cell_id,
-        rerun=args.rerun,
-        slot=args.slot,
-        model=args.model,
-        system=args.system,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        tools=() if args.no_tools else _names(args.tools),
-        **extra,
-    )
+    turn: TurnArgs = {
+        **turn_args(args, cell_id),
+        "slot": args.slot,
+        "attachments": attachments,
+        "read_variables": bool(getattr(args, "read_vars", False)),
+    }
+    stream = session.stream_turn(cell.strip("\n"), **turn)
     model, slot = stream.model, stream.slot
     live = options.stream if args.stream is None else args.stream
     view = StreamView(

@@ -23,9 +23,10 @@ from contextlib import contextmanager
 from typing import ClassVar, Literal
 
 from .._errors import StoreError
-from .files import (
+from .connection import GuardedConnection, guarded, readonly_message
+from .migrations import MIGRATIONS, migrate, newer_schema_message
+from .opening import (
     FileInfo,
-    GuardedConnection,
     backup_before_migrating,
     check_header,
     check_integrity,
@@ -35,15 +36,12 @@ from .files import (
     create_private,
     file_bytes,
     file_stamp,
-    guarded,
     identify,
     known_whole,
     nothing_to_write_back,
-    readonly_message,
     readonly_reason,
     use_wal,
 )
-from .migrations import MIGRATIONS, migrate, newer_schema_message
 from .rows import Dialect, RowStore
 
 logger = logging.getLogger("slotmagic")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from .._core.checks import check_text
 from .._errors import ConfigError, StoreError
-from .files import check_path
+from .opening import check_path
 from .urls import is_postgres_url, parse_postgres_url, shown_target
 
 if TYPE_CHECKING:

@@ -14,10 +14,12 @@ not load httpx.
 from __future__ import annotations
 
 from .._core.messages import Message
-from ._base import ChatRequest, Completion, Provider, StreamEvent, TextDelta, ToolSpec, Usage
+from .._core.request import ChatRequest, ToolSpec
+from .._core.usage import Usage
+from ._base import Completion, Provider, StreamEvent, TextDelta
 from ._registry import REGISTRY, KeyedEndpoint, ProviderSpec, Registry, SettingSpec
 from ._registry import load_plugins as _load_plugins
-from ._windows import FixedWindow
+from ._windows import DEFAULT_CONTEXT_WINDOW, FixedWindow, Window, model_window, window_for
 
 # The providers installed packages add (the ``slotmagic.providers`` entry point group), once the
 # names a provider's module imports from here are bound, and before the settings class is made
@@ -30,6 +32,7 @@ from ._settings import ProviderSettings  # noqa: E402
 
 __all__ = [
     "BUILTIN_PRICES",
+    "DEFAULT_CONTEXT_WINDOW",
     "KNOWN_PROVIDERS",
     "REGISTRY",
     "ChatRequest",
@@ -47,11 +50,14 @@ __all__ = [
     "TextDelta",
     "ToolSpec",
     "Usage",
+    "Window",
     "cache_savings_of",
     "cost_of",
+    "model_window",
     "parse_model",
     "price_of",
     "resolve_provider",
+    "window_for",
 ]
 
 # A package's providers (the entry point group), registered once this package's names above

@@ -96,11 +96,13 @@ from httpx_sse import ServerSentEvent
 from .._core.images import Image
 from .._core.messages import Message, Thinking, ToolCall
 from .._core.repair import ANTHROPIC_MAX_ID, repair_tool_pairs, wire_call_id
+from .._core.request import ChatRequest, ToolSpec
+from .._core.usage import Usage
 from .._errors import MalformedReply, RequestRefused, StreamInterrupted
 from . import _wire as wire
 from ._anthropic_cache import cache_breakpoints
 from ._anthropic_plan import RequestPlan, blocks_as_text, refuses_sampling, request_plan, round_as_text
-from ._base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
+from ._base import Completion, StreamEvent, TextDelta
 from ._structured import anthropic_schema_tool, anthropic_tool_choice
 from ._transport import HTTPProvider, SSECall, parse_event_json, stream_error
 from ._wire import BARE_SCHEMA, EARLIER, bare_tools, json_object, refuse

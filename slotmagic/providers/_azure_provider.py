@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .._core.request import ChatRequest
 from ._azure import API_V1, chat_path, deployments
-from ._base import ChatRequest
 from ._openai import OpenAIProvider, request_body
 from ._responses import responses_body
 from ._transport import SSECall

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .._core.messages import Message
-from .._core.request import ChatRequest as ChatRequest  # re-exported: the old place
-from .._core.request import ToolSpec as ToolSpec
-from .._core.usage import Usage as Usage  # re-exported: providers speak it
+from .._core.request import ChatRequest
+from .._core.usage import Usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,10 @@ from typing import Any
 from .._core.compaction import COMPACTION_MARKER
 from .._core.images import Image, Part
 from .._core.messages import Message, ToolCall
+from .._core.request import ChatRequest
 from .._core.tokens import estimate_message_tokens, estimate_text_tokens
-from ._base import ChatRequest, Completion, StreamEvent, TextDelta, Usage
+from .._core.usage import Usage
+from ._base import Completion, StreamEvent, TextDelta
 
 _PIECES = re.compile(r"\S+\s*|\s+")
 

@@ -13,7 +13,7 @@ import base64
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote, urlsplit
 
-from .._core.secrets import masked_url as masked_url  # re-exported: the old place
+from .._core.secrets import masked_url
 from .._errors import ConfigError
 
 DEFAULT_OLLAMA_PORT = 11434

@@ -56,9 +56,11 @@ from httpx_sse import ServerSentEvent
 from .._core.images import Image
 from .._core.messages import Message, ToolCall
 from .._core.repair import OPENAI_MAX_ID, repair_tool_pairs, wire_call_id
+from .._core.request import ChatRequest, ToolSpec
+from .._core.usage import Usage
 from .._errors import MalformedReply, StreamInterrupted
 from . import _wire as wire
-from ._base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
+from ._base import Completion, StreamEvent, TextDelta
 from ._endpoint import Endpoint
 from ._registry import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_REASONING_MODELS, matches_model, model_patterns
 from ._responses import ResponsesAssembler, responses_body, responses_only

@@ -30,8 +30,8 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from .._core.usage import Usage
 from . import _catalog as catalog
-from ._base import Usage
 from ._registry import REGISTRY
 from ._settings import Price
 

@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
-from .._core.secrets import redact_all
+from .._core.secrets import masked_url, redact_all
 from .._errors import ConfigError, MissingAPIKey, ProviderError, SlotMagicError, UnknownModel, exception_text
 from ..tokens._counter import count_exactly
 from ._azure import AzureEndpoint, check_deployments, check_version
-from ._endpoint import Endpoint, checked_url, masked_url, ollama_base_url
+from ._endpoint import Endpoint, checked_url, ollama_base_url
 from ._plugins import group_may_be_named
 from ._windows import ECHO_WINDOW, FixedWindow, ServedWindow, WindowRule
 

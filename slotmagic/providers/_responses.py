@@ -33,9 +33,11 @@ from httpx_sse import ServerSentEvent
 
 from .._core.images import Image
 from .._core.messages import Message, Thinking, ToolCall
+from .._core.request import ChatRequest, ToolSpec
+from .._core.usage import Usage
 from .._errors import MalformedReply, StreamInterrupted
 from . import _wire as wire
-from ._base import ChatRequest, Completion, StreamEvent, TextDelta, ToolSpec, Usage
+from ._base import Completion, StreamEvent, TextDelta
 from ._responses_models import RESPONSES_ONLY
 from ._transport import parse_event_json, stream_error
 from ._wire import bare_tools

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._core.secrets import masked_url
 from .._errors import ConfigError
-from ._endpoint import DEFAULT_OLLAMA_PORT, Endpoint, masked_url, ollama_base_url
+from ._endpoint import DEFAULT_OLLAMA_PORT, Endpoint, ollama_base_url
 from ._registry import DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_OPENAI_BASE_URL, REGISTRY, Registry
 
 __all__ = [

@@ -47,8 +47,7 @@ import httpx
 from httpx_sse import ServerSentEvent
 from httpx_sse._decoders import SSEDecoder  # fed by SSEReader, which bounds what it buffers
 
-from .._core.secrets import REDACT_WINDOW as REDACT_WINDOW  # re-exported: the old place
-from .._core.secrets import redact as redact
+from .._core.request import ChatRequest
 from .._core.secrets import redact_all
 from .._errors import (
     MalformedReply,
@@ -61,7 +60,7 @@ from .._errors import (
     StreamInterrupted,
 )
 from . import _pacing as pacing
-from ._base import ChatRequest, Completion, StreamEvent
+from ._base import Completion, StreamEvent
 from ._endpoint import Endpoint
 from ._error_page import html_page
 from ._registry import REGISTRY, Registry

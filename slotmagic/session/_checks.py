@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .._attach import attach_all
 from .._core.checks import check_text, check_whole
 from .._core.definition import describe_difference
 from .._core.messages import Message
@@ -35,7 +36,11 @@ def optional_slot(slot: object) -> str | None:
     return None if slot is None else validate_slot_id(slot)
 
 
-def turn_options(options: Mapping[str, Any]) -> TurnOptions:
+def turn_options(options: Mapping[str, Any], threshold: int | None = None) -> TurnOptions:
+    """The options checked; given the namespace ``threshold``, ``attachments`` (objects, or a
+    dict of label -> object) are made into what the model reads (see :mod:`slotmagic._attach`)."""
+    if threshold is not None and "attachments" in options:
+        options = {**options, "attachments": attach_all(options["attachments"], threshold=threshold)}
     try:
         return TurnOptions(**options)
     except TypeError:

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._attach import attach_all
 from .._core.checks import check_flag, check_json_mapping, check_optional_text, check_text, check_whole
 from .._core.messages import Message
 from .._core.records import TurnInfo, TurnRecord
@@ -42,7 +41,7 @@ from .._engine.cells import CellBook
 from .._engine.fanout import FanOut, FanOutResult, plan_fan_out
 from .._engine.next_view import next_view
 from .._engine.reply import Reply
-from .._engine.turn import AsyncTurnStream, TurnEngine, TurnOptions, TurnStream, counted
+from .._engine.turn import AsyncTurnStream, TurnEngine, TurnStream, counted
 from .._engine.view import View
 from .._engine.warm import warm_up
 from .._errors import ConfigError, SlotNotEmpty, StoreError
@@ -57,13 +56,16 @@ from ._checks import check_config, check_messages, check_model, optional_slot, s
 from ._compactions import Compactions
 from ._context import SessionContext
 from ._history import SessionHistory
-from ._moved import MovedNames
 from ._names import check_db_path, default_db_path, new_session_id
 from ._options import Options
+from ._turn_args import FanOutArgs, TurnArgs
 from ._workflows import Workflows
 
+if TYPE_CHECKING:  # typing.Unpack from Python 3.11; typing_extensions has it for type checkers
+    from typing_extensions import Unpack
 
-class Session(MovedNames):
+
+class Session:
     """One conversation workspace: named slots (message histories) and a current slot.
 
     Grouped by concern: ``context`` (the working context), ``workflows``, ``history`` (undo,
@@ -427,13 +429,15 @@ class Session(MovedNames):
 
     # -- turns -----------------------------------------------------------------------------
 
-    def submit_turn(self, text: str, **options: Any) -> Reply:
+    def submit_turn(self, text: str, **options: Unpack[TurnArgs]) -> Reply:
         """Send ``text`` as a user turn on the current slot (or ``slot=``) and store the reply.
 
-        Options: ``slot``, ``model``, ``system``, ``temperature``, ``max_tokens``, ``params``
-        (provider-specific request fields), ``info`` (recorded with the turn), ``cell_id`` and
-        ``rerun`` (see :meth:`stream_turn`). If the model fails, nothing is stored and the
-        error says what happened.
+        Options (``TurnArgs``, each may be left out): ``slot``, ``model``, ``system``,
+        ``temperature``, ``max_tokens``, ``params`` (provider-specific request fields), ``info``
+        (recorded with the turn), ``cell_id`` and ``rerun`` (see :meth:`stream_turn`), ``tools``
+        (this turn's by name), ``attachments`` (objects sent after the text), ``schema`` (the
+        reply's shape, read into ``reply.parsed``) and ``read_variables``. If the model fails,
+        nothing is stored and the error says what happened.
         """
         stream = self.stream_turn(text, **options)
         for _ in stream:
@@ -441,7 +445,7 @@ class Session(MovedNames):
         assert stream.reply is not None
         return stream.reply
 
-    def stream_turn(self, text: str, **options: Any) -> TurnStream:
+    def stream_turn(self, text: str, **options: Unpack[TurnArgs]) -> TurnStream:
         """Start a turn; iterate the result for the reply's text as it streams.
 
         ``cell_id`` names the notebook cell the text comes from. Running a cell again with
@@ -451,24 +455,24 @@ class Session(MovedNames):
         and runs there (see :mod:`slotmagic._engine.plan`). Without ``cell_id`` turns append.
         """
         return TurnStream(
-            self._engine, *self._engine.start(text, _turn_options(options, self.options.namespace_threshold))
+            self._engine, *self._engine.start(text, turn_options(options, self.options.namespace_threshold))
         )
 
-    async def asubmit_turn(self, text: str, **options: Any) -> Reply:
+    async def asubmit_turn(self, text: str, **options: Unpack[TurnArgs]) -> Reply:
         stream = self.astream_turn(text, **options)
         async for _ in stream:
             pass
         assert stream.reply is not None
         return stream.reply
 
-    def astream_turn(self, text: str, **options: Any) -> AsyncTurnStream:
+    def astream_turn(self, text: str, **options: Unpack[TurnArgs]) -> AsyncTurnStream:
         return AsyncTurnStream(
-            self._engine, *self._engine.start(text, _turn_options(options, self.options.namespace_threshold))
+            self._engine, *self._engine.start(text, turn_options(options, self.options.namespace_threshold))
         )
 
     def fan_out(
         self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
-        **options: Any,
+        **options: Unpack[FanOutArgs],
     ) -> FanOutResult:  # fmt: skip
         """Send ``text`` to several slots (names, ``"all"``, globs like ``"draft-*"``) and/or
         models at once; each model's reply goes to a new branch named after it
@@ -481,25 +485,16 @@ class Session(MovedNames):
 
     async def afan_out(
         self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
-        **options: Any,
+        **options: Unpack[FanOutArgs],
     ) -> FanOutResult:  # fmt: skip
         """:meth:`fan_out` on the running event loop."""
         return await self.plan_fan_out(text, slots=slots, models=models, **options).run()
 
     def plan_fan_out(
         self, text: str, *, slots: str | Iterable[str] | None = None, models: str | Iterable[str] | None = None,
-        **options: Any,
+        **options: Unpack[FanOutArgs],
     ) -> FanOut:  # fmt: skip
         """A fan-out with its columns planned (replayed ones complete), to ``run()`` or
         ``run_sync(on_event)``: what the magic uses to show columns as they stream."""
-        made = _turn_options(options, self.options.namespace_threshold)  # attachments as submit_turn takes them
-        return plan_fan_out(self._engine, text, slots, models, made, self.options.max_concurrency)
-
-
-def _turn_options(options: Mapping[str, Any], threshold: int) -> TurnOptions:
-    """The options checked; ``attachments`` (objects, or a dict of label -> object) made
-    into what the model reads (see :mod:`slotmagic._attach`)."""
-    if "attachments" in options:
-        made = attach_all(options["attachments"], threshold=threshold)
-        options = {**options, "attachments": made}
-    return turn_options(options)
+        checked = turn_options(dict(options), self.options.namespace_threshold)  # attachments as a turn takes them
+        return plan_fan_out(self._engine, text, slots, models, checked, self.options.max_concurrency)

@@ -27,8 +27,8 @@ from typing import Any, Literal
 
 from slotmagic._core.compaction import COMPACTION_MARKER
 from slotmagic._core.messages import Message, ToolCall
+from slotmagic._core.request import ChatRequest, ToolSpec
 from slotmagic.providers import ProviderSettings
-from slotmagic.providers._base import ChatRequest, ToolSpec
 
 from .wire_rules import check
 from .wire_server import an_start, an_stop, an_text_block, an_tool_block, oa_text_stream, oa_tool_stream

@@ -12,10 +12,11 @@ import traceback
 import pytest
 
 from slotmagic._core.messages import Message
+from slotmagic._core.secrets import masked_url
 from slotmagic._errors import ConfigError, ProviderHTTPError
 from slotmagic.providers import ChatRequest, ProviderSettings
 from slotmagic.providers._anthropic import AnthropicProvider
-from slotmagic.providers._endpoint import Endpoint, masked_url
+from slotmagic.providers._endpoint import Endpoint
 from slotmagic.providers._openai import OpenAIProvider
 from slotmagic.providers._settings import resolve_endpoint
 

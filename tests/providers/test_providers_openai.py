@@ -407,10 +407,9 @@ def test_retries_are_bounded(wire: WireServer, settings: ProviderSettings, drain
 def test_a_long_retry_after_is_reported_not_waited(wire: WireServer, provider: OpenAIProvider, drain: Drain) -> None:
     quota = {"error": {"message": "quota", "type": "requests"}}
     wire.script(json_response(429, quota, {"retry-after": "3600"}))
-    started = time.monotonic()
     error = drain(provider, HELLO).error
     assert isinstance(error, RateLimited) and "3600 s" in str(error)
-    assert time.monotonic() - started < 2 and len(wire.requests) == 1
+    assert len(wire.requests) == 1
 
 
 BAD_GATEWAY = (
@@ -471,11 +470,9 @@ def test_a_server_echoing_another_key_of_the_environment_is_redacted(
 def test_a_slow_server_trips_the_read_timeout(wire: WireServer, settings: ProviderSettings, drain: Drain) -> None:
     provider = OpenAIProvider(settings.replace(read_timeout=0.3))
     wire.script(sse_response(oa_text_stream("Hel", "lo")[:2], finish=False, then=[Pause(5)]))
-    started = time.monotonic()
-    result = drain(provider, HELLO)
+    result = drain(provider, HELLO)  # without the timeout: the body ends unfinished after 5 s, another error
     assert isinstance(result.error, ProviderTimeout) and "read_timeout" in str(result.error)
     assert "middle of the reply" in str(result.error)
-    assert time.monotonic() - started < 3
     assert len(wire.requests) == 1  # a timeout is not retried
 
 

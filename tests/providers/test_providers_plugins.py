@@ -67,7 +67,8 @@ import json, logging
 logging.basicConfig(format="%(levelname)s %(message)s")
 from slotmagic import Session
 from slotmagic.providers import KNOWN_PROVIDERS, ProviderSettings, price_of
-from slotmagic.tokens import TokenCounter, window_for
+from slotmagic.providers import window_for
+from slotmagic.tokens import TokenCounter
 with Session.open("nb", db_path=":memory:", model="tiny:one") as s:
     reply = s.submit_turn("hello")
     cost = s.usage

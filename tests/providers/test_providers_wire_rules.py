@@ -296,7 +296,7 @@ def test_a_request_that_would_break_a_rule_is_refused_in_one_line(
 @pytest.mark.parametrize("model", ["anthropic:claude-sonnet-4-6", "openai:gpt-5.2", "openai:a-model-nobody-knows"])
 def test_a_50k_token_message_is_not_over_budget(model: str, tmp_path: object) -> None:
     from slotmagic import Session
-    from slotmagic.tokens import model_window
+    from slotmagic.providers import model_window
 
     with Session.open("big", db_path=tmp_path / "s.db") as session:  # type: ignore[operator]
         text = "lorem ipsum dolor sit amet " * 10_000  # ~50k tokens

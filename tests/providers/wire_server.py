@@ -1,10 +1,12 @@
 """A real HTTP server on 127.0.0.1 that answers each request with scripted wire bytes.
 
 Each request takes the next script from the queue: a list of steps, each raw ``bytes`` to send,
-a ``Pause``, a ``Repeat`` (one HTTP chunk sent many times, so a 50 MB body costs the server no
-memory), ``DROP`` (close the socket without finishing the response) or ``HOLD`` (wait until the
-client closes the connection, and record when). A send that fails because the client hung up
-sets ``send_failed``. Responses are sent with chunked
+a ``Pause``, an ``Until`` (wait for an event, not a time), a ``Repeat`` (one HTTP chunk sent
+many times, so a 50 MB body costs the server no memory), ``DROP`` (close the socket without
+finishing the response) or ``HOLD`` (wait until the client closes the connection, and record
+when). A send that fails because the client hung up
+sets ``send_failed``. ``most_in_flight`` is the most requests ever answered at once (one counts
+from when it is read until its response's last step). Responses are sent with chunked
 transfer encoding, one HTTP chunk per piece, so a test decides exactly where the client's
 reads are split: inside an SSE line, a JSON object or a multi-byte UTF-8 character.
 
@@ -20,18 +22,27 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .wire_rules import check
 
-Step = Any  # bytes | Pause | DROP | HOLD
+Step = Any  # bytes | Pause | Until | Repeat | DROP | HOLD
 
 
 @dataclass(frozen=True)
 class Pause:
     seconds: float
+
+
+@dataclass(frozen=True)
+class Until:
+    """Hold the response until ``ready()`` is true (asked every 10 ms), at most ``timeout``
+    seconds: a test waits for what it needs to have happened, however busy the machine."""
+
+    ready: Callable[[], bool]
+    timeout: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,8 @@ class WireServer:
     # fixture fails a test that leaves any here, unless it sent a broken body on purpose
     violations: list[tuple[str, list[str]]] = field(default_factory=list)
     closed_at: list[float] = field(default_factory=list)  # when a HOLD saw the client close
+    in_flight: int = 0  # requests read whose response's last step has not begun
+    most_in_flight: int = 0  # the most there ever were at once
 
     def __post_init__(self) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -79,6 +92,7 @@ class WireServer:
         self.client_closed = threading.Event()
         self.send_failed = threading.Event()  # the client hung up while a response was being sent
         self._threads: list[threading.Thread] = []
+        self._counting = threading.Lock()
         self._accepting = threading.Thread(target=self._serve, daemon=True)
         self._accepting.start()
 
@@ -148,6 +162,9 @@ class WireServer:
                     conn.sendall(step)
                 return
             self.requests.append(request)
+            with self._counting:
+                self.in_flight += 1
+                self.most_in_flight = max(self.most_in_flight, self.in_flight)
             try:
                 broken = check(request.path, request.json())
             except ValueError:
@@ -159,13 +176,21 @@ class WireServer:
                 steps = (routed or self._scripts).get_nowait()
             except queue.Empty:
                 steps = json_response(599, {"error": {"message": "the test scripted no response"}})
+            answered = False
             try:
-                for step in steps:
+                for index, step in enumerate(steps):
+                    if index == len(steps) - 1:  # the client may ask again once it has this
+                        answered = self._answered()
                     if isinstance(step, bytes):
                         conn.sendall(step)
                     elif isinstance(step, Pause):
                         if self._stop.wait(step.seconds):
                             return
+                    elif isinstance(step, Until):
+                        deadline = time.monotonic() + step.timeout
+                        while not step.ready() and time.monotonic() < deadline:
+                            if self._stop.wait(0.01):
+                                return
                     elif isinstance(step, Repeat):
                         framed = chunk(step.data)
                         for _ in range(step.times):
@@ -181,6 +206,14 @@ class WireServer:
             except OSError:
                 self.send_failed.set()
                 return  # the client went away; that is some tests' point
+            finally:
+                if not answered:
+                    self._answered()
+
+    def _answered(self) -> bool:
+        with self._counting:
+            self.in_flight -= 1
+        return True
 
     def _hold(self, conn: socket.socket) -> None:
         conn.settimeout(0.05)

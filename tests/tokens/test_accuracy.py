@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from slotmagic._core.messages import Message, ToolCall
-from slotmagic.providers._base import ChatRequest, ToolSpec
+from slotmagic._core.request import ChatRequest, ToolSpec
 from slotmagic.tokens import TokenCounter
 
 CASES = json.loads((Path(__file__).parent / "openai_prompt_tokens.json").read_text(encoding="utf-8"))["cases"]

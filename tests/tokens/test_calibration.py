@@ -6,7 +6,7 @@ import json
 import random
 
 from slotmagic._core.messages import Message
-from slotmagic.providers._base import ChatRequest
+from slotmagic._core.request import ChatRequest
 from slotmagic.tokens import Calibration, TokenCounter
 from slotmagic.tokens._calibration import FACTOR_BOUNDS, WINDOW
 

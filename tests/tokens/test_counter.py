@@ -7,8 +7,8 @@ import pytest
 
 from slotmagic._core.budget import ContextBudget
 from slotmagic._core.messages import Message, ToolCall
+from slotmagic._core.request import ChatRequest, ToolSpec
 from slotmagic._core.tokens import estimate_message_tokens, estimate_text_tokens
-from slotmagic.providers._base import ChatRequest, ToolSpec
 from slotmagic.tokens import ESTIMATE, Calibration, RequestTokens, TokenCounter, encoding_for_model, render_tools
 from slotmagic.tokens import _counter as counter_module
 

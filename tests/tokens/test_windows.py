@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from slotmagic._errors import ConfigError
+from slotmagic.providers import DEFAULT_CONTEXT_WINDOW, model_window, window_for
 from slotmagic.providers import _catalog as catalog
-from slotmagic.tokens import DEFAULT_CONTEXT_WINDOW, model_window, window_for
 
 
 @pytest.mark.parametrize(
@@ -83,15 +83,15 @@ def test_bad_overrides_say_how_to_fix_them(bad: object) -> None:
 
 
 def test_no_window_table_is_written_by_hand() -> None:
-    import slotmagic.tokens as tokens
-    import slotmagic.tokens._windows as windows
+    import slotmagic.providers as providers
+    import slotmagic.providers._windows as windows
 
-    assert not hasattr(tokens, "CONTEXT_WINDOWS") and not hasattr(windows, "CONTEXT_WINDOWS")
+    assert not hasattr(providers, "CONTEXT_WINDOWS") and not hasattr(windows, "CONTEXT_WINDOWS")
 
 
 def test_import_slotmagic_does_not_load_the_model_data() -> None:
     code = (
-        "import sys, slotmagic; from slotmagic.tokens import window_for; window_for('echo'); "
+        "import sys, slotmagic; from slotmagic.providers import window_for; window_for('echo'); "
         "window_for('ollama:x'); print('genai_prices' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -47,19 +48,13 @@ def _need(condition: bool, what: str) -> None:
         pytest.skip(f"{what} is not installed: apt-get install chromium; pip install playwright")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Lab:
-    """A JupyterLab server serving ``root``, with its own settings and runtime folders."""
+    """A JupyterLab server serving ``root``, with its own settings and runtime folders, on a
+    port the system gives it (read back from the server's runtime file): labs started at once
+    by parallel test workers never meet."""
 
     def __init__(self, root: Path, home: Path) -> None:
         self.root = root
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         settings = home / "settings"
         news = settings / "@jupyterlab" / "apputils-extension"
         news.mkdir(parents=True)
@@ -67,6 +62,9 @@ class Lab:
         (news / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
+        # Its kernels on Unix sockets beside their connection files (as conftest.py has the
+        # tests' own kernels): a socket path must stay short, so the runtime folder is.
+        self.runtime = Path(tempfile.mkdtemp(prefix="slotmagic-lab-"))
         # The extension built in this checkout, found first on the data path.
         data = home / "jupyter-data"
         (data / "labextensions").mkdir(parents=True)
@@ -80,7 +78,7 @@ class Lab:
             "JUPYTER_PATH": os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH"), base])),
             "JUPYTERLAB_SETTINGS_DIR": str(settings),
             "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+            "JUPYTER_RUNTIME_DIR": str(self.runtime),
         }
         # As for a user: the store beside the notebook, replies streamed at the default rate.
         for name in ("SLOTMAGIC_DB", "SLOTMAGIC_STREAM_THROTTLE"):
@@ -95,7 +93,9 @@ class Lab:
                 "--no-browser",
                 "--IdentityProvider.token=",
                 "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={self.port}",
+                "--ServerApp.port=0",
+                "--ServerApp.port_retries=0",
+                "--KernelManager.transport=ipc",
                 f"--ServerApp.root_dir={root}",
                 "--ServerApp.open_browser=False",
             ],
@@ -104,6 +104,20 @@ class Lab:
             stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 90
+        runtime = self.runtime / f"jpserver-{self.process.pid}.json"
+        while not runtime.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab did not start; see {self.log.name}")
+            time.sleep(0.1)
+        while True:  # written as the server starts listening: its port, then its answer
+            try:
+                self.port = int(json.loads(runtime.read_text())["port"])
+                break
+            except (ValueError, KeyError):  # being written
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"JupyterLab wrote no port to {runtime}") from None
+                time.sleep(0.1)
+        self.url = f"http://127.0.0.1:{self.port}"
         while True:
             try:
                 with urllib.request.urlopen(f"{self.url}/api/status", timeout=2):
@@ -121,6 +135,7 @@ class Lab:
             self.process.kill()
             self.process.wait()
         self.log.close()
+        shutil.rmtree(self.runtime, ignore_errors=True)
 
 
 @pytest.fixture
