@@ -32,6 +32,7 @@ from ._engine.fanout import ColumnResult, FanOutResult
 from ._errors import (
     CompactionNeeded,
     ConfigError,
+    ConnectionLost,
     DamagedRecord,
     InvalidSlotId,
     MalformedReply,
@@ -89,6 +90,7 @@ __all__ = [
     "CompactionNeeded",
     "Comparison",
     "ConfigError",
+    "ConnectionLost",
     "ContextBudget",
     "DamagedRecord",
     "DeriveStrategy",

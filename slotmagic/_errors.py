@@ -3,9 +3,9 @@
 Every message is one line that says what was wrong and how to fix it, so the IPython layer
 can show it as is (a ``UsageError``, no traceback). Anything that is *not* a
 ``SlotMagicError`` is a bug and keeps its traceback. Every class below is importable from
-``slotmagic`` (``from slotmagic import OverBudget``) except the four marked with where they
-live: ``RankFileError`` is ``slotmagic.tokens``'; the magics and widgets catch their own and
-show them (``tests/test_public_api.py`` holds this tree to the classes there are).
+``slotmagic`` (``from slotmagic import OverBudget``) except the five marked with where they
+live: ``RankFileError`` is ``slotmagic.tokens``', ``ServerDown`` ``slotmagic.tools``'; the magics
+and widgets catch their own and show them (``tests/test_public_api.py`` holds this tree to the classes there are).
 
     SlotMagicError
     ├── SlotError
@@ -20,11 +20,13 @@ show them (``tests/test_public_api.py`` holds this tree to the classes there are
     ├── ConfigError                (also a ValueError)
     │   └── ReferenceFailed        [_magics] a {reference} or --attach name a cell cannot fill in
     ├── StoreError
+    │   ├── ConnectionLost         (lost before a write committed: nothing kept, may be run again)
     │   └── DamagedRecord          (a stored workflow or working context this version cannot read)
     ├── TurnNotStored              (its slot was renamed or deleted meanwhile; the reply is kept)
     ├── OverBudget                 (a request that cannot fit its budget, refused before sending)
     │   └── CompactionNeeded       (auto_compact is "ask": the compaction waits for a review)
     ├── RankFileError              [slotmagic.tokens] a shipped rank file is missing or altered
+    ├── ServerDown                 [slotmagic.tools] an MCP server did not start or answer in time
     ├── NotLoaded                  [widgets] a widget's kernel has no %load_ext slotmagic
     ├── SlotGone                   [widgets] the slot a widget shows was deleted or renamed
     └── ProviderError              (the slot is always left unchanged)

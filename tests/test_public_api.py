@@ -68,15 +68,19 @@ def test_the_docstring_draws_every_error_under_its_parent() -> None:
 
 
 def test_every_error_a_user_can_catch_is_exported() -> None:
-    """Each error of slotmagic._errors from ``slotmagic``; RankFileError from slotmagic.tokens;
-    the magics' and the widgets' own are caught and shown where they are raised."""
+    """Each error of slotmagic._errors from ``slotmagic``; RankFileError from slotmagic.tokens,
+    ServerDown from slotmagic.tools; the magics' and the widgets' own are caught and shown where
+    they are raised."""
     import slotmagic.tokens
+    import slotmagic.tools
 
     caught_inside = {"ReferenceFailed", "NotLoaded", "SlotGone"}
     for name, cls in every_error().items():
         if name in caught_inside:
             continue
-        exported_by = slotmagic.tokens if cls.__module__.startswith("slotmagic.tokens") else slotmagic
+        exported_by = next(
+            (m for m in (slotmagic.tokens, slotmagic.tools) if cls.__module__.startswith(m.__name__)), slotmagic
+        )
         assert name in exported_by.__all__ and getattr(exported_by, name) is cls, name
 
 

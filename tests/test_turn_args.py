@@ -40,7 +40,9 @@ session.fan_out("hi", slots="a,b", temprature=0.5)  # refused
 session.fan_out("hi", slots="a,b", slot="a")  # refused
 asyncio.run(session.afan_out("hi", models=["echo"], max_token=5))  # refused
 session.plan_fan_out("hi", slots="all", tools=("search",))
-session.plan_fan_out("hi", slots="all", attachments=[1])  # refused
+session.plan_fan_out("hi", slots="all", attachments=[1], schema={"type": "object"})
+session.plan_fan_out("hi", slots="all", read_variables=True)  # refused
+session.submit_turn("hi", schema="Answer")  # refused
 """
 
 

@@ -4,10 +4,9 @@ them with this help text.
 
 Provider settings become the session's ``ProviderSettings``; their traits are made from the
 specs (:data:`~slotmagic.providers._settings.GENERAL_SETTINGS`, and every non-secret setting of
-every registered provider), so a provider's registration is all it takes. API keys are
-deliberately not settings: a key typed on a ``%config`` line would be saved in the notebook.
-Keys come from environment variables only (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``), which a
-notebook can set without showing them: ``os.environ["OPENAI_API_KEY"] = getpass.getpass()``.
+every registered provider), so a provider's registration is all it takes. API keys are not
+settings (a key typed on a ``%config`` line would be saved in the notebook): they come from the
+environment only, which a notebook sets unseen: ``os.environ["OPENAI_API_KEY"] = getpass.getpass()``.
 
 No setting can break the extension:
 

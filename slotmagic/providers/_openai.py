@@ -62,7 +62,8 @@ from .._errors import MalformedReply, StreamInterrupted
 from . import _wire as wire
 from ._base import Completion, StreamEvent, TextDelta
 from ._endpoint import Endpoint
-from ._registry import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_REASONING_MODELS, matches_model, model_patterns
+from ._model_names import DEFAULT_OPENAI_REASONING_MODELS, matches_model, model_patterns
+from ._registry import DEFAULT_OPENAI_BASE_URL
 from ._responses import ResponsesAssembler, responses_body, responses_only
 from ._structured import response_format
 from ._transport import HTTPProvider, SSECall, parse_event_json, stream_error

@@ -32,7 +32,6 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
 from .._core.secrets import masked_url, redact_all
@@ -40,6 +39,7 @@ from .._errors import ConfigError, MissingAPIKey, ProviderError, SlotMagicError,
 from ..tokens._counter import count_exactly
 from ._azure import AzureEndpoint, check_deployments, check_version
 from ._endpoint import Endpoint, checked_url, ollama_base_url
+from ._model_names import DEFAULT_OPENAI_REASONING_MODELS, model_patterns
 from ._plugins import group_may_be_named
 from ._windows import ECHO_WINDOW, FixedWindow, ServedWindow, WindowRule
 
@@ -49,9 +49,6 @@ ENTRY_POINTS = "slotmagic.providers"  # the group a package registers a provider
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
-# OpenAI's reasoning models, by name: they take the system prompt as a "developer" message
-# and max_completion_tokens, wherever they are served (api.openai.com, Azure, a proxy).
-DEFAULT_OPENAI_REASONING_MODELS = "o1*,o3*,o4*,gpt-5*"
 DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai"
 
 # (value, where it came from) for a setting, or None when neither the setting nor its
@@ -320,29 +317,6 @@ def _lookup(setting: SettingSpec, settings: Any, environ: Mapping[str, str] | No
 
 def _check_url(value: str, source: str) -> object:
     return checked_url(value, source)
-
-
-def model_patterns(value: str, source: str) -> tuple[str, ...]:
-    """A comma-separated list of model-name patterns (``*`` and ``?`` as in file names), or
-    ``none`` for no model; ConfigError naming ``source`` when it is neither."""
-    text = value.strip()
-    if text.lower() == "none":
-        return ()
-    patterns = tuple(p.strip() for p in text.split(","))
-    if not text or not all(patterns) or any(any(c.isspace() for c in p) for p in patterns):
-        raise ConfigError(
-            f"{source} must be model-name patterns separated by commas, such as {DEFAULT_OPENAI_REASONING_MODELS!r} "
-            f"or 'my-o3-deployment', or 'none', not {value!r}"
-        )
-    return patterns
-
-
-def matches_model(model: str, patterns: tuple[str, ...]) -> bool:
-    """Whether ``model`` (or its last ``/`` part: ``openai/o3`` on OpenRouter) matches a pattern,
-    ignoring case."""
-    name = model.strip().lower()
-    short = name.rpartition("/")[2]
-    return any(fnmatchcase(name, p.lower()) or fnmatchcase(short, p.lower()) for p in patterns)
 
 
 def _check_patterns(value: str, source: str) -> object:

@@ -26,6 +26,7 @@ from typing import ParamSpec, TypeVar, overload
 
 from .._core.repair import NOT_RUN, repair_tool_pairs
 from ._mcp import McpServers, McpTool
+from ._mcp_server import ServerDown
 from ._registry import ToolRegistry, default_registry
 from ._tool import Tool, ToolResult, result_text
 
@@ -36,6 +37,7 @@ __all__ = [
     "NOT_RUN",
     "McpServers",
     "McpTool",
+    "ServerDown",
     "Tool",
     "ToolRegistry",
     "ToolResult",
