@@ -674,3 +674,23 @@ def test_a_replayed_read_rebuilds_its_widget_as_of_its_cell_and_follows_live_on_
     assert [n["id"] for n in snapshot.nodes] == ["default", "court", "letter"]
     front_sends(snapshot, {"type": "switch", "slot": "default"})  # and acts on it
     assert _magic_session(ip).current_slot == "default" and snapshot.current == "default"
+
+
+def test_the_as_of_mark_names_the_cells_own_execution_count(ip: Any) -> None:
+    """``In [n]`` of the cell that shows the widget, under IPython 8 (which advances the count
+    after a cell) and 9 (before it): the count a cell runs under, not the next one."""
+    from ipywidgets.widgets.widget import _instances
+
+    from slotmagic.widgets._snapshot_widget import SnapshotWidget
+
+    cells = [("w1", "%%turn\nFirst question."), ("w2", "%slot tree"), ("w3", "%slot derive court")]
+    for cell_id, source in cells:
+        ip.run_cell(source, store_history=True, cell_id=cell_id)
+    slotmagic.unload_ipython_extension(ip)  # a restart
+    delattr(ip, "_slotmagic_cell_identity")
+    slotmagic.load_ipython_extension(ip)
+    counts = {
+        cell_id: ip.run_cell(source, store_history=True, cell_id=cell_id).execution_count for cell_id, source in cells
+    }
+    snapshot = [w for w in _instances.values() if isinstance(w, SnapshotWidget)][-1]
+    assert snapshot.as_of.startswith(f"as of cell [{counts['w2']}] ·"), (snapshot.as_of, counts)

@@ -18,7 +18,7 @@ from typing import Any
 from .._core.cells import CellOutput
 from .publishing import publishing_through
 
-__all__ = ["capture", "emit"]
+__all__ = ["capture", "cell_count", "emit"]
 
 Follow = Callable[[], Any]  # runs a read again, quietly; returns the live widget it made
 
@@ -44,6 +44,20 @@ class _Tee:
         return getattr(self._stream, name)
 
 
+def cell_count(shell: Any) -> int | None:
+    """The execution count of the cell running now, as its prompt shows it (``In [n]``).
+
+    ``shell.execution_count`` is the *next* count under IPython 9, which advances it before it
+    runs the cell (8 advances it after), so the count is read from the result IPython fills
+    for the cell while it runs; the shell's count only outside ``run_cell``."""
+    result = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+    count = getattr(result, "execution_count", None)
+    if isinstance(count, int):
+        return count
+    found = getattr(shell, "execution_count", None)
+    return found if isinstance(found, int) else None
+
+
 @contextmanager
 def capture(shell: Any) -> Iterator[list[CellOutput]]:
     """Keep the outputs of the block (printed text, displayed mimebundles) as they are shown."""
@@ -54,7 +68,7 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
     def keep_widget(saved: dict[str, Any] | None) -> None:
         if saved is not None:
             widgets.add(str(saved["static_id"]))
-            kept.append(CellOutput("widget", data={**saved, "count": shell.execution_count}))
+            kept.append(CellOutput("widget", data={**saved, "count": cell_count(shell)}))
 
     def keep(data: Mapping[str, Any], metadata: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
         teed, sys.stdout = sys.stdout, stdout  # a terminal's publisher prints: kept once, as a display
@@ -111,19 +125,19 @@ def emit(shell: Any, outputs: tuple[CellOutput, ...], *, changed: bool = True, f
             continue
         sys.stdout.flush()
         if output.kind == "widget":
-            _show_snapshot(output, changed, follow)
+            _show_snapshot(output, cell_count(shell), changed, follow)
             continue
         shell.display_pub.publish(data=dict(output.data), metadata=dict(output.metadata))
 
 
-def _show_snapshot(output: CellOutput, changed: bool, follow: Follow | None) -> None:
-    """A widget as of its cell: a read's can follow the session live; a change's (the summary
-    editor) stays as it was, since running its command again would act again."""
+def _show_snapshot(output: CellOutput, count: int | None, changed: bool, follow: Follow | None) -> None:
+    """A widget as of its cell (the cell running it again: ``count``, its prompt's number): a
+    read's can follow the session live; a change's (the summary editor) stays as it was, since
+    running its command again would act again."""
     from IPython.display import display
 
     from ..widgets._snapshot_widget import SnapshotWidget
 
-    count = output.data.get("count")
     where = f"cell [{count}]" if isinstance(count, int) else "its cell"
     if follow is None:
         as_of = f"as of {where} · replayed: edit the cell to run it again"
