@@ -15,10 +15,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from .._core.cells import CellOutput
+from .._core.cells import CellOutput, CellRecord
+from .._errors import DamagedRecord
+from .._sanitize import clean_bundle, clean_metadata
 from .publishing import publishing_through
 
-__all__ = ["capture", "cell_count", "emit"]
+__all__ = ["capture", "cell_count", "check_record", "emit"]
 
 Follow = Callable[[], Any]  # runs a read again, quietly; returns the live widget it made
 
@@ -83,7 +85,8 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
         static = STATIC_ID.search(str(data.get("text/html", "")))
         if static is not None and static.group(1) not in widgets:  # no view was shown (a terminal)
             keep_widget(_widget(None, static.group(1)))
-        output = CellOutput("display", data=dict(data), metadata=dict(metadata or {}))
+        # kept as it will be shown again: through the same cleaning (_sanitize.py)
+        output = CellOutput("display", data=clean_bundle(data), metadata=clean_metadata(metadata or {}))
         display_id = (kwargs.get("transient") or {}).get("display_id")
         if kwargs.get("update") and display_id in ids:
             kept[ids[display_id]] = output
@@ -116,6 +119,21 @@ def _widget(model_id: Any, static_id: str | None) -> dict[str, Any] | None:
     return None if found is None else widget_state(found)
 
 
+def check_record(record: CellRecord) -> None:
+    """Raise :class:`DamagedRecord` when ``record`` holds what cannot be shown again as data (a
+    widget this slotmagic cannot rebuild, or state not its own): the cell then acts anew."""
+    for output in record.outputs:
+        if output.kind == "widget":
+            try:
+                from ..widgets._snapshot_widget import checked_widget
+            except ImportError:  # no widgets here: the static form that follows shows
+                continue
+            count = output.data.get("count")
+            if count is not None and not isinstance(count, int):
+                raise DamagedRecord("a stored widget's cell count is not a number", "cell")
+            checked_widget(output.data)
+
+
 def emit(shell: Any, outputs: tuple[CellOutput, ...], *, changed: bool = True, follow: Follow | None = None) -> None:
     """Show kept outputs again, in order; a widget as of its cell (``follow`` makes it live:
     at once when the session has not ``changed`` since)."""
@@ -127,7 +145,9 @@ def emit(shell: Any, outputs: tuple[CellOutput, ...], *, changed: bool = True, f
         if output.kind == "widget":
             _show_snapshot(output, cell_count(shell), changed, follow)
             continue
-        shell.display_pub.publish(data=dict(output.data), metadata=dict(output.metadata))
+        data = clean_bundle(output.data)  # a record is data: never markup or code (_sanitize.py)
+        if data:
+            shell.display_pub.publish(data=data, metadata=clean_metadata(output.metadata))
 
 
 def _show_snapshot(output: CellOutput, count: int | None, changed: bool, follow: Follow | None) -> None:
@@ -144,5 +164,5 @@ def _show_snapshot(output: CellOutput, count: int | None, changed: bool, follow:
     else:
         as_of = f"as of {where} · the session has changed since" if changed else ""
     # A widget from another slotmagic cannot be rebuilt: its static form, which follows, shows.
-    with contextlib.suppress(ImportError, AttributeError, KeyError, TypeError, ValueError):
+    with contextlib.suppress(ImportError, AttributeError, KeyError, TypeError, ValueError, DamagedRecord):
         display(SnapshotWidget(output.data, as_of, follow))

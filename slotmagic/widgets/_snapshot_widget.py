@@ -11,20 +11,24 @@ from the view). When nothing changed, it follows at once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any
 
 import traitlets
 from IPython.display import display
-from traitlets import Bool, Unicode, dlink
+from traitlets import Bool, HasTraits, TraitError, Unicode, dlink
 
+from .._errors import DamagedRecord
 from ._static import StaticForms, _in_kernel
 
-__all__ = ["SnapshotWidget", "widget_state"]
+__all__ = ["SnapshotWidget", "checked_widget", "widget_state"]
 
-# Traits every widget has that are not its own state.
-_SKIPPED = {"layout", "tabbable", "tooltip", "comm", "keys", "log"}
+# Traits every widget has that are not its own state, and those a snapshot sets itself.
+_SKIPPED = {"layout", "tabbable", "tooltip", "comm", "keys", "log", "static_id", "as_of", "can_follow"}
+_STATIC_ID = re.compile(r"[0-9a-f]{32}")
+_PROBE = HasTraits()  # what a trait validates a stored value against (its own checks only)
 
 Follow = Callable[[], Any]  # runs the command again; returns the live widget it made, or None
 
@@ -35,9 +39,7 @@ def widget_state(widget: Any) -> dict[str, Any] | None:
     cls = type(widget)
     if not cls.__module__.startswith("slotmagic.widgets."):
         return None
-    state = {
-        k: v for k, v in widget.get_state().items() if not k.startswith("_") and k not in _SKIPPED and k != "static_id"
-    }
+    state = {k: v for k, v in widget.get_state().items() if not k.startswith("_") and k not in _SKIPPED}
     return {"module": cls.__module__, "class": cls.__qualname__, "state": state, "static_id": widget.static_id}
 
 
@@ -53,6 +55,31 @@ def widget_class(saved: Mapping[str, Any]) -> Any:
     return getattr(import_module(f"{package}.{module}"), str(saved["class"]))
 
 
+def checked_widget(saved: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The widget class a stored widget names and the state to rebuild it with, checked as data:
+    only the class's own synced data traits (never ``_esm``, ``_css`` or another of
+    anywidget's or ipywidgets' keys), each value one that trait accepts. Anything else raises
+    :class:`DamagedRecord` (its cell then acts anew)."""
+    try:
+        kind = widget_class(saved)
+    except (ValueError, KeyError, TypeError, AttributeError, ImportError) as exc:
+        raise DamagedRecord(f"a stored widget slotmagic cannot rebuild: {exc}", "cell") from None
+    static_id, state = saved.get("static_id"), saved.get("state")
+    if not isinstance(static_id, str) or not _STATIC_ID.fullmatch(static_id):
+        raise DamagedRecord(f"a stored {kind.__name__} has no valid static_id", "cell")
+    if not isinstance(state, Mapping):
+        raise DamagedRecord(f"a stored {kind.__name__} has no state", "cell")
+    traits = kind.class_traits(sync=True)
+    for name, value in state.items():
+        if not isinstance(name, str) or name.startswith("_") or name in _SKIPPED or name not in traits:
+            raise DamagedRecord(f"a stored {kind.__name__} holds {str(name)[:40]!r}, not state of its own", "cell")
+        try:
+            traits[name].validate(_PROBE, value)
+        except (TraitError, TypeError, ValueError, AttributeError) as exc:
+            raise DamagedRecord(f"a stored {kind.__name__}'s {name} is not valid: {str(exc)[:80]}", "cell") from None
+    return kind, dict(state)
+
+
 class SnapshotWidget(StaticForms):
     """The recorded state of a slotmagic widget, drawn by that widget's own view."""
 
@@ -60,10 +87,9 @@ class SnapshotWidget(StaticForms):
     can_follow = Bool(help="whether the view offers to follow the session live").tag(sync=True)
 
     def __init__(self, saved: Mapping[str, Any], as_of: str, follow: Follow | None) -> None:
-        kind = widget_class(saved)
+        kind, state = checked_widget(saved)
         self._esm = kind._esm
         self._css = kind._css
-        state = dict(saved.get("state") or {})
         self._text, self._html = "", ""
         self._follow = follow
         self._live: Any = None

@@ -1,0 +1,194 @@
+"""Stored data is data: what a cell record holds is shown again through the same cleaning as
+live output (slotmagic/_sanitize.py), a widget is rebuilt from its own data traits only, and a
+record that fails validation is skipped with one line while its cell acts anew. Records are
+planted in a real SQLite file and a PostgreSQL schema (tests/hostile_records.py); the browser
+run of the same is tests/ui/test_lab_stored_data.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hostile_records import code_in_widget_state, html_in_displays, not_json, plant, prints, shows_widget
+
+import slotmagic
+from conftest import ROOT
+from slotmagic._magics.publishing import publishing_through
+from slotmagic._sanitize import clean_bundle, clean_html, clean_metadata
+
+HOSTILE = [
+    '<img src=x onerror="alert(1)">',
+    "<script>alert(1)</script>",
+    "<svg/onload=alert(1)>",
+    "<svg><g onload=alert(1)></g></svg>",
+    '<a href="javascript:alert(1)">x</a>',
+    '<a href=" jav&#x09;ascript:alert(1)">x</a>',
+    '<a href="data:text/html,<script>alert(1)</script>">x</a>',
+    '<iframe srcdoc="<script>alert(1)</script>"></iframe>',
+    '<div style="background:url(javascript:alert(1))">x</div>',
+    '<div style="position:fixed;inset:0;z-index:99999">cover</div>',
+    "<style>body{display:none}</style>",
+    '<img src="https://tracker.example/p.png">',
+    "<math><mi xlink:href=javascript:alert(1)>x</mi></math>",
+    '<form action="https://e.example"><input name=a></form>',
+    '<details open ontoggle="alert(1)">x</details>',
+    '<base href="https://e.example/">',
+    '<meta http-equiv="refresh" content="0;url=https://e.example">',
+    "<!--><img src=x onerror=alert(1)>-->",
+    '<img src=x onerror="alert(1)"',
+]
+
+
+class _Parsed(HTMLParser):
+    """Tags, attributes and text, as a browser would read them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.items: list[Any] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.items.append((tag, tuple(attrs)))
+
+    def handle_endtag(self, tag: str) -> None:
+        self.items.append(("/" + tag,))
+
+    def handle_data(self, data: str) -> None:
+        if self.items and self.items[-1][0] == "#text":
+            self.items[-1] = ("#text", self.items[-1][1] + data)
+        else:
+            self.items.append(("#text", data))
+
+
+def parsed(markup: str) -> list[Any]:
+    reader = _Parsed()
+    reader.feed(markup)
+    reader.close()
+    return reader.items
+
+
+def attributes(markup: str) -> set[str]:
+    return {name for item in parsed(markup) if len(item) == 2 and item[0] != "#text" for name, _ in item[1]}
+
+
+@pytest.mark.parametrize("markup", HOSTILE)
+def test_nothing_of_a_hostile_html_can_run_or_reach_out(markup: str) -> None:
+    cleaned = clean_html(markup)
+    tags = {item[0] for item in parsed(cleaned) if item[0] not in ("#text",) and not item[0].startswith("/")}
+    assert tags <= {"a", "div", "details", "img", "b"}, cleaned
+    assert not any(name.startswith("on") for name in attributes(cleaned)), cleaned
+    assert "href" not in attributes(cleaned) and "src" not in attributes(cleaned), cleaned
+    assert "url(" not in cleaned and "position" not in cleaned, cleaned
+    assert clean_html(cleaned) == cleaned  # cleaning what is clean changes nothing
+
+
+def test_a_bundle_keeps_only_what_slotmagic_shows() -> None:
+    data = {
+        "text/plain": "hi",
+        "text/html": "<b onclick=x>hi</b>",
+        "text/markdown": "<img src=x onerror=alert(1)>",
+        "application/javascript": "alert(1)",
+        "image/svg+xml": "<svg onload=alert(1)/>",
+        "image/png": "iVBORw0KGgo=",
+        "image/jpeg": "<script>",
+        "application/vnd.jupyter.widget-view+json": {"model_id": "x"},
+    }
+    assert clean_bundle(data) == {"text/plain": "hi", "text/html": "<b>hi</b>", "image/png": "iVBORw0KGgo="}
+    assert clean_metadata({"isolated": True, "slotmagic": {"slot": "a", "turn": 2, "x": {"y": 1}}}) == {
+        "slotmagic": {"slot": "a", "turn": 2}
+    }
+
+
+def test_what_slotmagic_renders_passes_unchanged_in_meaning() -> None:
+    """Every HTML output of the tutorials (replies, tables, trees, budgets, previews, graphs,
+    columns) reads the same after cleaning: tags, attributes and text."""
+    seen = 0
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            for output in cell.get("outputs", []):
+                markup = output.get("data", {}).get("text/html")
+                if markup is None:
+                    continue
+                markup = "".join(markup) if isinstance(markup, list) else markup
+                assert parsed(clean_html(markup)) == parsed(markup), (path.name, markup[:200])
+                seen += 1
+    assert seen > 30
+
+
+# -- records planted in a store, read by a kernel -------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def target(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The store the shell's session lives in: a SQLite file, then a PostgreSQL schema."""
+    where = str(tmp_path / "state.sqlite3") if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    monkeypatch.setenv("SLOTMAGIC_DB", where)
+    yield where
+
+
+CELLS = [
+    ("h1", "%%turn\nWhat is a deposit?"),
+    ("h2", "%slot tree"),
+    ("h3", "%slot budget"),
+    ("h4", "%slot list"),
+    ("h5", "%slot derive side"),
+]
+
+
+def _restart(ip: Any) -> None:
+    slotmagic.unload_ipython_extension(ip)
+    delattr(ip, "_slotmagic_cell_identity")
+    slotmagic.load_ipython_extension(ip)
+
+
+def test_planted_records_are_shown_as_data_or_skipped_with_a_line(
+    target: str, ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ipywidgets.widgets.widget import _instances
+
+    from slotmagic.widgets._budget import SlotBudgetWidget
+    from slotmagic.widgets._snapshot_widget import SnapshotWidget
+    from slotmagic.widgets._tree import SlotTreeWidget
+
+    for cell_id, source in CELLS:
+        ip.run_cell(source, cell_id=cell_id)
+    _restart(ip)
+    session_id = next(c for c in ip.configurables if type(c).__name__ == "SlotMagic").session().session_id
+    planted = plant(
+        target,
+        session_id,
+        [
+            (shows_widget("SlotTreeWidget"), html_in_displays),
+            (shows_widget("SlotBudgetWidget"), code_in_widget_state),
+            (prints("parent  turns"), not_json),
+        ],
+    )
+    assert planted == 3
+    shown: list[dict[str, Any]] = []
+    before = set(_instances)
+    capsys.readouterr()
+
+    def keep(data: Any, metadata: Any = None, *args: Any, **kwargs: Any) -> None:
+        shown.append({"data": dict(data), "metadata": dict(metadata or {})})
+
+    with publishing_through(ip, keep):
+        for cell_id, source in CELLS:
+            ip.run_cell(source, cell_id=cell_id)
+    out = capsys.readouterr()
+    made = [w for k, w in _instances.items() if k not in before]
+
+    # the tree's record: its static form shown cleaned, its widget rebuilt by the tree's own view
+    assert not any("onerror" in str(d["data"]) or "application/javascript" in d["data"] for d in shown)
+    assert not any("text/markdown" in d["data"] or "isolated" in d["metadata"] for d in shown)
+    assert any("<b>planted</b>" in d["data"].get("text/html", "") for d in shown)  # the rest of it is there
+    snapshots = [w for w in made if isinstance(w, SnapshotWidget)]
+    assert [s._esm for s in snapshots] == [SlotTreeWidget._esm] and SlotBudgetWidget._esm != SlotTreeWidget._esm
+    # the budget's record (an ES module in its state) and the list's (not JSON): one line each,
+    # and the cells act anew: a live budget, the list printed again
+    skipped = [line for line in out.err.splitlines() if "skipped this cell's stored record" in line]
+    assert len(skipped) == 2, out.err
+    assert any(type(w).__name__ == "SlotBudgetWidget" for w in made)
+    assert "   side     full  default" in out.out and "Traceback" not in out.err  # the list now
