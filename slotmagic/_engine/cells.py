@@ -58,6 +58,18 @@ class CellBook:
         self._retracing = True  # every magic since the retrace began replayed, in the recorded order
         self._damaged: list[str] = []  # one line per record skipped since the last look
 
+    @property
+    def position(self) -> tuple[str, bool]:
+        """Where this kernel is in the retrace: the key of the last magic run, and whether every
+        magic since the retrace began replayed in order (see :meth:`resume`)."""
+        return self._last, self._retracing
+
+    def resume(self, position: tuple[str, bool]) -> None:
+        """Go on from ``position``: the session reopened in the same kernel (``%config
+        SlotMagic.session_id`` away and back), whose book must not start over as if the
+        notebook's first magic cell were next."""
+        self._last, self._retracing = position
+
     def damaged(self) -> list[str]:
         """The lines saying which records were skipped as unreadable since the last call (the
         caller shows them: their cells acted anew)."""
@@ -101,7 +113,12 @@ class CellBook:
         if kind == "reads" and not follows:
             return None
         self._retracing, self._last = follows, key
-        if record.current is not None and self._store.current_slot(self._session_id) != record.current:
+        # A change restores the current slot it left; a read never changes the current slot.
+        if (
+            kind == "changes"
+            and record.current is not None
+            and self._store.current_slot(self._session_id) != record.current
+        ):
             with suppress(SlotNotFound):  # deleted since: the session stays where it is
                 self._store.set_current_slot(self._session_id, record.current)
         return record

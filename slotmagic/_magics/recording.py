@@ -67,10 +67,15 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
     ids: dict[str, int] = {}  # display id -> where its output is kept (an update replaces it)
     widgets: set[str] = set()  # the static ids of the widgets kept
 
-    def keep_widget(saved: dict[str, Any] | None) -> None:
+    def keep_widget(found: Any) -> None:
+        saved = _state(found)
         if saved is not None:
+            count = cell_count(shell)
+            pin = getattr(found, "pin", None)
+            if callable(pin):  # a widget shows the session as of its cell, first run included
+                pin(count)
             widgets.add(str(saved["static_id"]))
-            kept.append(CellOutput("widget", data={**saved, "count": cell_count(shell)}))
+            kept.append(CellOutput("widget", data={**saved, "count": count}))
 
     def keep(data: Mapping[str, Any], metadata: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
         teed, sys.stdout = sys.stdout, stdout  # a terminal's publisher prints: kept once, as a display
@@ -105,18 +110,27 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
             sys.stdout = stdout
 
 
-def _widget(model_id: Any, static_id: str | None) -> dict[str, Any] | None:
-    """The class and state of the slotmagic widget with this model id (or static form)."""
+def _widget(model_id: Any, static_id: str | None) -> Any:
+    """The widget with this model id (or static form), if any."""
     try:
         from ipywidgets.widgets.widget import _instances  # type: ignore[import-untyped]
-
-        from ..widgets._snapshot_widget import widget_state
     except ImportError:
         return None
     found = _instances.get(model_id) if model_id is not None else None
     if found is None and static_id is not None:
         found = next((w for w in _instances.values() if getattr(w, "static_id", None) == static_id), None)
-    return None if found is None else widget_state(found)
+    return found
+
+
+def _state(widget: Any) -> dict[str, Any] | None:
+    """The class and state of a slotmagic widget, to rebuild it from (None: not one)."""
+    if widget is None:
+        return None
+    try:
+        from ..widgets._snapshot_widget import widget_state
+    except ImportError:
+        return None
+    return widget_state(widget)
 
 
 def check_record(record: CellRecord) -> None:
@@ -165,4 +179,4 @@ def _show_snapshot(output: CellOutput, count: int | None, changed: bool, follow:
         as_of = f"as of {where} · the session has changed since" if changed else ""
     # A widget from another slotmagic cannot be rebuilt: its static form, which follows, shows.
     with contextlib.suppress(ImportError, AttributeError, KeyError, TypeError, ValueError, DamagedRecord):
-        display(SnapshotWidget(output.data, as_of, follow))
+        display(SnapshotWidget(output.data, as_of, follow, count))

@@ -11,6 +11,7 @@ from the view). When nothing changed, it follows at once.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Mapping
 from importlib import import_module
@@ -20,7 +21,7 @@ import traitlets
 from IPython.display import display
 from traitlets import Bool, HasTraits, TraitError, Unicode, dlink
 
-from .._errors import DamagedRecord
+from .._errors import DamagedRecord, SlotMagicError
 from ._static import StaticForms, _in_kernel
 
 __all__ = ["SnapshotWidget", "checked_widget", "widget_state"]
@@ -77,6 +78,12 @@ def checked_widget(saved: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
             traits[name].validate(_PROBE, value)
         except (TraitError, TypeError, ValueError, AttributeError) as exc:
             raise DamagedRecord(f"a stored {kind.__name__}'s {name} is not valid: {str(exc)[:80]}", "cell") from None
+    rebuilt = getattr(kind, "rebuilt", None)  # what the class makes from its data (a graph's placement)
+    if callable(rebuilt):
+        try:
+            return kind, rebuilt(state)
+        except (ValueError, TypeError, KeyError, SlotMagicError) as exc:
+            raise DamagedRecord(f"a stored {kind.__name__} cannot be drawn: {str(exc)[:80]}", "cell") from None
     return kind, dict(state)
 
 
@@ -86,8 +93,10 @@ class SnapshotWidget(StaticForms):
     as_of = Unicode(help="says the widget is as of its cell; empty once it follows the session").tag(sync=True)
     can_follow = Bool(help="whether the view offers to follow the session live").tag(sync=True)
 
-    def __init__(self, saved: Mapping[str, Any], as_of: str, follow: Follow | None) -> None:
+    def __init__(self, saved: Mapping[str, Any], as_of: str, follow: Follow | None, count: int | None = None) -> None:
         kind, state = checked_widget(saved)
+        self._count = count  # the cell showing it: ``In [count]``
+        self._refusals = itertools.count(1)
         self._esm = kind._esm
         self._css = kind._css
         self._text, self._html = "", ""
@@ -104,8 +113,8 @@ class SnapshotWidget(StaticForms):
             **state,
         )
         self.on_msg(self._on_front_message)
-        if not as_of:
-            self.follow()
+        if not as_of:  # the session is as its cell left it: the live widget, pinned to this cell
+            self.follow(pinned=True)
 
     def to_text(self) -> str:
         return self._text
@@ -119,13 +128,19 @@ class SnapshotWidget(StaticForms):
         if _in_kernel():
             display(self.view_bundle(), raw=True)  # type: ignore[no-untyped-call]
 
-    def follow(self) -> bool:
-        """Follow the session from now on (False when the command cannot run again)."""
+    def follow(self, *, pinned: bool = False) -> bool:
+        """Follow the session from now on (False when the command cannot run again); with
+        ``pinned``, through the live widget pinned to this cell (it says when the session has
+        changed since, and follows when asked)."""
         if self._live is not None:
+            if not pinned and getattr(self._live, "pinned", False):
+                self._live.follow()
             return True
         live = self._follow() if self._follow is not None else None
         if live is None:
             return False
+        if pinned and hasattr(live, "pin"):
+            live.pin(self._count)
         self._live = live
         with self.hold_sync():
             for name in live.keys:
@@ -142,3 +157,24 @@ class SnapshotWidget(StaticForms):
             return
         if self._live is not None:  # the view acts on the live widget it follows
             self._live._on_front_message(self._live, content, buffers)
+            return
+        if content.get("type") != "refresh":
+            self._refuse()
+
+    def _refuse(self) -> None:
+        """An action from a view that cannot act (a change's widget shown again, or a read's
+        not following the session): said in place, where the view shows its status."""
+        where = f"cell [{self._count}]" if self._count is not None else "its cell"
+        if self._follow is None:
+            text = f"Not done: this view is as of {where}, shown again from the store. Edit the cell to run it again."
+        else:
+            text = f"Not done: this view is as of {where} and the session has changed since. Follow live to act on it."
+        if not self.has_trait("status"):
+            return
+        said: Any = {"kind": "error", "text": text, "error": "AsOfCell", "seq": -next(self._refusals)}
+        if isinstance(getattr(self, "status", None), str):  # the summary editor's one line
+            said = text
+        with self.hold_sync():
+            self.set_trait("status", said)
+            if self.has_trait("failed"):
+                self.set_trait("failed", True)

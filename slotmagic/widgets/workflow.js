@@ -1,5 +1,5 @@
 // The workflow widget's view: the DAG left to right. The layering and the order within each
-// layer come from the model (layout.layered_layout); this only turns them into pixels and
+// layer come from the model's `placement` (layout.layered_layout); this only turns them into pixels and
 // draws. A node with a slot attached is clickable: the kernel switches to that slot.
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -94,7 +94,7 @@ function render({ model, el }) {
 
   function draw() {
     const graph = model.get("graph");
-    const layout = model.get("layout");
+    const layout = model.get("placement");
     const currentSlot = model.get("current_slot");
     const error = model.get("error");
     const status = model.get("status") || {};
@@ -229,7 +229,7 @@ function render({ model, el }) {
   }
 
   model.on("change:graph", draw);
-  model.on("change:layout", draw);
+  model.on("change:placement", draw);
   model.on("change:current_slot", draw);
   model.on("change:error", draw);
   model.on("change:status", draw);
