@@ -87,6 +87,15 @@ def widget_views(page: Any) -> list[dict[str, Any]]:
     )
 
 
+def shoot_views(page: Any, folder: Path, prefix: str) -> None:
+    """A screenshot of each widget output (its "as of" line and view), to look at."""
+    outputs = page.locator(".jp-Notebook .jp-OutputArea-output:has(.sm-widget)")
+    for i in range(outputs.count()):
+        output = outputs.nth(i)
+        output.scroll_into_view_if_needed()
+        output.screenshot(path=str(folder / f"{prefix}-{i:02d}.png"))
+
+
 def wait_all_run(page: Any) -> None:
     """Until every code cell shows an execution count (Run All has reached the end): the
     kernel is idle between two cells too, so "Idle" alone is not enough."""

@@ -17,7 +17,15 @@ from store_digest import stored
 
 from conftest import ROOT
 
-from .actions import WIDGET_OUTPUTS, outputs_as_of_their_cells, restart_and_run_all, run_all, wait_idle, widget_views
+from .actions import (
+    WIDGET_OUTPUTS,
+    outputs_as_of_their_cells,
+    restart_and_run_all,
+    run_all,
+    shoot_views,
+    wait_idle,
+    widget_views,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -129,7 +137,7 @@ def test_run_all_restart_run_all_reads_the_same_and_calls_no_model(
     run_all(page)
     first = outputs_as_of_their_cells(page)
     first_views = check_views(page, name, "first run")
-    page.screenshot(path=str(artifacts / "first.png"), full_page=True)
+    shoot_views(page, artifacts, "first")
     asked, before = counted(calls), stored(store, name)
     assert asked > 0 and not any(REPLAYED in o for o in first)
 
@@ -146,5 +154,5 @@ def test_run_all_restart_run_all_reads_the_same_and_calls_no_model(
     assert stored(store, name) == before
     assert same_view(again) == same_view(first)
     assert any(REPLAYED in o for o in again)
-    page.screenshot(path=str(artifacts / "again.png"), full_page=True)
+    shoot_views(page, artifacts, "again")
     assert errors == []
