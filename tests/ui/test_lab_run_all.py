@@ -112,7 +112,6 @@ def check_views(page: Any, name: str, run: str) -> list[dict[str, Any]]:
     """Each widget view as of its cell: its "as of" mark names its own cell's count; the
     tutorial's known moments read as they should; every workflow graph has its nodes."""
     views = widget_views(page)
-    assert views, run
     for view in views:
         mark = re.match(r"as of cell \[(\d+)\] · ", view["mark"])
         assert not view["mark"] or (mark and int(mark.group(1)) == view["count"]), (run, view["source"], view["mark"])
