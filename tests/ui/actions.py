@@ -80,7 +80,10 @@ def widget_views(page: Any) -> list[dict[str, Any]]:
                        const bar = view.parentElement.querySelector(':scope > .sm-as-of');
                        return {source, count: prompt ? Number(prompt) : null, kind: view.className,
                                mark: bar && !bar.hidden ? bar.textContent.trim() : '', text: view.textContent,
-                               nodes: view.querySelectorAll('.sm-node').length};
+                               nodes: view.querySelectorAll('.sm-node').length,
+                               fits: [...view.querySelectorAll('.sm-canvas')]
+                                   .every(c => c.scrollWidth <= c.clientWidth + 1),
+                               labels: [...view.querySelectorAll('.sm-edge-label')].map(l => l.textContent)};
                    });
                })"""
         )

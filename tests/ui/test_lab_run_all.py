@@ -115,8 +115,9 @@ def check_views(page: Any, name: str, run: str) -> list[dict[str, Any]]:
     for view in views:
         mark = re.match(r"as of cell \[(\d+)\] · ", view["mark"])
         assert not view["mark"] or (mark and int(mark.group(1)) == view["count"]), (run, view["source"], view["mark"])
-        if "sm-workflow" in view["kind"]:
-            assert view["nodes"] > 0, (run, view["source"])
+        if "sm-workflow" in view["kind"]:  # drawn, within its output, no label cut
+            assert view["nodes"] > 0 and view["fits"], (run, view["source"])
+            assert view["labels"] and not any("…" in label for label in view["labels"]), view["labels"]
     for starts, holds in MOMENTS.get(name, []):
         first = next(v for v in views if v["source"].startswith(starts))
         assert holds in first["text"], (run, starts, first["text"][:200])
