@@ -401,8 +401,9 @@ def _tree_parser() -> CommandParser:
     return CommandParser(
         "%slot tree",
         "Show the slots as a tree: each with its mode, counts, fork point and last question.\n"
-        "As a widget it stays live: click a slot to make it current, right-click (or ⋯) to\n"
-        "derive, rename or delete it. %config SlotMagic.widgets = False prints the text form.",
+        "As a widget it shows the session as of its cell (follow live makes it follow): click a\n"
+        "slot to make it current, right-click (or ⋯) to derive, rename or delete it.\n"
+        "%config SlotMagic.widgets = False prints the text form.",
     )
 
 
