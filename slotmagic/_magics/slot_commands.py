@@ -342,7 +342,8 @@ def show_editor(ctx: Context, slot: str, draft: Compaction) -> bool:
         return False
     from IPython.display import display
 
-    display(SummaryEditor(ctx.session, slot, draft))
+    # it acts on the kernel's session at the click (and says so when that is another one now)
+    display(SummaryEditor(ctx.widgets.session, slot, draft))
     return True
 
 
