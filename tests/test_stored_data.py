@@ -192,3 +192,17 @@ def test_planted_records_are_shown_as_data_or_skipped_with_a_line(
     assert len(skipped) == 2, out.err
     assert any(type(w).__name__ == "SlotBudgetWidget" for w in made)
     assert "   side     full  default" in out.out and "Traceback" not in out.err  # the list now
+
+
+def test_a_stored_fan_out_shows_each_reply_rendered_again_from_its_text() -> None:
+    """The fan-out view inserts each column's HTML: a record's own is never taken, it is made
+    again from the column's text by the same Markdown rendering as a live column."""
+    from slotmagic._columns import column_data
+    from slotmagic.widgets._snapshot_widget import checked_widget
+
+    live = column_data("a", "a", "echo", "done", "**bold** <img src=x onerror=alert(1)>")
+    planted = {**live, "html": '<img src=x onerror="alert(1)">'}
+    saved = {"module": "slotmagic.widgets._fanout", "class": "FanOutWidget", "static_id": "0" * 32}
+    _, state = checked_widget({**saved, "state": {"columns": [planted], "summary": "1 reply"}})
+    assert state["columns"][0]["html"] == live["html"]
+    assert "<strong>bold</strong>" in live["html"] and "<img" not in live["html"]
