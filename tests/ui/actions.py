@@ -81,6 +81,7 @@ def widget_views(page: Any) -> list[dict[str, Any]]:
                        return {source, count: prompt ? Number(prompt) : null, kind: view.className,
                                mark: bar && !bar.hidden ? bar.textContent.trim() : '', text: view.textContent,
                                nodes: view.querySelectorAll('.sm-node').length,
+                               follow: !!bar && [...bar.querySelectorAll('button')].some(b => b.offsetParent !== null),
                                fits: [...view.querySelectorAll('.sm-canvas')]
                                    .every(c => c.scrollWidth <= c.clientWidth + 1),
                                labels: [...view.querySelectorAll('.sm-edge-label')].map(l => l.textContent)};

@@ -115,6 +115,8 @@ def check_views(page: Any, name: str, run: str) -> list[dict[str, Any]]:
     for view in views:
         mark = re.match(r"as of cell \[(\d+)\] · ", view["mark"])
         assert not view["mark"] or (mark and int(mark.group(1)) == view["count"]), (run, view["source"], view["mark"])
+        # "follow live" is offered where the view can follow, never on a change's replayed view
+        assert view["follow"] == ("changed since" in view["mark"]), (run, view["source"], view["mark"])
         if "sm-workflow" in view["kind"]:  # drawn, within its output, no label cut
             assert view["nodes"] > 0 and view["fits"], (run, view["source"])
             assert view["labels"] and not any("…" in label for label in view["labels"]), view["labels"]
