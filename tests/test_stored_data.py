@@ -206,3 +206,21 @@ def test_a_stored_fan_out_shows_each_reply_rendered_again_from_its_text() -> Non
     _, state = checked_widget({**saved, "state": {"columns": [planted], "summary": "1 reply"}})
     assert state["columns"][0]["html"] == live["html"]
     assert "<strong>bold</strong>" in live["html"] and "<img" not in live["html"]
+
+
+def test_a_stored_tree_is_taken_only_as_tree_nodes(tmp_path: Path) -> None:
+    from slotmagic import Session
+    from slotmagic._errors import DamagedRecord
+    from slotmagic.widgets._snapshot_widget import checked_widget
+
+    with Session.open("nb", db_path=tmp_path / "s.sqlite3", model="echo") as session:
+        session.submit_turn("What is a deposit?")
+        session.derive_slot("court")
+        nodes = [n.to_dict() for n in session.tree().nodes]
+    saved = {"module": "slotmagic.widgets._tree", "class": "SlotTreeWidget", "static_id": "0" * 32}
+    _, state = checked_widget({**saved, "state": {"nodes": nodes, "current": "court"}})
+    assert state["nodes"] == nodes  # what slotmagic wrote reads back as it was
+    for field, value in (("guides", "x"), ("messages", "2"), ("current", 1), ("id", None)):
+        bad = [{**nodes[0], field: value}, nodes[1]]
+        with pytest.raises(DamagedRecord, match="cannot be drawn: a tree node's"):
+            checked_widget({**saved, "state": {"nodes": bad}})
