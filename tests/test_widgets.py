@@ -761,4 +761,6 @@ def test_a_stored_workflow_is_drawn_from_its_graph_and_never_as_a_layout() -> No
     saved = {"module": "slotmagic.widgets._workflow", "class": "WorkflowWidget", "static_id": "0" * 32}
     kind, state = checked_widget({**saved, "state": {"graph": graph, "current_slot": "default"}})
     assert state["placement"]["nodes"] == {"a": [0, 0], "b": [1, 0]}
+    planted = {"graph": graph, "placement": {"layers": "x"}}  # a record's own placement is not taken
+    assert checked_widget({**saved, "state": planted})[1]["placement"] == state["placement"]
     assert "layout" not in kind.class_traits(sync=True) or kind.class_traits()["layout"].__class__.__name__ != "Dict"

@@ -136,12 +136,12 @@ class WorkflowWidget(SessionWidget):
 
     @staticmethod
     def rebuilt(state: Mapping[str, Any]) -> dict[str, Any]:
-        """A stored state completed with what is made from it: the placement of the graph
-        (records written before it was stored lack it)."""
+        """A stored state made again from its graph: the graph checked (a ConfigError says
+        what is wrong) and its placement laid out anew, as a live widget does (a record's own
+        placement is never taken; records written before it was stored have none)."""
         out = dict(state)
-        graph = out.get("graph")
-        if isinstance(graph, Mapping) and "placement" not in out:
-            out["placement"] = placement(check_graph(graph))
+        graph = check_graph(out.get("graph") or {})
+        out["graph"], out["placement"] = graph, placement(graph)
         return out
 
     def _act(self, session: Session, content: Mapping[str, Any]) -> str:
