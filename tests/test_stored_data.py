@@ -224,3 +224,17 @@ def test_a_stored_tree_is_taken_only_as_tree_nodes(tmp_path: Path) -> None:
         bad = [{**nodes[0], field: value}, nodes[1]]
         with pytest.raises(DamagedRecord, match="cannot be drawn: a tree node's"):
             checked_widget({**saved, "state": {"nodes": bad}})
+
+
+def test_what_a_cell_showed_is_kept_cleaned_in_its_record(ip: Any) -> None:
+    """A display made while a magic runs (a tool's, say) is kept as it will be shown again:
+    cleaned once, in its last form."""
+    from IPython.display import HTML, display
+
+    from slotmagic._magics.recording import capture
+
+    with capture(ip) as outputs:
+        handle = display(HTML("<i>first</i>"), display_id=True)
+        handle.update(HTML('<b onclick="steal()">hi</b><script>steal()</script>'))  # type: ignore[union-attr]
+    (kept,) = outputs
+    assert kept.kind == "display" and kept.data["text/html"] == "<b>hi</b>"

@@ -90,8 +90,7 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
         static = STATIC_ID.search(str(data.get("text/html", "")))
         if static is not None and static.group(1) not in widgets:  # no view was shown (a terminal)
             keep_widget(_widget(None, static.group(1)))
-        # kept as it will be shown again: through the same cleaning (_sanitize.py)
-        output = CellOutput("display", data=clean_bundle(data), metadata=clean_metadata(metadata or {}))
+        output = CellOutput("display", data=dict(data), metadata=dict(metadata or {}))  # cleaned at the end
         display_id = (kwargs.get("transient") or {}).get("display_id")
         if kwargs.get("update") and display_id in ids:
             kept[ids[display_id]] = output
@@ -108,6 +107,15 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
             yield kept
         finally:
             sys.stdout = stdout
+            # kept as they will be shown again: through the same cleaning (_sanitize.py), once
+            # each (a streamed reply's display is updated many times; its last form is kept)
+            kept[:] = [_cleaned(o) for o in kept]
+
+
+def _cleaned(output: CellOutput) -> CellOutput:
+    if output.kind != "display":
+        return output
+    return CellOutput("display", data=clean_bundle(output.data), metadata=clean_metadata(output.metadata))
 
 
 def _widget(model_id: Any, static_id: str | None) -> Any:
