@@ -7,6 +7,7 @@ run of the same is tests/ui/test_lab_stored_data.py."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -238,3 +239,17 @@ def test_what_a_cell_showed_is_kept_cleaned_in_its_record(ip: Any) -> None:
         handle.update(HTML('<b onclick="steal()">hi</b><script>steal()</script>'))  # type: ignore[union-attr]
     (kept,) = outputs
     assert kept.kind == "display" and kept.data["text/html"] == "<b>hi</b>"
+
+
+def test_a_turn_cells_unreadable_record_is_said_once(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    ip.run_cell("%%turn\nWhat is a deposit?", cell_id="t1")
+    _restart(ip)
+    session_id = next(c for c in ip.configurables if type(c).__name__ == "SlotMagic").session().session_id
+    target = os.environ["SLOTMAGIC_DB"]
+    assert plant(target, session_id, [(lambda record: record["kind"] == "turn", not_json)]) == 1
+    capsys.readouterr()
+    ip.run_cell("%%turn\nWhat is a deposit?", cell_id="t1")
+    ip.run_cell("%slot list", cell_id="l1")
+    out = capsys.readouterr()
+    assert out.err.count("skipped this cell's stored record") == 1, out.err
+    assert "replayed from the store, no model call · slot default · turn 1" in out.out  # the turn itself is stored

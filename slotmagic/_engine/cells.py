@@ -57,6 +57,7 @@ class CellBook:
         self._last = START  # the key of the last magic run in this kernel
         self._retracing = True  # every magic since the retrace began replayed, in the recorded order
         self._damaged: list[str] = []  # one line per record skipped since the last look
+        self._said: set[str] = set()  # the keys whose record was said to be skipped (once each)
 
     @property
     def position(self) -> tuple[str, bool]:
@@ -78,15 +79,16 @@ class CellBook:
 
     def _read(self, key: str, check: Callable[[CellRecord], object] | None = None) -> CellRecord | None:
         """The record of ``key``, None when there is none or it fails validation (``check``
-        raises :class:`DamagedRecord`): such a record is skipped, with a line to show."""
+        raises :class:`DamagedRecord`): such a record is skipped, with a line to show (once
+        per key: a turn's cell reads its record more than once)."""
         try:
             record = self._store.cell_record(self._session_id, key)
             if record is not None and check is not None:
                 check(record)
         except DamagedRecord as exc:
-            line = f"slotmagic: skipped this cell's stored record ({exc}): the cell runs anew"
-            if line not in self._damaged:
-                self._damaged.append(line)
+            if key not in self._said:
+                self._said.add(key)
+                self._damaged.append(f"slotmagic: skipped this cell's stored record ({exc}): the cell runs anew")
             return None
         return record
 
