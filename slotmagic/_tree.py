@@ -50,6 +50,28 @@ class TreeNode:
         out["children"], out["guides"] = list(self.children), list(self.guides)
         return out
 
+    @classmethod
+    def from_dict(cls, value: Any) -> TreeNode:
+        """A node from :meth:`to_dict`'s form, checked field by field (a ValueError says which
+        is wrong): a node read back from a store is data of exactly these types."""
+        if not isinstance(value, dict):
+            raise ValueError("a tree node is an object")
+        kinds: dict[str, tuple[type, ...]] = {
+            "id": (str,), "parent": (str, type(None)), "mode": (str,), "source": (str,), "messages": (int,),
+            "tokens": (int,), "turns": (int,), "fork_at": (int,), "current": (bool,),
+            "last_user": (str, type(None)), "depth": (int,), "last": (bool,),
+        }  # fmt: skip
+        for name, types in kinds.items():
+            if not isinstance(value.get(name), types) or (int in types and isinstance(value.get(name), bool)):
+                raise ValueError(f"a tree node's {name} is not valid")
+        children, guides = value.get("children"), value.get("guides")
+        if not isinstance(children, list) or not all(isinstance(c, str) for c in children):
+            raise ValueError("a tree node's children are not valid")
+        if not isinstance(guides, list) or not all(isinstance(g, bool) for g in guides):
+            raise ValueError("a tree node's guides are not valid")
+        fields = {name: value[name] for name in kinds}
+        return cls(**fields, children=tuple(children), guides=tuple(guides))
+
     def describe(self) -> str:
         """One line: mode, counts, fork point and last question."""
         parts = [self.mode if self.source != "static" else f"{self.mode}, static"]

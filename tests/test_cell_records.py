@@ -412,3 +412,43 @@ def test_a_command_whose_record_fails_is_reported_done(
         "%slot is done, but this cell's record was not (the PostgreSQL server closed the connection): "
         "run again, the cell acts anew"
     ]
+
+
+def test_a_switch_clicked_after_run_all_holds_for_reads_run_again_and_the_next_turn(
+    ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41's sequence: Run All twice (the notebook visits another session and comes back,
+    as tutorial 02 does), a new ``%slot`` cell run, "follow live" and a slot clicked in the
+    tree, the ``%slot`` cell run again: it shows the session now and restores nothing; the
+    next turn lands on the clicked slot."""
+    from ipywidgets.widgets.widget import _instances
+
+    from slotmagic.widgets._snapshot_widget import SnapshotWidget
+
+    cells = [
+        ("a", "%%turn\nWhat is a deposit?"),
+        ("b", "%slot derive court"),
+        ("c", "%slot derive letter --from default"),
+        ("d", "%slot switch default"),
+        ("t", "%slot tree"),
+        ("x", '%config SlotMagic.session_id = "elsewhere"'),
+        ("y", "%slot list"),
+        ("z", '%config SlotMagic.session_id = ""'),
+    ]
+    run_all(ip, cells, capsys)
+    before = set(_instances)
+    run_all(ip, cells, capsys)  # Run All again, in the same kernel
+    (tree,) = [w for k, w in _instances.items() if k not in before and isinstance(w, SnapshotWidget)]
+    capsys.readouterr()
+    ip.run_cell("%slot", cell_id="n")  # a new cell
+    assert capsys.readouterr().out.startswith("current slot: default")
+    tree._handle_msg({"content": {"data": {"method": "custom", "content": {"type": "follow"}}}, "buffers": []})
+    tree._handle_msg(
+        {"content": {"data": {"method": "custom", "content": {"type": "switch", "slot": "letter"}}}, "buffers": []}
+    )
+    assert session(ip).current_slot == "letter" and tree.status["text"] == "switched to slot letter"
+    ip.run_cell("%slot", cell_id="n")  # run again by hand: the session now
+    assert capsys.readouterr().out.startswith("current slot: letter")
+    assert session(ip).current_slot == "letter"
+    ip.run_cell("%%turn\nAnd now?", cell_id="m")
+    assert "slot letter · turn 2" in capsys.readouterr().out

@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "slotmagic._errors": 0,
     "slotmagic._render": 0,
     "slotmagic._markdown": 0,
+    "slotmagic._sanitize": 0,
     # 1 what keeps and counts: stores, token counting, tools, the namespace over a store
     "slotmagic._store": 1,
     "slotmagic.tokens": 1,

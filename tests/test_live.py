@@ -103,6 +103,8 @@ def test_a_turn_in_one_kernel_reaches_the_others_tree_and_list(
         if m["msg_type"] == "comm_open" and "nodes" in m["content"]["data"].get("state", {})
     ]
     tree = TreeState(comm_id, seen)
+    # a cell's tree is as of its cell; "follow live" (here from Python) makes it follow
+    run(watcher, "from slotmagic.widgets import live_widgets\nlive_widgets().widgets()[-1].follow()")
 
     run(writer, "%%turn\nhello from the other kernel")
     deadline = time.monotonic() + 30  # an update, however late a busy machine brings it

@@ -137,3 +137,21 @@ def test_a_damaged_working_context_never_stops_a_turn(ip: Any, caplog: pytest.Lo
     warnings = [r.getMessage() for r in caplog.records if "working context" in r.getMessage()]
     assert len(warnings) == 1 and "%ctx off --slot default" in warnings[0]
     assert len(s.messages()) == 4
+
+
+def test_the_summary_editor_acts_on_the_kernels_session_or_says_it_cannot(ip: Any) -> None:
+    from ipywidgets.widgets.widget import _instances
+
+    from slotmagic.widgets import SummaryEditor
+
+    fill(ip)
+    before = set(_instances)
+    ip.run_cell("%slot compact --edit --keep 2")
+    (editor,) = [w for k, w in _instances.items() if k not in before and isinstance(w, SummaryEditor)]
+    first = session(ip).session_id
+    ip.run_cell("%slot session elsewhere")  # the kernel moves to another session
+    editor._on_front_message(editor, {"type": "apply", "text": "My summary."}, [])
+    assert editor.failed and editor.status.startswith("Not done: this summary is for slot default of session")
+    ip.run_cell(f"%slot session {first}")  # back: the click acts there
+    editor._on_front_message(editor, {"type": "apply", "text": "My summary."}, [])
+    assert editor.applied and session(ip).compactions()[-1].text == "My summary."

@@ -6,6 +6,7 @@ executed one after the other, never take each other's cells as edits."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -118,3 +119,25 @@ def test_every_tutorial_executed_three_times_reads_the_same_and_stores_nothing_m
         again = read(_texts(execute(shutil_copy, env)))
         assert again == first
         assert stored(db, name) == after_first
+
+
+def test_a_widget_saved_by_a_headless_run_is_as_of_its_cell(tmp_path: Path) -> None:
+    """Executed with widget state saved (``nbconvert --execute``'s default): each widget's
+    saved state is its cell's moment, not the notebook's end. In 03 the first ``%slot budget``
+    follows ``%slot create lease-review``; ``follow-up`` is made 13 cells later."""
+    name = "03-budgets-and-compaction.ipynb"
+    shutil.copy(NOTEBOOKS / name, tmp_path / name)
+    nb = nbformat.read(tmp_path / name, as_version=4)
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", store_widget_state=True, resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute(env=headless_env(tmp_path / "state.sqlite3"))
+    states = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    sources = [cell.source for cell in nb.cells]
+    made = next(i for i, s in enumerate(sources) if "%slot create lease-review" in s)
+    first = next(i for i, s in enumerate(sources) if i > made and s.strip().startswith("%slot budget"))
+    (view,) = [o for o in nb.cells[first].outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    state = states[view["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]]["state"]
+    assert state["budget"]["slot"] == "lease-review"
+    static = "".join(o["data"]["text/plain"] for o in nb.cells[first].outputs if "text/html" in o.get("data", {}))
+    assert "lease-review" in static  # the static form says the same

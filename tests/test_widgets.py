@@ -41,6 +41,13 @@ def shown(ip: Any, line: str) -> Any:
     return live_widgets(ip).widgets()[-1]  # type: ignore[union-attr]
 
 
+def followed(ip: Any, line: str) -> Any:
+    """As :func:`shown`, then "follow live" clicked: the widget follows the session from then on."""
+    widget = shown(ip, line)
+    front_sends(widget, {"type": "follow"})
+    return widget
+
+
 def nodes(widget: SlotTreeWidget) -> dict[str, dict[str, Any]]:
     return {n["id"]: n for n in widget.shown()}
 
@@ -160,14 +167,21 @@ def test_a_preview_says_which_bare_tool_definitions_it_counts(session: Session) 
 # -- the tree widget in a shell, following other cells ------------------------------------------
 
 
-def test_the_tree_follows_every_cell(ip: Any, db_path: Path) -> None:
+def test_the_tree_is_as_of_its_cell_then_follows_every_cell_when_asked(ip: Any, db_path: Path) -> None:
     ip.run_cell("%%turn\nMy landlord kept my deposit.")
     tree = shown(ip, "%slot tree")
     assert isinstance(tree, SlotTreeWidget)
     assert tree.current == "default" and list(nodes(tree)) == ["default"]
     assert nodes(tree)["default"]["messages"] == 2
+    ip.run_cell("x = 1")  # nothing changed: nothing to say
+    assert tree.as_of == "" and not tree.can_follow
 
-    ip.run_cell("%slot derive court")  # derive (and switch)
+    ip.run_cell("%slot derive court")  # derive (and switch): the tree stays as of its cell, and says so
+    assert list(nodes(tree)) == ["default"] and tree.current == "default"
+    assert tree.as_of.startswith("as of cell [") and tree.as_of.endswith("the session has changed since")
+    assert tree.can_follow
+    front_sends(tree, {"type": "follow"})  # "follow live"
+    assert tree.as_of == "" and not tree.can_follow
     assert list(nodes(tree)) == ["default", "court"] and tree.current == "court"
     ip.run_cell("%%turn\nHow do I file?")  # a turn
     assert nodes(tree)["court"]["messages"] == 4 and nodes(tree)["court"]["last_user"] == "How do I file?"
@@ -193,14 +207,17 @@ def _magic_session(ip: Any) -> Session:
     return magic.session()  # type: ignore[no-any-return]
 
 
-def test_a_click_switches_the_kernels_slot_and_every_widget_follows(ip: Any) -> None:
+def test_a_click_switches_the_kernels_slot_and_every_widget_says_so(ip: Any) -> None:
     ip.run_cell("%%turn\nFirst question.")
     ip.run_cell("%slot derive court")
     tree = shown(ip, "%slot tree")
     budget = shown(ip, "%slot budget")
+    following = followed(ip, "%slot preview")
     assert budget.budget["slot"] == "court"
-    front_sends(tree, {"type": "switch", "slot": "default"})
-    assert tree.current == "default" and budget.budget["slot"] == "default"  # no cell ran
+    front_sends(tree, {"type": "switch", "slot": "default"})  # the tree shows the session now: it acts
+    assert tree.current == "default" and following.view["slot"] == "default"  # no cell ran
+    assert tree.as_of == "" and not tree.pinned  # the tree acted: it follows from now on
+    assert budget.budget["slot"] == "court" and "changed since" in budget.as_of  # as of its cell, and says so
     assert tree.status["kind"] == "ok" and tree.status["text"] == "switched to slot default"
     assert tree.status["current"] == "default"  # the view hides the line once another slot is current
     out = _printed(ip, "%slot")
@@ -257,7 +274,7 @@ def test_model_and_user_text_is_state_as_text(ip: Any) -> None:
 def test_budget_follows_turns_and_is_computed_only_when_something_changed(
     ip: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    budget = shown(ip, "%slot budget")
+    budget = followed(ip, "%slot budget")
     assert [c["name"] for c in budget.budget["categories"]] == [
         "system",
         "history",
@@ -287,7 +304,7 @@ def test_budget_follows_turns_and_is_computed_only_when_something_changed(
 
 def test_a_widget_for_a_slot_that_goes_away_says_so(ip: Any) -> None:
     ip.run_cell("%slot derive gone --no-switch")
-    preview = shown(ip, "%slot preview gone")
+    preview = followed(ip, "%slot preview gone")
     ip.run_cell("%slot delete gone")
     assert preview.error == "slot gone is gone (deleted or renamed): shown as it was last"
     assert preview.view["slot"] == "gone"  # the last state stays shown
@@ -368,7 +385,7 @@ def test_a_cell_run_again_replaces_its_widget(ip: Any) -> None:
 def test_after_unload_widgets_keep_their_state(ip: Any) -> None:
     import slotmagic
 
-    tree = shown(ip, "%slot tree")
+    tree = followed(ip, "%slot tree")
     slotmagic.unload_ipython_extension(ip)
     tree.refresh()
     assert "slotmagic is not loaded" in tree.error and list(nodes(tree)) == ["default"]
@@ -414,7 +431,7 @@ def test_workflow_widget_lays_out_and_switches(session: Session) -> None:
     session.derive_slot("letter", parent="default")
     widget = workflow_widget(session, GRAPH, live=LiveWidgets())
     assert isinstance(widget, WorkflowWidget)
-    layout = widget.layout
+    layout = widget.placement
     assert {k: v[0] for k, v in layout["nodes"].items()} == {
         "research": 0,
         "draft": 1,
@@ -539,7 +556,7 @@ def test_workflow_show_draws_the_active_workflow_and_follows_it(ip: Any) -> None
     from slotmagic.widgets import WorkflowWidget
 
     ip.run_cell("%%workflow claim\nintake -> letter\nletter -> file [if no answer]")
-    widget = shown(ip, "%workflow show")
+    widget = followed(ip, "%workflow show")
     assert isinstance(widget, WorkflowWidget)
     assert "* intake [pending] -> letter" in widget.to_text() and "(if no answer)" in widget.to_text()
     ip.run_cell("%workflow status intake done")  # another cell: the drawing follows
@@ -658,7 +675,7 @@ def test_a_replayed_read_rebuilds_its_widget_as_of_its_cell_and_follows_live_on_
     for cell_id, source in cells:
         ip.run_cell(source, cell_id=cell_id)
     first = live_widgets(ip).widgets()[-1]  # type: ignore[union-attr]
-    assert list(nodes(first)) == ["default", "court"]  # the live tree followed the derive
+    assert list(nodes(first)) == ["default"] and "changed since" in first.as_of  # the first run's: as of its cell
     slotmagic.unload_ipython_extension(ip)  # a restart
     delattr(ip, "_slotmagic_cell_identity")
     slotmagic.load_ipython_extension(ip)
@@ -674,3 +691,76 @@ def test_a_replayed_read_rebuilds_its_widget_as_of_its_cell_and_follows_live_on_
     assert [n["id"] for n in snapshot.nodes] == ["default", "court", "letter"]
     front_sends(snapshot, {"type": "switch", "slot": "default"})  # and acts on it
     assert _magic_session(ip).current_slot == "default" and snapshot.current == "default"
+
+
+def test_the_as_of_mark_names_the_cells_own_execution_count(ip: Any) -> None:
+    """``In [n]`` of the cell that shows the widget, under IPython 8 (which advances the count
+    after a cell) and 9 (before it): the count a cell runs under, not the next one."""
+    from ipywidgets.widgets.widget import _instances
+
+    from slotmagic.widgets._snapshot_widget import SnapshotWidget
+
+    cells = [("w1", "%%turn\nFirst question."), ("w2", "%slot tree"), ("w3", "%slot derive court")]
+    for cell_id, source in cells:
+        ip.run_cell(source, store_history=True, cell_id=cell_id)
+    slotmagic.unload_ipython_extension(ip)  # a restart
+    delattr(ip, "_slotmagic_cell_identity")
+    slotmagic.load_ipython_extension(ip)
+    counts = {
+        cell_id: ip.run_cell(source, store_history=True, cell_id=cell_id).execution_count for cell_id, source in cells
+    }
+    snapshot = [w for w in _instances.values() if isinstance(w, SnapshotWidget)][-1]
+    assert snapshot.as_of.startswith(f"as of cell [{counts['w2']}] ·"), (snapshot.as_of, counts)
+
+
+def test_a_click_on_a_view_of_an_earlier_moment_says_so_in_place_and_acts_once_following(ip: Any) -> None:
+    ip.run_cell("%%turn\nFirst question.")
+    tree = shown(ip, "%slot tree")
+    ip.run_cell("%slot derive court")  # the session moves on; the tree stays as of its cell
+    front_sends(tree, {"type": "switch", "slot": "default"})
+    assert _magic_session(ip).current_slot == "court"  # nothing done...
+    assert tree.status["kind"] == "error" and tree.status["text"].startswith("Not done: this view is as of cell [")
+    assert "Follow live" in tree.status["text"]  # ...and said where the click was, with what does act
+    front_sends(tree, {"type": "follow"})
+    front_sends(tree, {"type": "switch", "slot": "default"})
+    assert _magic_session(ip).current_slot == "default" and tree.current == "default"
+
+
+def test_replayed_views_that_cannot_act_say_so_on_the_click(ip: Any) -> None:
+    from ipywidgets.widgets.widget import _instances
+
+    from slotmagic.widgets._snapshot_widget import SnapshotWidget
+
+    cells = [(f"f{n}", f"%%turn\nQuestion {n} about the lease.") for n in range(4)]
+    cells += [("c1", "%slot compact --edit --keep 2"), ("t1", "%slot tree"), ("d1", "%slot derive court")]
+    for cell_id, source in cells:
+        ip.run_cell(source, cell_id=cell_id)
+    slotmagic.unload_ipython_extension(ip)  # a restart, then Run All
+    delattr(ip, "_slotmagic_cell_identity")
+    slotmagic.load_ipython_extension(ip)
+    before = set(_instances)
+    for cell_id, source in cells:
+        ip.run_cell(source, cell_id=cell_id)
+    editor, tree = [w for k, w in _instances.items() if k not in before and isinstance(w, SnapshotWidget)]
+    front_sends(editor, {"type": "apply", "text": "my summary"})  # a change's widget, shown again
+    assert editor.failed and editor.status.startswith("Not done: this view is as of cell [")
+    assert "Edit the cell to run it again" in editor.status and _magic_session(ip).compactions() == []
+    front_sends(tree, {"type": "switch", "slot": "default"})  # a read's, the session changed since
+    assert tree.status["kind"] == "error" and "Follow live" in tree.status["text"]
+    assert _magic_session(ip).current_slot == "court"
+
+
+def test_a_stored_workflow_is_drawn_from_its_graph_and_never_as_a_layout() -> None:
+    """The graph's placement is ``placement``, not ``layout`` (every DOM widget's Layout model:
+    the front end drew a dict there as a child view, and a snapshot left it out). A record
+    written before the placement was stored gets it made from its graph."""
+    from slotmagic.widgets._snapshot_widget import checked_widget
+
+    nodes = [{"id": "a", "status": "done", "slot": None}, {"id": "b", "status": "pending", "slot": None}]
+    graph = {"name": "claim", "current": "a", "nodes": nodes, "edges": [{"from": "a", "to": "b", "label": None}]}
+    saved = {"module": "slotmagic.widgets._workflow", "class": "WorkflowWidget", "static_id": "0" * 32}
+    kind, state = checked_widget({**saved, "state": {"graph": graph, "current_slot": "default"}})
+    assert state["placement"]["nodes"] == {"a": [0, 0], "b": [1, 0]}
+    planted = {"graph": graph, "placement": {"layers": "x"}}  # a record's own placement is not taken
+    assert checked_widget({**saved, "state": planted})[1]["placement"] == state["placement"]
+    assert "layout" not in kind.class_traits(sync=True) or kind.class_traits()["layout"].__class__.__name__ != "Dict"

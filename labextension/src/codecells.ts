@@ -1,6 +1,7 @@
 /**
  * A "copy into a new cell" button on each code block of a slotmagic reply: a click puts the
- * block's code into a new code cell below the cell whose output holds it.
+ * block's code into a new code cell below the cell whose output holds it. The block is boxed
+ * (as a reply's code is in `%slot compare`'s columns) and the button sits on the box.
  *
  * A reply is found by the footer every slotmagic reply output has (`.slotmagic-footer`); its
  * code blocks are the `pre > code` elements the kernel rendered. Outputs come and go as cells
@@ -9,6 +10,7 @@
 import { type INotebookTracker, type NotebookPanel, NotebookActions } from '@jupyterlab/notebook';
 
 const BUTTON_CLASS = 'slotmagic-code-to-cell';
+const BOX_CLASS = 'slotmagic-codeblock';
 const REPLY_SELECTOR = '.jp-OutputArea-output';
 
 /** The code of a `pre` block as it reads (its text, without a trailing newline). */
@@ -23,7 +25,7 @@ function decorate(panel: NotebookPanel, root: Element): void {
       continue;
     }
     for (const pre of Array.from(output.querySelectorAll('pre'))) {
-      if (!pre.querySelector('code') || pre.previousElementSibling?.classList.contains(BUTTON_CLASS)) {
+      if (!pre.querySelector('code') || pre.parentElement?.classList.contains(BOX_CLASS)) {
         continue;
       }
       const button = document.createElement('button');
@@ -36,7 +38,10 @@ function decorate(panel: NotebookPanel, root: Element): void {
         event.stopPropagation();
         copyIntoNewCell(panel, pre);
       });
-      pre.parentElement?.insertBefore(button, pre);
+      const box = document.createElement('div');
+      box.className = BOX_CLASS;
+      pre.parentElement?.insertBefore(box, pre);
+      box.append(pre, button);
     }
   }
 }

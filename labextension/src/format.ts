@@ -72,7 +72,38 @@ export interface IBudgetView {
   label: string;
   /** 0..1 for the bar, null when there is no total. */
   fraction: number | null;
-  parts: { name: string; label: string; fraction: number }[];
+  /** A part past its share says so: `over` is the short label, `note` what it means. */
+  parts: { name: string; label: string; fraction: number; over: string | null; note: string | null }[];
+}
+
+/** A part past its share, in a few words (`overNote` says it whole). */
+export function overLabel(name: string): string {
+  if (name === 'system' || name === 'tools') {
+    return 'over its share: it leaves history less room, so compaction starts sooner';
+  }
+  if (name === 'history' || name === 'tool_results') {
+    return 'over its share: compacted once history and tool results pass their threshold';
+  }
+  return 'over its share';
+}
+
+/** What a part past its share means, in words (the kernel's budget: core/budget.py). */
+export function overNote(name: string, used: number, limit: number, threshold: number | null): string {
+  const head = `${name.replace(/_/g, ' ')} uses ${groupDigits(used)} tokens, more than its share of ${groupDigits(limit)}`;
+  const at = threshold !== null ? ` (${groupDigits(threshold)} tokens now)` : '';
+  if (name === 'system' || name === 'tools') {
+    return (
+      `${head}. The system side (system prompt and tools) is taken from the room for history ` +
+      `and tool results, so compaction starts sooner${at}.`
+    );
+  }
+  if (name === 'history' || name === 'tool_results') {
+    return (
+      `${head}. History and tool results share one threshold${at}: past it, older messages ` +
+      'are compacted before the next turn.'
+    );
+  }
+  return `${head}.`;
 }
 
 function ratio(used: number, limit: number): number {
@@ -97,11 +128,16 @@ export function budgetView(budget: IBudget | null): IBudgetView | null {
   return {
     label,
     fraction: total !== null && total > 0 ? ratio(used, total) : null,
-    parts: budget.parts.map(({ name, part }) => ({
-      name: name.replace(/_/g, ' '),
-      label: `${formatCount(part.used)} / ${formatCount(part.limit)}`,
-      fraction: ratio(part.used, part.limit)
-    }))
+    parts: budget.parts.map(({ name, part }) => {
+      const over = part.used > part.limit;
+      return {
+        name: name.replace(/_/g, ' '),
+        label: `${formatCount(part.used)} / ${formatCount(part.limit)}`,
+        fraction: ratio(part.used, part.limit),
+        over: over ? overLabel(name) : null,
+        note: over ? overNote(name, part.used, part.limit, budget.threshold ?? null) : null
+      };
+    })
   };
 }
 

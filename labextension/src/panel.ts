@@ -189,6 +189,14 @@ export class SlotsPanel extends Widget {
           el('span', 'jp-SlotsPanel-budgetValue', part.label)
         );
         box.append(line);
+        if (part.over && part.note) {
+          // past its share: said in words under the row, all of it on hover
+          line.classList.add('jp-mod-over');
+          line.title = part.note;
+          const said = el('div', 'jp-SlotsPanel-budgetOver', `${part.name} ${part.over}`);
+          said.title = part.note;
+          box.append(said);
+        }
       }
       this._body.append(box);
     }

@@ -42,6 +42,8 @@ export interface IBudget {
   total?: number | null;
   used: number | null;
   parts: { name: string; part: IBudgetPart }[];
+  /** Where compaction starts: history and tool results past this many tokens (null: not sent). */
+  threshold?: number | null;
 }
 
 /** The workflow's current node (null until the kernel sends one). */
@@ -144,7 +146,7 @@ export function parseBudget(value: unknown): IBudget | null {
   if (window === null && used === null && parts.length === 0) {
     return null;
   }
-  return { window, total, used, parts };
+  return { window, total, used, parts, threshold: numberOrNull(value.threshold) };
 }
 
 /** The workflow if the kernel sent one this panel can read, else null. */

@@ -61,10 +61,31 @@ test('budget', () => {
     label: '3.2k of 128k tokens (3%)',
     fraction: 0.025,
     parts: [
-      { name: 'history', label: '3k / 80k', fraction: 0.0375 },
-      { name: 'tool results', label: '30k / 20k', fraction: 1 }
+      { name: 'history', label: '3k / 80k', fraction: 0.0375, over: null, note: null },
+      {
+        name: 'tool results',
+        label: '30k / 20k',
+        fraction: 1,
+        over: 'over its share: compacted once history and tool results pass their threshold',
+        note:
+          'tool results uses 30,000 tokens, more than its share of 20,000. History and tool results share one ' +
+          'threshold: past it, older messages are compacted before the next turn.'
+      }
     ]
   });
+  // the system side past its share takes from the room for history (the threshold, when sent)
+  const system = budgetView({
+    window: 8192,
+    used: 161,
+    threshold: 5083,
+    parts: [{ name: 'system', part: { used: 124, limit: 37 } }]
+  })?.parts[0];
+  assert.equal(system?.over, 'over its share: it leaves history less room, so compaction starts sooner');
+  assert.equal(
+    system?.note,
+    'system uses 124 tokens, more than its share of 37. The system side (system prompt and tools) is taken from ' +
+      'the room for history and tool results, so compaction starts sooner (5,083 tokens now).'
+  );
   assert.equal(budgetView({ window: null, used: 10, parts: [] })?.label, '10 tokens');
   // a slot with a budget of its own: measured against it, not the model's window
   assert.equal(budgetView({ window: 8192, total: 800, used: 250, parts: [] })?.label, '250 of 800 tokens (31%)');

@@ -76,9 +76,11 @@ test('budget and workflow are read when present', () => {
     window: 128000,
     total: null,
     used: 3200,
-    parts: [{ name: 'history', part: { used: 3000, limit: 80000 } }]
+    parts: [{ name: 'history', part: { used: 3000, limit: 80000 } }],
+    threshold: null
   });
   assert.equal(parseBudget({ window: 8192, total: 800, used: 250, parts: {} })?.total, 800); // a slot's own budget
+  assert.equal(parseBudget({ window: 8192, used: 250, threshold: 5083, parts: {} })?.threshold, 5083); // where compaction starts
   assert.equal(parseWorkflow(null), null);
   assert.equal(parseWorkflow({ next: ['a'] }), null);
   assert.deepEqual(parseWorkflow({ current: 'draft', completed: 1, total: 3, next: ['review', 5] }), {

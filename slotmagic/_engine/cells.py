@@ -24,11 +24,12 @@ in the store: a replay writes nothing but the current slot it restores.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, replace
 
 from .._core.cells import START, CellOutput, CellRecord, Kind
-from .._errors import SlotNotFound
+from .._errors import DamagedRecord, SlotNotFound
 from .._store.base import Store
 from .plan import turn_stored
 
@@ -55,6 +56,41 @@ class CellBook:
         self._session_id = session_id
         self._last = START  # the key of the last magic run in this kernel
         self._retracing = True  # every magic since the retrace began replayed, in the recorded order
+        self._damaged: list[str] = []  # one line per record skipped since the last look
+        self._said: set[str] = set()  # the keys whose record was said to be skipped (once each)
+
+    @property
+    def position(self) -> tuple[str, bool]:
+        """Where this kernel is in the retrace: the key of the last magic run, and whether every
+        magic since the retrace began replayed in order (see :meth:`resume`)."""
+        return self._last, self._retracing
+
+    def resume(self, position: tuple[str, bool]) -> None:
+        """Go on from ``position``: the session reopened in the same kernel (``%config
+        SlotMagic.session_id`` away and back), whose book must not start over as if the
+        notebook's first magic cell were next."""
+        self._last, self._retracing = position
+
+    def damaged(self) -> list[str]:
+        """The lines saying which records were skipped as unreadable since the last call (the
+        caller shows them: their cells acted anew)."""
+        found, self._damaged = self._damaged, []
+        return found
+
+    def _read(self, key: str, check: Callable[[CellRecord], object] | None = None) -> CellRecord | None:
+        """The record of ``key``, None when there is none or it fails validation (``check``
+        raises :class:`DamagedRecord`): such a record is skipped, with a line to show (once
+        per key: a turn's cell reads its record more than once)."""
+        try:
+            record = self._store.cell_record(self._session_id, key)
+            if record is not None and check is not None:
+                check(record)
+        except DamagedRecord as exc:
+            if key not in self._said:
+                self._said.add(key)
+                self._damaged.append(f"slotmagic: skipped this cell's stored record ({exc}): the cell runs anew")
+            return None
+        return record
 
     @property
     def retracing(self) -> bool:
@@ -65,19 +101,26 @@ class CellBook:
         here), or starts one (the notebook's first magic cell, run again)."""
         return record.after == START or (self._retracing and record.after == self._last)
 
-    def replay(self, key: str, kind: Kind) -> CellRecord | None:
+    def replay(self, key: str, kind: Kind, check: Callable[[CellRecord], object] | None = None) -> CellRecord | None:
         """The record to show instead of running the command (restoring the current slot it
-        left, for a command that changes the session), or None to run it."""
+        left, for a command that changes the session), or None to run it. ``check`` validates
+        what the record would show (raising :class:`DamagedRecord`): a record it refuses is
+        skipped, and the command runs."""
         if kind in ("runs", "turn") or self._store.viewing:  # a view shows the session now
             return None
-        record = self._store.cell_record(self._session_id, key)
+        record = self._read(key, check)
         if record is None or record.kind != kind:
             return None
         follows = self._follows(record)
         if kind == "reads" and not follows:
             return None
         self._retracing, self._last = follows, key
-        if record.current is not None and self._store.current_slot(self._session_id) != record.current:
+        # A change restores the current slot it left; a read never changes the current slot.
+        if (
+            kind == "changes"
+            and record.current is not None
+            and self._store.current_slot(self._session_id) != record.current
+        ):
             with suppress(SlotNotFound):  # deleted since: the session stays where it is
                 self._store.set_current_slot(self._session_id, record.current)
         return record
@@ -106,7 +149,7 @@ class CellBook:
         model stops it."""
         if self._store.viewing:
             return
-        record = self._store.cell_record(self._session_id, key)
+        record = self._read(key)
         if replayed and record is not None:
             self._retracing, self._last = self._follows(record), key
             return
@@ -118,11 +161,13 @@ class CellBook:
         self._store.record_cell(self._session_id, key, kept, replace=True)
         self._last = key
 
-    def gone_turn(self, key: str, cell_id: str, slot: str) -> CellRecord | None:
+    def gone_turn(
+        self, key: str, cell_id: str, slot: str, check: Callable[[CellRecord], object] | None = None
+    ) -> CellRecord | None:
         """The record of a ``%%turn`` cell (``key``: the cell and its text) whose turn the
         store no longer holds (its branch deleted later in the notebook, its undo history
         dropped by gc): it is shown as it was instead of asking the model again."""
-        record = self._store.cell_record(self._session_id, key)
+        record = self._read(key, check)
         if record is None or record.kind != "turn":
             return None
         if turn_stored(self._store, self._session_id, slot, cell_id):
@@ -134,7 +179,7 @@ class CellBook:
         """How a ``%%turn`` cell read when it was recorded: what it printed before its reply (a
         compaction's line), the notes under its reply, and the slot its footer named. A replay
         shows them again, so the cell reads as it did (the slot renamed since, say)."""
-        record = self._store.cell_record(self._session_id, key)
+        record = self._read(key)
         if record is None or record.kind != "turn":
             return NOT_SHOWN
         before = []

@@ -43,7 +43,7 @@ from .identity import CellIdentity, notebook_name, split_id, text_digest
 from .options import SlotMagicOptions
 from .parsing import HelpShown, strip_comment
 from .publishing import publishing_through
-from .recording import capture, emit
+from .recording import capture, check_record, emit
 from .references import attach_values, fill, split_names
 from .slot_commands import dispatch, overview
 from .turn import parse_turn_line, run_turn, turn_parser
@@ -126,7 +126,8 @@ class SlotMagic(Magics, SlotMagicOptions):
         key = None if scope is None else self._identity().key(scope, magic, text)
         book = context.session.cells
         if key is not None:
-            record = book.replay(key, parsed.kind)
+            record = book.replay(key, parsed.kind, check_record)
+            _say_damaged(book.damaged())
             if record is not None:
                 reads = parsed.kind == "reads"
                 emit(
@@ -223,13 +224,15 @@ class SlotMagic(Magics, SlotMagicOptions):
         key = None if cell_id is None else f"turn|{cell_id}|{text_digest(line + chr(10) + text)}"
         if key is not None and cell_id is not None and not args.rerun and args.slots is None and args.models is None:
             with user_errors():
-                gone = session.cells.gone_turn(key, cell_id, args.slot or session.current_slot)
+                gone = session.cells.gone_turn(key, cell_id, args.slot or session.current_slot, check_record)
+            _say_damaged(session.cells.damaged())
             if gone is not None:  # its turn was removed since (later in the notebook): shown as it was
                 assert self.shell is not None
                 emit(self.shell, gone.outputs)
                 return
         assert self.shell is not None
         shown = NOT_SHOWN if key is None else session.cells.as_shown(key)
+        _say_damaged(session.cells.damaged())
         with capture(self.shell) as outputs, user_errors():
             reply = run_turn(session, self, args, text, cell_id, attachments, shown)
         if key is not None:  # a read after it retraces only if it replayed
@@ -365,6 +368,13 @@ def _record_lost(reply: Reply | FanOutResult, exc: StoreError) -> str:
     what = f"the reply ({stored[0]}) is" if len(stored) == 1 else f"the replies ({', '.join(stored)}) are"
     again = "run again, the cell finds its turn but not the lines it printed"
     return f"{what} stored, but this cell's record was not ({exc}): {again}"
+
+
+def _say_damaged(lines: list[str]) -> None:
+    """One line per stored record skipped as unreadable (its cell acts anew), on stderr: not
+    part of what the cell shows, so not kept in its new record."""
+    for line in lines:
+        print(line, file=sys.stderr)
 
 
 def _replayed(reply: Reply | FanOutResult) -> bool:

@@ -15,10 +15,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from .._core.cells import CellOutput
+from .._core.cells import CellOutput, CellRecord
+from .._errors import DamagedRecord
+from .._sanitize import clean_bundle, clean_metadata
 from .publishing import publishing_through
 
-__all__ = ["capture", "emit"]
+__all__ = ["capture", "cell_count", "check_record", "emit"]
 
 Follow = Callable[[], Any]  # runs a read again, quietly; returns the live widget it made
 
@@ -44,6 +46,20 @@ class _Tee:
         return getattr(self._stream, name)
 
 
+def cell_count(shell: Any) -> int | None:
+    """The execution count of the cell running now, as its prompt shows it (``In [n]``).
+
+    ``shell.execution_count`` is the *next* count under IPython 9, which advances it before it
+    runs the cell (8 advances it after), so the count is read from the result IPython fills
+    for the cell while it runs; the shell's count only outside ``run_cell``."""
+    result = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+    count = getattr(result, "execution_count", None)
+    if isinstance(count, int):
+        return count
+    found = getattr(shell, "execution_count", None)
+    return found if isinstance(found, int) else None
+
+
 @contextmanager
 def capture(shell: Any) -> Iterator[list[CellOutput]]:
     """Keep the outputs of the block (printed text, displayed mimebundles) as they are shown."""
@@ -51,10 +67,15 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
     ids: dict[str, int] = {}  # display id -> where its output is kept (an update replaces it)
     widgets: set[str] = set()  # the static ids of the widgets kept
 
-    def keep_widget(saved: dict[str, Any] | None) -> None:
+    def keep_widget(found: Any) -> None:
+        saved = _state(found)
         if saved is not None:
+            count = cell_count(shell)
+            pin = getattr(found, "pin", None)
+            if callable(pin):  # a widget shows the session as of its cell, first run included
+                pin(count)
             widgets.add(str(saved["static_id"]))
-            kept.append(CellOutput("widget", data={**saved, "count": shell.execution_count}))
+            kept.append(CellOutput("widget", data={**saved, "count": count}))
 
     def keep(data: Mapping[str, Any], metadata: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
         teed, sys.stdout = sys.stdout, stdout  # a terminal's publisher prints: kept once, as a display
@@ -69,7 +90,7 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
         static = STATIC_ID.search(str(data.get("text/html", "")))
         if static is not None and static.group(1) not in widgets:  # no view was shown (a terminal)
             keep_widget(_widget(None, static.group(1)))
-        output = CellOutput("display", data=dict(data), metadata=dict(metadata or {}))
+        output = CellOutput("display", data=dict(data), metadata=dict(metadata or {}))  # cleaned at the end
         display_id = (kwargs.get("transient") or {}).get("display_id")
         if kwargs.get("update") and display_id in ids:
             kept[ids[display_id]] = output
@@ -86,20 +107,53 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
             yield kept
         finally:
             sys.stdout = stdout
+            # kept as they will be shown again: through the same cleaning (_sanitize.py), once
+            # each (a streamed reply's display is updated many times; its last form is kept)
+            kept[:] = [_cleaned(o) for o in kept]
 
 
-def _widget(model_id: Any, static_id: str | None) -> dict[str, Any] | None:
-    """The class and state of the slotmagic widget with this model id (or static form)."""
+def _cleaned(output: CellOutput) -> CellOutput:
+    if output.kind != "display":
+        return output
+    return CellOutput("display", data=clean_bundle(output.data), metadata=clean_metadata(output.metadata))
+
+
+def _widget(model_id: Any, static_id: str | None) -> Any:
+    """The widget with this model id (or static form), if any."""
     try:
         from ipywidgets.widgets.widget import _instances  # type: ignore[import-untyped]
-
-        from ..widgets._snapshot_widget import widget_state
     except ImportError:
         return None
     found = _instances.get(model_id) if model_id is not None else None
     if found is None and static_id is not None:
         found = next((w for w in _instances.values() if getattr(w, "static_id", None) == static_id), None)
-    return None if found is None else widget_state(found)
+    return found
+
+
+def _state(widget: Any) -> dict[str, Any] | None:
+    """The class and state of a slotmagic widget, to rebuild it from (None: not one)."""
+    if widget is None:
+        return None
+    try:
+        from ..widgets._snapshot_widget import widget_state
+    except ImportError:
+        return None
+    return widget_state(widget)
+
+
+def check_record(record: CellRecord) -> None:
+    """Raise :class:`DamagedRecord` when ``record`` holds what cannot be shown again as data (a
+    widget this slotmagic cannot rebuild, or state not its own): the cell then acts anew."""
+    for output in record.outputs:
+        if output.kind == "widget":
+            try:
+                from ..widgets._snapshot_widget import checked_widget
+            except ImportError:  # no widgets here: the static form that follows shows
+                continue
+            count = output.data.get("count")
+            if count is not None and not isinstance(count, int):
+                raise DamagedRecord("a stored widget's cell count is not a number", "cell")
+            checked_widget(output.data)
 
 
 def emit(shell: Any, outputs: tuple[CellOutput, ...], *, changed: bool = True, follow: Follow | None = None) -> None:
@@ -111,24 +165,26 @@ def emit(shell: Any, outputs: tuple[CellOutput, ...], *, changed: bool = True, f
             continue
         sys.stdout.flush()
         if output.kind == "widget":
-            _show_snapshot(output, changed, follow)
+            _show_snapshot(output, cell_count(shell), changed, follow)
             continue
-        shell.display_pub.publish(data=dict(output.data), metadata=dict(output.metadata))
+        data = clean_bundle(output.data)  # a record is data: never markup or code (_sanitize.py)
+        if data:
+            shell.display_pub.publish(data=data, metadata=clean_metadata(output.metadata))
 
 
-def _show_snapshot(output: CellOutput, changed: bool, follow: Follow | None) -> None:
-    """A widget as of its cell: a read's can follow the session live; a change's (the summary
-    editor) stays as it was, since running its command again would act again."""
+def _show_snapshot(output: CellOutput, count: int | None, changed: bool, follow: Follow | None) -> None:
+    """A widget as of its cell (the cell running it again: ``count``, its prompt's number): a
+    read's can follow the session live; a change's (the summary editor) stays as it was, since
+    running its command again would act again."""
     from IPython.display import display
 
     from ..widgets._snapshot_widget import SnapshotWidget
 
-    count = output.data.get("count")
     where = f"cell [{count}]" if isinstance(count, int) else "its cell"
     if follow is None:
         as_of = f"as of {where} · replayed: edit the cell to run it again"
     else:
         as_of = f"as of {where} · the session has changed since" if changed else ""
     # A widget from another slotmagic cannot be rebuilt: its static form, which follows, shows.
-    with contextlib.suppress(ImportError, AttributeError, KeyError, TypeError, ValueError):
-        display(SnapshotWidget(output.data, as_of, follow))
+    with contextlib.suppress(ImportError, AttributeError, KeyError, TypeError, ValueError, DamagedRecord):
+        display(SnapshotWidget(output.data, as_of, follow, count))

@@ -343,7 +343,8 @@ def show_editor(ctx: Context, slot: str, draft: Compaction) -> bool:
         return False
     from IPython.display import display
 
-    display(SummaryEditor(ctx.session, slot, draft))
+    # it acts on the kernel's session at the click (and says so when that is another one now)
+    display(SummaryEditor(ctx.widgets.session, slot, draft))
     return True
 
 
@@ -402,8 +403,9 @@ def _tree_parser() -> CommandParser:
     return CommandParser(
         "%slot tree",
         "Show the slots as a tree: each with its mode, counts, fork point and last question.\n"
-        "As a widget it stays live: click a slot to make it current, right-click (or ⋯) to\n"
-        "derive, rename or delete it. %config SlotMagic.widgets = False prints the text form.",
+        "As a widget it shows the session as of its cell (follow live makes it follow): click a\n"
+        "slot to make it current, right-click (or ⋯) to derive, rename or delete it.\n"
+        "%config SlotMagic.widgets = False prints the text form.",
     )
 
 

@@ -116,6 +116,9 @@ class Workspace:
         self._target: str | None = None  # where the open store lives, as the settings name it
         self._view: str | None = None  # the session the store is a read-only view of, if it is one
         self._session: Session | None = None
+        # Where each session's cell book was when it was closed in this kernel (by store and id):
+        # a session reopened goes on from there (_engine/cells.py).
+        self._positions: dict[tuple[str | None, str], tuple[str, bool]] = {}
         self.on_change: Callable[[], None] | None = None  # another kernel changed the store
         self._observing = False  # whether the settings' changes come to _setting_changed
         self.mcp: McpServers = getattr(shell, _KERNEL_MCP, None) or McpServers()  # stopped when the kernel exits
@@ -145,12 +148,12 @@ class Workspace:
             if isinstance(self._store, SupportsChanges):  # follow other kernels (NOTIFY, or data_version)
                 self._store.subscribe(self._changed)
         if self._session is None or self._session.session_id != session_id:
-            if self._session is not None:
-                self._session.close()
-                self._session = None
+            self._close_session()
             self._store.user = _user(options)
             self.mcp.configure(options.mcp_servers)
             made = Session.open(session_id, store=self._store, mcp=self.mcp)
+            if (db_path, session_id) in self._positions:
+                made.cells.resume(self._positions[(db_path, session_id)])
             try:
                 for name in _FOLLOWED:
                     _apply(made, name, getattr(options, name))  # a malformed model string is refused here
@@ -187,10 +190,14 @@ class Workspace:
         if self.on_change is not None:
             self.on_change()
 
-    def close(self) -> None:
+    def _close_session(self) -> None:
         if self._session is not None:
+            self._positions[(self._target, self._session.session_id)] = self._session.cells.position
             self._session.close()
             self._session = None
+
+    def close(self) -> None:
+        self._close_session()
         if self._store is not None:
             self._store.close()
             self._store = None

@@ -125,7 +125,8 @@ class CellRecords(Protocol):
     """The store's part that keeps what notebook cells did (_engine/cells.py)."""
 
     def cell_record(self, session_id: str, key: str) -> CellRecord | None:
-        """What the notebook cell ``key`` did when it first ran (None: never, or unreadable)."""
+        """What the notebook cell ``key`` did when it first ran (None: never); an unreadable
+        record raises :class:`~slotmagic._errors.DamagedRecord`."""
         ...
 
     def record_cell(self, session_id: str, key: str, record: CellRecord, *, replace: bool = False) -> CellRecord:

@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traitlets import Dict, Unicode
+from traitlets import Bool, Dict, Unicode
 
 from .._errors import SlotMagicError
 from ._live import LiveWidgets, live_widgets
@@ -52,6 +52,12 @@ class SessionWidget(StaticForms):
     at each refresh (the extension's, which ``%config`` may reopen). ``live`` is the kernel's
     registry (by default the running IPython's, if any), which refreshes the widget after
     every cell; outside IPython call :meth:`refresh` yourself.
+
+    A widget a magic's cell displays is *pinned* to that cell (:meth:`pin`): it keeps showing
+    the session as of its cell, says so once the session has changed since (``as_of``), and
+    follows the session only when asked (:meth:`follow`, the view's "follow live"). An action
+    from a pinned view acts on the session now only while that is what the view shows;
+    otherwise it says so, in place, and offers to follow live.
     """
 
     error = Unicode("", help="one line: why the session could not be read at the last refresh").tag(sync=True)
@@ -60,6 +66,9 @@ class SessionWidget(StaticForms):
         "it left (current)"
     ).tag(sync=True)
 
+    as_of = Unicode("", help="says the widget is as of its cell and the session has changed since").tag(sync=True)
+    can_follow = Bool(False, help="whether the view offers to follow the session live").tag(sync=True)
+
     def __init__(self, session: Session | SessionSource, *, live: LiveWidgets | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._source: SessionSource = session if callable(session) else (lambda: session)
@@ -67,6 +76,8 @@ class SessionWidget(StaticForms):
         self._seq = itertools.count(1)
         self._text = ""
         self._html = ""
+        self._pinned: tuple[str, str] | None = None  # (session id, state marker) of its cell, while pinned
+        self._where = "its cell"
         self.on_msg(self._on_front_message)
         self._update(self._source())  # a first read that fails raises: there is nothing to show
         if self._live is not None:
@@ -78,9 +89,54 @@ class SessionWidget(StaticForms):
         """Read the session and set the synced traits, ``_text`` and ``_html``."""
         raise NotImplementedError
 
+    # -- as of its cell ----------------------------------------------------------------------
+
+    def pin(self, count: int | None) -> None:
+        """Keep showing the session as it is now, the moment of the cell ``In [count]``, until
+        :meth:`follow` is called."""
+        try:
+            session = self._source()
+            self._pinned = (session.session_id, session.store.state_marker(session.session_id))
+        except Exception:  # nothing to compare with later: the widget stays live
+            return
+        self._where = f"cell [{count}]" if count is not None else "its cell"
+
+    @property
+    def pinned(self) -> bool:
+        return self._pinned is not None
+
+    def follow(self) -> None:
+        """Follow the session from now on (the view's "follow live")."""
+        self._pinned = None
+        with self.hold_sync():
+            self.as_of, self.can_follow = "", False
+            self.refresh()
+
+    def _changed_since(self) -> bool:
+        """Whether the session now differs from the one its cell showed (once it has, it stays
+        so: the check is not made again at every later cell)."""
+        if self.as_of:
+            return True
+        assert self._pinned is not None
+        try:
+            session = self._source()
+            now = (session.session_id, session.store.state_marker(session.session_id))
+        except Exception:  # the session cannot be read now: it is not the one shown
+            now = None
+        if now == self._pinned:
+            return False
+        with self.hold_sync():
+            self.as_of = f"as of {self._where} · the session has changed since"
+            self.can_follow = True
+        return True
+
     def refresh(self) -> None:
         """Read the session again; traits that did not change send nothing. A failure (a slot
-        deleted, the extension unloaded) is shown in the widget, never raised."""
+        deleted, the extension unloaded) is shown in the widget, never raised. A pinned widget
+        only notes whether the session has changed since its cell."""
+        if self._pinned is not None:
+            self._changed_since()
+            return
         try:
             with self.hold_sync():
                 self._update(self._source())
@@ -123,9 +179,21 @@ class SessionWidget(StaticForms):
         if action == "refresh":
             self.refresh()
             return
+        if action == "follow":
+            self.follow()
+            return
         answer: dict[str, Any] = {"action": action, "seq": next(self._seq)}
         if isinstance(content.get("slot"), str):
             answer["slot"] = content["slot"]
+        if self._pinned is not None:
+            if self._changed_since():  # what the view shows is not the session now: nothing to act on
+                text = (
+                    f"Not done: this view is as of {self._where} and the session has changed since. "
+                    "Follow live to act on the session now."
+                )
+                self.status = {**answer, "kind": "error", "text": text, "error": "AsOfCell"}
+                return
+            self.follow()  # the session now is what it shows: act, and follow from now on
         try:
             text = self._act(self._source(), content)
         except Exception as exc:  # one line in the widget, never a traceback in the log

@@ -14,6 +14,7 @@ from typing import Any
 from traitlets import Dict, List, Unicode
 
 from .._columns import columns_html, columns_text
+from .._markdown import reply_html
 from ._base import asset
 from ._static import StaticForms
 
@@ -36,6 +37,20 @@ class FanOutWidget(StaticForms):
         with self.hold_sync():
             self.columns = [dict(c) for c in columns]
             self.summary = summary
+
+    @staticmethod
+    def rebuilt(state: Mapping[str, Any]) -> dict[str, Any]:
+        """A stored state with each column's HTML made again from its text, as the live column
+        made it (the view inserts that HTML: a record's own is never taken)."""
+        out = dict(state)
+        columns = out.get("columns")
+        if isinstance(columns, list):
+            out["columns"] = [
+                {**c, "html": reply_html(c["text"]) if isinstance(c.get("text"), str) else ""}
+                for c in columns
+                if isinstance(c, Mapping)
+            ]
+        return out
 
     def to_text(self) -> str:
         return columns_text(self.columns, self.summary)

@@ -9,6 +9,7 @@ without widgets (nbconvert, GitHub).
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from traitlets import Bool, Unicode
@@ -36,11 +37,14 @@ class SummaryEditor(StaticForms):
     failed = Bool(False, help="the last status is a refusal").tag(sync=True)
     applied = Bool(False, help="the summary was applied: nothing more to edit").tag(sync=True)
 
-    def __init__(self, session: Session, slot: str, draft: Compaction) -> None:
+    def __init__(self, session: Session | Callable[[], Session], slot: str, draft: Compaction) -> None:
+        """``session`` is the session, or a function returning the kernel's session at each
+        click (the extension's, which ``%slot session`` may change)."""
         lo, hi = draft.upto - draft.replaced + 1, draft.upto
         heading = f"The summary previewed for slot {slot}, to replace messages {lo}-{hi}: edit it, then apply"
         super().__init__(heading=heading, text=draft.text)
-        self.session = session
+        self._source: Callable[[], Session] = session if callable(session) else (lambda: session)
+        self._session_id = self._source().session_id  # the session the summary was previewed in
         self.slot = slot
         self.draft = draft
         self.on_msg(self._on_front_message)
@@ -48,7 +52,13 @@ class SummaryEditor(StaticForms):
     def apply(self, text: str | None = None) -> None:
         """Apply ``text`` (the box's, by default) in place of the previewed summary."""
         try:
-            made = self.session.compactions.compact(self.slot, apply=True, summary=self.text if text is None else text)
+            session = self._source()
+            if session.session_id != self._session_id:  # the kernel moved to another session since
+                raise SlotMagicError(
+                    f"Not done: this summary is for slot {self.slot} of session {self._session_id}; the notebook is "
+                    f"on session {session.session_id} now (%slot session {self._session_id} goes back)"
+                )
+            made = session.compactions.compact(self.slot, apply=True, summary=self.text if text is None else text)
         except SlotMagicError as exc:
             self.status, self.failed = str(exc), True
             return

@@ -77,6 +77,17 @@ class SlotTreeWidget(SessionWidget):
         if any(c not in ids for c in self.collapsed):
             self.collapsed = [c for c in self.collapsed if c in ids]
 
+    @staticmethod
+    def rebuilt(state: Mapping[str, Any]) -> dict[str, Any]:
+        """A stored state, each node checked as a :class:`~slotmagic._tree.TreeNode` (a
+        ValueError names what is wrong: the record is then skipped)."""
+        from .._tree import TreeNode
+
+        out = dict(state)
+        out["nodes"] = [TreeNode.from_dict(n).to_dict() for n in out.get("nodes") or []]
+        out["changed"] = {k: TreeNode.from_dict(n).to_dict() for k, n in (out.get("changed") or {}).items()}
+        return out
+
     def shown(self) -> list[dict[str, Any]]:
         """The nodes as the view shows them: ``nodes`` with the ``changed`` ones in their place."""
         changed = self.changed

@@ -108,7 +108,9 @@ class WorkflowWidget(SessionWidget):
     _css = asset("common.css", "workflow.css")
 
     graph = Dict().tag(sync=True)
-    layout = Dict(help="layered_layout() of the graph: each node's layer and order").tag(sync=True)
+    # Not ``layout``: that is every DOM widget's Layout model, which the front end draws as a
+    # child view (a dict there broke every view's setLayout, and a snapshot skipped it).
+    placement = Dict(help="layered_layout() of the graph: each node's layer and order").tag(sync=True)
     current_slot = Unicode().tag(sync=True)
 
     def __init__(
@@ -126,13 +128,21 @@ class WorkflowWidget(SessionWidget):
         graph = check_graph(self._graph())
         current = session.current_slot
         if graph != self.graph:
-            self.layout = layered_layout(
-                [n["id"] for n in graph["nodes"]], [(e["from"], e["to"]) for e in graph["edges"]]
-            )
+            self.placement = placement(graph)
             self.graph = graph
         self.current_slot = current
         self._text = workflow_text(graph, current)
         self._html = workflow_html(graph, current)
+
+    @staticmethod
+    def rebuilt(state: Mapping[str, Any]) -> dict[str, Any]:
+        """A stored state made again from its graph: the graph checked (a ConfigError says
+        what is wrong) and its placement laid out anew, as a live widget does (a record's own
+        placement is never taken; records written before it was stored have none)."""
+        out = dict(state)
+        graph = check_graph(out.get("graph") or {})
+        out["graph"], out["placement"] = graph, placement(graph)
+        return out
 
     def _act(self, session: Session, content: Mapping[str, Any]) -> str:
         if content.get("type") != "switch":
@@ -143,6 +153,11 @@ class WorkflowWidget(SessionWidget):
             raise ValueError(f"workflow node {node!r} has no slot attached")
         session.switch_slot(found["slot"])
         return f"switched to slot {found['slot']} (workflow node {node})"
+
+
+def placement(graph: Mapping[str, Any]) -> dict[str, Any]:
+    """Where each node of a checked graph goes: :func:`layered_layout` of its nodes and edges."""
+    return layered_layout([n["id"] for n in graph["nodes"]], [(e["from"], e["to"]) for e in graph["edges"]])
 
 
 def workflow_widget(

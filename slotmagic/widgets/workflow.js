@@ -1,18 +1,43 @@
 // The workflow widget's view: the DAG left to right. The layering and the order within each
-// layer come from the model (layout.layered_layout); this only turns them into pixels and
+// layer come from the model's `placement` (layout.layered_layout); this only turns them into pixels and
 // draws. A node with a slot attached is clickable: the kernel switches to that slot.
 
 const SVG = "http://www.w3.org/2000/svg";
 const W = 136; // node box
 const H = 58;
 const GAP_X = 56; // between layers; wider when edges have labels, to hold the longest
-const GAP_X_MAX = 150;
+const GAP_X_MAX = 112; // a longer label wraps
 const CHAR = 7; // px per character of an edge label, a little more than the UI font's widest average
 const GAP_Y = 20;
 const PAD = 14;
 const BACK = 40; // room above or below the nodes for edges that go back
+const LINE = 13; // px between the lines of an edge label
+const MIN_SCALE = 0.7; // a graph is drawn smaller to fit its output, down to this; past it, it scrolls
 // An edge's label sits in the gap right after the layer the edge leaves, centred, never wider
-// than the gap: it cannot reach a node. A longer label is cut (all of it on hover).
+// than the gap: it cannot reach a node. A longer label wraps onto more lines (never cut), and
+// labels in one gap that would touch are moved apart.
+
+// `text` in lines of at most `fits` characters, broken between words (a longer word is split).
+function wrap(text, fits) {
+  const lines = [];
+  let line = "";
+  for (let word of text.split(/\s+/).filter(Boolean)) {
+    while (word.length > fits) {
+      if (line) lines.push(line);
+      lines.push(word.slice(0, fits));
+      word = word.slice(fits);
+      line = "";
+    }
+    if (!line) line = word;
+    else if (line.length + 1 + word.length <= fits) line += " " + word;
+    else {
+      lines.push(line);
+      line = word;
+    }
+  }
+  if (line) lines.push(line);
+  return lines;
+}
 
 function h(tag, className, text) {
   const node = document.createElement(tag);
@@ -94,7 +119,7 @@ function render({ model, el }) {
 
   function draw() {
     const graph = model.get("graph");
-    const layout = model.get("layout");
+    const layout = model.get("placement");
     const currentSlot = model.get("current_slot");
     const error = model.get("error");
     const status = model.get("status") || {};
@@ -119,7 +144,7 @@ function render({ model, el }) {
     const top = layout.edges.some((e) => e.back && over(e)) ? BACK : 0;
     const bottom = layout.edges.some((e) => e.back && !over(e)) ? BACK : 0;
     const width = PAD * 2 + Math.max(1, layers.length) * (W + gapX) - gapX;
-    const height = PAD * 2 + top + rows * (H + GAP_Y) - GAP_Y + bottom;
+    let height = PAD * 2 + top + rows * (H + GAP_Y) - GAP_Y + bottom;
     const at = ([layer, order]) => ({
       x: PAD + layer * (W + gapX),
       y: PAD + top + (order + (rows - layers[layer].length) / 2) * (H + GAP_Y),
@@ -136,6 +161,7 @@ function render({ model, el }) {
     defs.append(marker);
     svg.append(defs);
 
+    const labels = [];
     for (const edge of layout.edges) {
       const data = graph.edges[edge.index];
       const points = edge.points.map(at);
@@ -171,16 +197,38 @@ function render({ model, el }) {
       path.dataset.to = data.to;
       svg.append(path);
       if (data.label) {
-        const label = s("text", { x: mid.x, y: mid.y, class: "sm-edge-label", "text-anchor": "middle" });
-        label.textContent = data.label;
-        if (data.label.length > fits) {
-          label.textContent = data.label.slice(0, fits - 1) + "…";
-          const full = s("title"); // all of it on hover
-          full.textContent = data.label;
-          label.append(full);
-        }
-        svg.append(label);
+        const lines = wrap(data.label, Math.max(4, edge.back ? fits * 2 : fits));
+        // a back edge's label stacks away from its curve's end; another's is centred on its middle
+        const first = edge.back ? (over(edge) ? mid.y : mid.y - (lines.length - 1) * LINE) : mid.y - ((lines.length - 1) * LINE) / 2;
+        labels.push({ edge, data, lines, x: mid.x, y: first, gap: edge.back ? -1 : edge.points[0][0] });
       }
+    }
+    // Labels in the same gap, top to bottom: one that would touch the one above moves down.
+    const placed = [...labels].sort((a, b) => a.gap - b.gap || a.y - b.y);
+    for (let i = 1; i < placed.length; i++) {
+      const above = placed[i - 1];
+      const label = placed[i];
+      if (label.gap >= 0 && label.gap === above.gap) {
+        const clear = above.y + above.lines.length * LINE + 2;
+        if (label.y < clear) label.y = clear;
+      }
+    }
+    let low = height;
+    for (const label of labels) {
+      const text = s("text", { x: label.x, y: label.y, class: "sm-edge-label", "text-anchor": "middle" });
+      text.dataset.label = label.data.label;
+      label.lines.forEach((line, i) => {
+        const span = s("tspan", { x: label.x, dy: i === 0 ? 0 : LINE });
+        span.textContent = line;
+        text.append(span);
+      });
+      svg.append(text);
+      low = Math.max(low, label.y + label.lines.length * LINE);
+    }
+    if (low > height) {
+      height = low + 4;
+      svg.setAttribute("height", height);
+      stage.style.height = `${height}px`;
     }
     stage.append(svg);
 
@@ -216,7 +264,23 @@ function render({ model, el }) {
       }
       stage.append(box);
     }
-    canvas.append(stage);
+    // The graph is drawn smaller to fit its output's width (not below MIN_SCALE: past that it
+    // scrolls); `sizer` takes the room the scaled drawing takes.
+    const sizer = h("div", "sm-sizer");
+    sizer.append(stage);
+    canvas.append(sizer);
+    stage.style.transformOrigin = "0 0";
+    const fit = () => {
+      const room = canvas.clientWidth;
+      const scale = room > 0 ? Math.max(MIN_SCALE, Math.min(1, room / width)) : 1;
+      stage.style.transform = scale < 1 ? `scale(${scale})` : "";
+      sizer.style.width = `${width * scale}px`;
+      sizer.style.height = `${height * scale}px`;
+    };
+    fit();
+    const fitter = new ResizeObserver(fit);
+    fitter.observe(canvas);
+    observers.push(fitter);
     root.append(canvas, scrollbar(canvas, observers));
 
     const message = h("div", "sm-message");
@@ -229,7 +293,7 @@ function render({ model, el }) {
   }
 
   model.on("change:graph", draw);
-  model.on("change:layout", draw);
+  model.on("change:placement", draw);
   model.on("change:current_slot", draw);
   model.on("change:error", draw);
   model.on("change:status", draw);

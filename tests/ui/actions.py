@@ -56,8 +56,7 @@ def cell_text(page: Any, index: int) -> str:
 
 def outputs_as_of_their_cells(page: Any) -> list[str]:
     """Each code cell's output text; a widget's by its static form, which is the widget as of
-    its cell (the first run's live widgets have followed the session to its end since; the
-    replayed ones are as of their cells, and say so)."""
+    its cell as its view is (tests/ui/test_lab_run_all.py compares the views themselves)."""
     return list(
         page.evaluate(
             """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-OutputArea')].map(area => {
@@ -67,6 +66,38 @@ def outputs_as_of_their_cells(page: Any) -> list[str]:
                })"""
         )
     )
+
+
+def widget_views(page: Any) -> list[dict[str, Any]]:
+    """Every slotmagic widget view of the notebook in view: its cell's source, the cell's
+    execution count, the "as of" line above the view (empty when hidden) and the view's text."""
+    return list(
+        page.evaluate(
+            """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].flatMap(cell => {
+                   const prompt = (cell.querySelector('.jp-InputPrompt').textContent.match(/\\[(\\d+)\\]/) || [])[1];
+                   const source = cell.querySelector('.jp-InputArea-editor').textContent;
+                   return [...cell.querySelectorAll('.sm-widget')].map(view => {
+                       const bar = view.parentElement.querySelector(':scope > .sm-as-of');
+                       return {source, count: prompt ? Number(prompt) : null, kind: view.className,
+                               mark: bar && !bar.hidden ? bar.textContent.trim() : '', text: view.textContent,
+                               nodes: view.querySelectorAll('.sm-node').length,
+                               follow: !!bar && [...bar.querySelectorAll('button')].some(b => b.offsetParent !== null),
+                               fits: [...view.querySelectorAll('.sm-canvas')]
+                                   .every(c => c.scrollWidth <= c.clientWidth + 1),
+                               labels: [...view.querySelectorAll('.sm-edge-label')].map(l => l.textContent)};
+                   });
+               })"""
+        )
+    )
+
+
+def shoot_views(page: Any, folder: Path, prefix: str) -> None:
+    """A screenshot of each widget output (its "as of" line and view), to look at."""
+    outputs = page.locator(".jp-Notebook .jp-OutputArea-output:has(.sm-widget)")
+    for i in range(outputs.count()):
+        output = outputs.nth(i)
+        output.scroll_into_view_if_needed()
+        output.screenshot(path=str(folder / f"{prefix}-{i:02d}.png"))
 
 
 def wait_all_run(page: Any) -> None:

@@ -1,6 +1,6 @@
 """In a real JupyterLab: a tree of 5,000 slots renders, draws only the rows in sight while the
-list scrolls, folds and unfolds, and shows a turn's new counts (sent as a change, not as the
-whole tree again)."""
+list scrolls, folds and unfolds, and once following shows a turn's new counts (sent as a
+change, not as the whole tree again)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def test_a_tree_of_5000_slots_draws_what_is_in_sight(lab: Any, page: Any) -> Non
     page.locator(f"{ROW}[data-slot-id='default'] .sm-toggle").click()
     page.wait_for_function(f"() => document.querySelectorAll('{ROW}').length === 51", timeout=WAIT)
 
-    run_cell(page, 3)  # a turn on s7: only s7 changes, and its row shows it
+    run_cell(page, 3)  # a turn on s7: the tree, as of its cell, says so; followed, only s7 changes
+    page.locator(".jp-OutputArea-output:has(.sm-tree)").get_by_role("button", name="follow live").click()
     page.wait_for_function(
         "() => document.querySelector(\".sm-tree-row[data-slot-id='s7'] .sm-counts\")?.textContent.startsWith('2 msg')",
         timeout=WAIT,

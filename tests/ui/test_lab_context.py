@@ -13,7 +13,7 @@ from .actions import open_new_notebook, run_all, wait_all_run
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
-def test_thumbnail_and_code_into_a_new_cell(lab: Any, page: Any, built_extension: Any) -> None:
+def test_thumbnail_and_code_into_a_new_cell(lab: Any, page: Any, built_extension: Any, artifacts: Any) -> None:
     open_new_notebook(
         page,
         lab,
@@ -35,6 +35,15 @@ def test_thumbnail_and_code_into_a_new_cell(lab: Any, page: Any, built_extension
     before = cells.count()
     button = turn.locator("button.slotmagic-code-to-cell")
     assert button.count() == 1  # one code block in the reply
+    # the block is boxed (a background of its own, as in %slot compare) and the button is on it
+    box = turn.locator(".slotmagic-codeblock")
+    assert box.locator("pre code").count() == 1 and box.locator("button.slotmagic-code-to-cell").count() == 1
+    assert box.evaluate("b => getComputedStyle(b).backgroundColor") not in ("rgba(0, 0, 0, 0)", "transparent")
+    outer, inner = box.bounding_box(), button.bounding_box()
+    assert outer is not None and inner is not None
+    assert outer["x"] <= inner["x"] and inner["x"] + inner["width"] <= outer["x"] + outer["width"]
+    assert outer["y"] <= inner["y"] and inner["y"] + inner["height"] <= outer["y"] + outer["height"]
+    box.screenshot(path=str(artifacts / "code-block.png"))
     button.click()
     page.wait_for_function(f"document.querySelectorAll('.jp-Notebook .jp-Cell').length === {before + 1}")
     new = cells.nth(3)

@@ -17,7 +17,15 @@ from store_digest import stored
 from conftest import ROOT
 from tools.tutorials import copy_committed, tutorials
 
-from .actions import WIDGET_OUTPUTS, outputs_as_of_their_cells, restart_and_run_all, run_all, wait_idle
+from .actions import (
+    WIDGET_OUTPUTS,
+    outputs_as_of_their_cells,
+    restart_and_run_all,
+    run_all,
+    shoot_views,
+    wait_idle,
+    widget_views,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -93,19 +101,53 @@ TUTORIALS = sorted(p.name for p in tutorials() if not p.name.startswith("07-"))
 CHANGED_AFTER_WIDGETS = {"03-budgets-and-compaction.ipynb", "05-working-context-and-workflow.ipynb"}
 
 
+# What a widget shows of its cell's moment, by tutorial: (the cell's source starts with, the view holds).
+MOMENTS = {
+    "02-branching.ipynb": [("%slot tree", "3 slots · current court")],
+    "03-budgets-and-compaction.ipynb": [("%slot budget", "Budget of lease-review")],
+}
+
+
+def check_views(page: Any, name: str, run: str) -> list[dict[str, Any]]:
+    """Each widget view as of its cell: its "as of" mark names its own cell's count; the
+    tutorial's known moments read as they should; every workflow graph has its nodes."""
+    views = widget_views(page)
+    for view in views:
+        mark = re.match(r"as of cell \[(\d+)\] · ", view["mark"])
+        assert not view["mark"] or (mark and int(mark.group(1)) == view["count"]), (run, view["source"], view["mark"])
+        # "follow live" is offered where the view can follow, never on a change's replayed view
+        assert view["follow"] == ("changed since" in view["mark"]), (run, view["source"], view["mark"])
+        if "sm-workflow" in view["kind"]:  # drawn, within its output, no label cut
+            assert view["nodes"] > 0 and view["fits"], (run, view["source"])
+            assert view["labels"] and not any("…" in label for label in view["labels"]), view["labels"]
+    for starts, holds in MOMENTS.get(name, []):
+        first = next(v for v in views if v["source"].startswith(starts))
+        assert holds in first["text"], (run, starts, first["text"][:200])
+    return views
+
+
 @pytest.mark.parametrize("name", TUTORIALS)
-def test_run_all_restart_run_all_reads_the_same_and_calls_no_model(calls: Path, lab: Any, page: Any, name: str) -> None:
+def test_run_all_restart_run_all_reads_the_same_and_calls_no_model(
+    calls: Path, lab: Any, page: Any, artifacts: Path, name: str
+) -> None:
     copy_committed(ROOT / "notebooks" / name, lab.root)
     store = lab.root / ".slotmagic" / "state.sqlite3"
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(f"{lab.url}/lab/tree/{name}?reset")
     wait_idle(page)
     run_all(page)
     first = outputs_as_of_their_cells(page)
+    first_views = check_views(page, name, "first run")
+    shoot_views(page, artifacts, "first")
     asked, before = counted(calls), stored(store, name)
     assert asked > 0 and not any(REPLAYED in o for o in first)
 
     restart_and_run_all(page)
     again = outputs_as_of_their_cells(page)
+    again_views = check_views(page, name, "after restart")
+    # the same views, as of the same moments (a replayed one may say the session changed since)
+    assert [same_view([v["text"]]) for v in again_views] == [same_view([v["text"]]) for v in first_views]
     shown = views(page)
     assert all(v.strip() for v in shown)  # every widget rebuilt and drawn
     if name in CHANGED_AFTER_WIDGETS:
@@ -114,4 +156,5 @@ def test_run_all_restart_run_all_reads_the_same_and_calls_no_model(calls: Path, 
     assert stored(store, name) == before
     assert same_view(again) == same_view(first)
     assert any(REPLAYED in o for o in again)
-    page.screenshot(path=str(lab.root.parent / f"{Path(name).stem}-again.png"))
+    shoot_views(page, artifacts, "again")
+    assert errors == []

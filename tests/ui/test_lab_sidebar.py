@@ -253,3 +253,27 @@ CONTRAST = """([textSel, backSel]) => {
   const [hi, lo] = [lum(text), lum(back)].sort((p, q) => q - p);
   return (hi + 0.05) / (lo + 0.05);
 }"""
+
+
+def test_a_budget_part_over_its_share_says_what_that_means(
+    lab: Any, page: Any, built_extension: Path, artifacts: Path
+) -> None:
+    prompt = "You help a tenant with a deposit dispute. " * 12  # far past a 600-token budget's system share
+    open_new_notebook(
+        page,
+        lab,
+        "share.ipynb",
+        f'%load_ext slotmagic\n%config SlotMagic.system = "{prompt}"',
+        "%slot create tight --budget 600",
+        "%%turn\nWhat now?",
+    )
+    for i in range(3):
+        run_cell(page, i)
+    show_panel(page)
+    over = page.locator(f"{PANEL} .jp-SlotsPanel-budgetOver")
+    over.first.wait_for()
+    assert over.first.inner_text() == "system over its share: it leaves history less room, so compaction starts sooner"
+    row = page.locator(f"{PANEL} .jp-SlotsPanel-budgetPart.jp-mod-over")
+    assert (row.first.get_attribute("title") or "").startswith("system uses ")
+    assert "taken from the room for history and tool results" in (row.first.get_attribute("title") or "")
+    page.locator(f"{PANEL} .jp-SlotsPanel-budget").screenshot(path=str(artifacts / "over-share.png"))

@@ -1,6 +1,8 @@
 """In a real JupyterLab: the widgets of %slot tree, %slot budget, %slot preview and a workflow
-render, follow the kernel without their cells running again, act on the kernel, show model
-text as text, and stay legible in the dark theme. Screenshots of each in tests/ui/artifacts/."""
+render, show the session as of their cells and say when it has changed since, follow the
+kernel without their cells running again once "follow live" is clicked, act on the kernel,
+show model text as text, and stay legible in the dark theme. Screenshots of each in
+tests/ui/artifacts/."""
 
 from __future__ import annotations
 
@@ -86,6 +88,16 @@ def current_row(page: Any, slot: str) -> None:
     )
 
 
+def follow_live(page: Any, view: str) -> None:
+    """Click "follow live" above the first ``view`` (shown once the session has changed since
+    its cell)."""
+    output = page.locator(f".jp-OutputArea-output:has({view})").first
+    output.get_by_role("button", name="follow live").click()
+    page.wait_for_function(
+        "view => document.querySelector(view).parentElement.querySelector('.sm-as-of').hidden", arg=view
+    )
+
+
 def output_of(page: Any, index: int) -> Any:
     return page.locator(f"{VISIBLE_NOTEBOOK} .jp-Cell").nth(index).locator(".jp-OutputArea")
 
@@ -143,8 +155,13 @@ def test_widgets_render_follow_the_kernel_and_act_on_it(lab: Any, page: Any, art
     assert workflow.locator(".sm-edge-label").all_text_contents() == ["first version", "approved", "changes"]
     workflow.screenshot(path=str(artifacts / "4-workflow.png"))
 
-    # a click on a workflow node with a slot switches the kernel's slot; the tree follows
+    # a click on a workflow node with a slot switches the kernel's slot; the tree, as of its
+    # cell, says the session has changed since, and follows it when asked
     workflow.locator(".sm-node[data-node-id='draft']").click()
+    page.locator(f".jp-OutputArea-output:has({TREE}) .sm-as-of:not([hidden])").wait_for()
+    assert "the session has changed since" in page.locator(f".jp-OutputArea-output:has({TREE}) .sm-as-of").inner_text()
+    assert current_row(page, "court") is None
+    follow_live(page, TREE)
     current_row(page, "letter")
     # a click on a tree node switches the kernel's slot; the next %slot line prints it
     page.locator(f"{ROW}[data-slot-id='default']").click()
@@ -154,7 +171,9 @@ def test_widgets_render_follow_the_kernel_and_act_on_it(lab: Any, page: Any, art
     )
     assert "current slot: default" in run_cell(page, 7)
 
-    # a turn in another cell: the tree and the budget bar follow without running again
+    # a turn in another cell: the tree and the budget bar (following too) follow without running again
+    follow_live(page, BUDGET)
+    used_before = budget.locator(".sm-legend-item[data-category='history'] .sm-legend-value").inner_text()
     run_cell(page, 8)
     page.wait_for_function(
         "() => document.querySelector(\".sm-tree [data-slot-id='default'] .sm-counts\")"

@@ -61,8 +61,8 @@ class KeptRows(RowsBase):
     # -- cell records (_engine/cells.py) -------------------------------------------------------
 
     def cell_record(self, session_id: str, key: str) -> CellRecord | None:
-        """What the cell named ``key`` did when it first ran; None if it never ran, or if its
-        record cannot be read (the cell then acts anew)."""
+        """What the cell named ``key`` did when it first ran; None if it never ran. A record that
+        cannot be read raises :class:`DamagedRecord` (the cell acts anew, and says so)."""
         with self._read() as db:
             found = db.execute(
                 "SELECT seq, record FROM cells WHERE session_id = ? AND key = ?", (session_id, key)
@@ -70,9 +70,12 @@ class KeptRows(RowsBase):
         if found is None:
             return None
         try:
-            return CellRecord.from_dict(json.loads(found[1]), int(found[0]))
-        except (ValueError, TypeError, AttributeError, DamagedRecord):
-            return None
+            value = json.loads(found[1])
+            if not isinstance(value, dict):
+                raise DamagedRecord(f"a cell record is {type(value).__name__}, not an object", "cell")
+            return CellRecord.from_dict(value, int(found[0]))
+        except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+            raise DamagedRecord(f"a cell record slotmagic cannot read ({type(exc).__name__})", "cell") from None
 
     def record_cell(self, session_id: str, key: str, record: CellRecord, *, replace: bool = False) -> CellRecord:
         """Keep ``record`` for the cell ``key``, numbered after every cell recorded so far;
