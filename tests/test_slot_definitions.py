@@ -124,7 +124,7 @@ def test_export_writes_the_whole_branch(session: Session, tmp_path: Path) -> Non
     record = json.loads(session.history.export(tmp_path / "b.json", "b").read_text())
     assert [m["content"] for m in record["messages"] if m["role"] == "user"] == ["entry", "on b"]
     assert record["parent"] == "default" and len(record["turns"]) == 2
-    markdown = session.history.export(tmp_path / "out" / "b.md", "b").read_text()
+    markdown = session.history.export(tmp_path / "b.md", "b").read_text()
     assert markdown.startswith("# Slot `b`") and "## user\n\non b" in markdown
 
 

@@ -151,6 +151,7 @@ def turn_args(args: argparse.Namespace, cell_id: str | None) -> FanOutArgs:
         "temperature": args.temperature,
         "max_tokens": args.max_tokens,
         "tools": () if args.no_tools else _names(args.tools),
+        "schema": getattr(args, "schema", None),
     }
 
 
@@ -166,13 +167,8 @@ def run_fan_out(
     ``attachments`` go with the text to every column."""
     if args.slot is not None:
         raise UsageError("%%turn: --slot runs one slot and --slots several; use --slots alone (e.g. --slots a,b)")
-    fanout = session.plan_fan_out(
-        cell.strip("\n"),
-        slots=_names(args.slots),
-        models=_names(args.models),
-        **turn_args(args, cell_id),
-        **({"attachments": attachments} if attachments else {}),
-    )
+    chosen: FanOutArgs = {**turn_args(args, cell_id), "attachments": attachments or None}
+    fanout = session.plan_fan_out(cell.strip("\n"), slots=_names(args.slots), models=_names(args.models), **chosen)
     live = options.stream if args.stream is None else args.stream
     view = ColumnsView(
         fanout,
