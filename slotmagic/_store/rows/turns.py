@@ -40,7 +40,7 @@ class TurnRows(SegmentRows):
 
     def history(self, session_id: str, slot_id: str | None) -> History:
         with self._read() as db:
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)
             return self._history(rows, self._row(rows, slot_id))
 
     def messages(self, session_id: str, slot_id: str) -> list[Message]:
@@ -51,7 +51,7 @@ class TurnRows(SegmentRows):
 
     def tip(self, session_id: str, slot_id: str) -> Tip:
         with self._read() as db:
-            row = self._row(self._rows(db, session_id), slot_id)
+            row = self._row(self._rows(db, session_id, every=False), slot_id)
             return Tip(row.key, row.length, row.turns)
 
     def cell_turns(self, session_id: str, cell_id: str, slot_id: str) -> list[CellTurn]:
@@ -114,7 +114,7 @@ class TurnRows(SegmentRows):
         if not messages:
             raise StoreError("a turn needs at least one message")
         with self._write() as db:
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)
             row = self._row(rows, slot_id)
             if writable and row.slot_config(self._live_parent(rows, row)).mode is SlotMode.READONLY:
                 raise SlotReadonly(row.name)

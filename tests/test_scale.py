@@ -1,0 +1,135 @@
+"""What a cell on one slot reads grows with that slot, not with the session's other slots.
+
+A session of 10 slots and one of 10,000, built alike around the slot worked on (``work``, two
+levels below ``default``), then opened anew: a budget, a turn, an export, a switch and a show
+on ``work`` run the same statements and read the same rows in both. Counted at the store's
+connection (statements sent, rows fetched), not timed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slotmagic import Message, Session, TurnInfo
+from slotmagic._core.slots import SlotConfig
+from slotmagic._store.connection import GuardedCursor
+
+
+def build(path: Path, others: int) -> None:
+    """``default`` with a turn, ``mid`` below it, ``work`` below that with a turn of its own,
+    and ``others`` more slots: a third with a turn, 50 below ``default``, the rest below those."""
+    with Session.open("scale", db_path=path) as session:
+        session.append([Message.user("the root question"), Message.assistant("an answer")])
+        store, sid = session.store, session.session_id
+        with store.atomic():
+            store.derive_slot(sid, "mid", "default", SlotConfig())
+            store.derive_slot(sid, "work", "mid", SlotConfig())
+            store.append_turn(sid, "work", [Message.user("work's question"), Message.assistant("ok")], TurnInfo())
+            for i in range(others):
+                store.derive_slot(sid, f"s{i}", "default" if i < 50 else f"s{(i - 50) % 50}", SlotConfig())
+                if i % 3 == 0:
+                    turn = [Message.user(f"a question of s{i}"), Message.assistant("an answer")]
+                    store.append_turn(sid, f"s{i}", turn, TurnInfo())
+
+
+@dataclass
+class Read:
+    statements: list[str] = field(default_factory=list)
+    rows: int = 0
+
+
+@pytest.fixture
+def reading(monkeypatch: pytest.MonkeyPatch) -> Callable[[Session, Callable[[], object]], Read]:
+    """The statements a session's store runs and the rows it fetches while ``call()`` runs."""
+    counting: list[Read] = []
+
+    def wrap(name: str, size: Callable[[Any], int]) -> None:
+        real = getattr(GuardedCursor, name)
+
+        def counted(self: GuardedCursor, *args: Any) -> Any:
+            found = real(self, *args)
+            if counting:
+                counting[-1].rows += size(found)
+            return found
+
+        monkeypatch.setattr(GuardedCursor, name, counted)
+
+    wrap("fetchall", len)
+    wrap("fetchone", lambda found: 0 if found is None else 1)
+    wrap("fetchmany", len)
+
+    def read(session: Session, call: Callable[[], object]) -> Read:
+        found = Read()
+        session.store._db.set_trace_callback(  # type: ignore[attr-defined]
+            lambda sql: None if sql.startswith("--") else found.statements.append(" ".join(sql.split()))
+        )
+        counting.append(found)
+        try:
+            call()
+        finally:
+            counting.pop()
+            session.store._db.set_trace_callback(None)  # type: ignore[attr-defined]
+        return found
+
+    return read
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, Path]]:
+    paths = {}
+    for others in (10, 10_000):
+        paths[others] = tmp_path_factory.mktemp(f"scale{others}") / "state.sqlite3"
+        build(paths[others], others)
+    yield paths
+
+
+OPERATIONS: dict[str, Callable[[Session, Path], object]] = {
+    "budget": lambda s, tmp: s.budget("work"),
+    "preview": lambda s, tmp: s.preview("work"),
+    "turn": lambda s, tmp: s.submit_turn("one more", slot="work"),
+    "export": lambda s, tmp: s.history.export(tmp / "work.md", "work"),
+    "switch": lambda s, tmp: s.switch_slot("work"),
+    "show": lambda s, tmp: s.slot("work"),
+}
+
+
+@pytest.mark.parametrize("operation", list(OPERATIONS))
+def test_one_slot_reads_the_same_among_10_or_10000_slots(
+    operation: str,
+    sessions: dict[int, Path],
+    tmp_path: Path,
+    reading: Callable[[Session, Callable[[], object]], Read],
+) -> None:
+    found: dict[int, Read] = {}
+    for others, path in sessions.items():
+        copy = tmp_path / f"{others}.sqlite3"
+        copy.write_bytes(path.read_bytes())
+        with Session.open("scale", db_path=copy) as session:
+            first = reading(session, lambda: OPERATIONS[operation](session, tmp_path))
+            again = reading(session, lambda: OPERATIONS[operation](session, tmp_path))
+        found[others] = first
+        assert again.rows <= first.rows
+    small, large = found[10], found[10_000]
+    assert large.rows == small.rows, (operation, small, large)
+    assert len(large.statements) == len(small.statements), (operation, small.statements, large.statements)
+    assert large.rows < 60, large  # the slot's chain of rows and its few messages, not the session's
+
+
+def test_a_missing_slot_still_names_the_closest(sessions: dict[int, Path], tmp_path: Path) -> None:
+    """Rows read in part still tell an unknown name's nearest, from every slot of the session."""
+    copy = tmp_path / "state.sqlite3"
+    copy.write_bytes(sessions[10].read_bytes())
+    with Session.open("scale", db_path=copy) as session:
+        with pytest.raises(KeyError, match="did you mean 's9'"):
+            session.slot("s9x")
+        assert session.has_slot("s9") and not session.has_slot("s9x")
+        # a slot made by another connection meanwhile is found by name
+        with Session.open("scale", db_path=copy) as other:
+            other.derive_slot("late", "s3")
+        assert session.slot("late").meta.parent_id == "s3"
+        assert [s.id for s in session.list_slots()].count("late") == 1
