@@ -106,6 +106,7 @@ class TurnEngine:
         self.writer = TurnWriter(store, session_id, self.namespace)
         self._windows_noted: set[str] = set()
         self._views = ViewCache()  # previews kept while their inputs stand (see view())
+        self._offered: dict[str, ToolRegistry | None] = {}  # slot -> the tools its last turn offered (_made)
         self._warned: set[str] = set()  # warnings given (see warn_once)
 
     # -- providers -------------------------------------------------------------------------
@@ -342,17 +343,18 @@ class TurnEngine:
                 tools=tools, params=options.params, prefix=prefix,
             )  # fmt: skip
 
-        view = view_with(None)
         also = ("read_variable",) if options.read_variables else ()
-        tools = self.turn_tools(slot, options.tools, view, room, reader, also)
-        for _ in range(3):  # their definitions count too (on the system side), which may change the view
-            if tools is None:
+        # Tool definitions count too, which may change the view: made with those the slot's last
+        # turn offered (none at first), again only when it calls for others (a warm turn: once).
+        offered = self._offered.get(slot.id)
+        view = view_with(offered)
+        for _ in range(4):
+            tools = self.turn_tools(slot, options.tools, view, room, reader, also)
+            if (None if tools is None else tools.specs()) == (None if offered is None else offered.specs()):
                 break
+            offered = tools
             view = view_with(tools)
-            again = self.turn_tools(slot, options.tools, view, room, reader, also)
-            if again is None or again.names() == tools.names():
-                break
-            tools = again
+        self._offered[slot.id] = tools
         for tool, content in to_shelve(view.entries, history):
             self.namespace.keep(tool, content)  # an older result shortened in this request reads whole
         assert view.report is not None
