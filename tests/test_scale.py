@@ -133,3 +133,84 @@ def test_a_missing_slot_still_names_the_closest(sessions: dict[int, Path], tmp_p
             other.derive_slot("late", "s3")
         assert session.slot("late").meta.parent_id == "s3"
         assert [s.id for s in session.list_slots()].count("late") == 1
+
+
+# -- what an open reads -------------------------------------------------------------------------
+
+_WRITE = """
+import os, sys
+from slotmagic import Message, Session
+session = Session.open("s", db_path=sys.argv[1])
+session.append([Message.user("q " * 200), Message.assistant("a " * 800)] * int(sys.argv[2]))
+if sys.argv[3] == "close":
+    session.close()
+else:
+    os._exit(0)  # killed: nothing closed, the WAL keeps its frames
+"""
+
+
+def _in_another_process(path: Path, pairs: int, how: str, cache: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(cache),
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    subprocess.run([sys.executable, "-c", _WRITE, str(path), str(pairs), how], env=env, check=True, timeout=120)
+
+
+def _opening_reads(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements opening ``path`` runs, on every connection it makes, in a process that
+    knows nothing of the file yet."""
+    import sqlite3
+
+    from slotmagic._store import opening
+
+    monkeypatch.setattr(opening, "_FOUND_WHOLE", {})
+    seen: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(lambda sql: None if sql.startswith("--") else seen.append(" ".join(sql.split())))
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    try:
+        with Session.open("s", db_path=path):
+            pass
+    finally:
+        monkeypatch.setattr(sqlite3, "connect", connect)
+    return seen
+
+
+def test_opening_a_file_closed_cleanly_reads_none_of_it_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file the last kernel closed cleanly, unchanged since, is opened by a new kernel without
+    reading it whole, whatever its size; a file a killed process left, or one another program
+    changed since, is read whole (``PRAGMA quick_check``) at its next opening."""
+    import sqlite3
+    import time
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    small, large = tmp_path / "small.sqlite3", tmp_path / "large.sqlite3"
+    _in_another_process(small, 10, "close", tmp_path / "cache")
+    _in_another_process(large, 1_000, "close", tmp_path / "cache")  # ~2.5 MB
+    time.sleep(0.1)  # the closing stores' records wait for the files' times to settle
+    found = {path: _opening_reads(path, monkeypatch) for path in (small, large)}
+    for statements in found.values():
+        assert not any("quick_check" in s or "application_id" in s for s in statements), statements
+    assert len(found[small]) == len(found[large]) <= 6, found
+
+    _in_another_process(small, 1, "kill", tmp_path / "cache")
+    assert sum("quick_check" in s for s in _opening_reads(small, monkeypatch)) == 1  # after a crash: whole
+    time.sleep(0.1)
+    assert not any("quick_check" in s for s in _opening_reads(small, monkeypatch))  # closed cleanly since
+
+    with sqlite3.connect(large) as db:  # another program's change
+        db.execute("UPDATE sessions SET created_at = created_at + 1")
+    db.close()
+    assert sum("quick_check" in s for s in _opening_reads(large, monkeypatch)) == 1

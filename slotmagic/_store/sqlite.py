@@ -24,6 +24,7 @@ from typing import ClassVar, Literal
 
 from .._errors import StoreError
 from .files import (
+    FULL_CHECK_BYTES,
     FileInfo,
     GuardedConnection,
     backup_before_migrating,
@@ -31,10 +32,12 @@ from .files import (
     check_integrity,
     check_path,
     check_whole,
+    closed_whole,
     connect_readonly,
     create_private,
     file_bytes,
     file_stamp,
+    found_damaged,
     guarded,
     identify,
     known_whole,
@@ -72,6 +75,8 @@ class SQLiteStore(RowStore):
         self.readonly = False  # opened read-only on purpose: the file or its folder cannot be written
         self.damaged = False  # damage was found by a read or a write: nothing more is written
         self.refusal: str | None = None  # why writes are refused (read-only, damaged), or None
+        # found whole when opened (True: every page of it checked), for close() to say so
+        self._opened_whole: bool | None = None
         self._db = self._open(durability)
 
     # -- opening (see opening.py) ------------------------------------------------------------
@@ -137,6 +142,7 @@ class SQLiteStore(RowStore):
             if info.version > len(MIGRATIONS):
                 raise StoreError(newer_schema_message(info.version))
             self._prepare(db, durability, current=info.marked and info.version == len(MIGRATIONS), wal=info.wal)
+            self._opened_whole = (file_bytes(self.path) if stamp is None else stamp[1][0]) <= FULL_CHECK_BYTES
         except BaseException:
             _close_without_checkpoint(db, self.path, self.timeout)
             raise
@@ -173,6 +179,7 @@ class SQLiteStore(RowStore):
             except BaseException:
                 db.close()
                 raise
+            self._opened_whole = file_bytes(self.path) <= FULL_CHECK_BYTES
             return db
         finally:
             if checker is not None:
@@ -193,6 +200,9 @@ class SQLiteStore(RowStore):
     def _found_damage(self, message: str) -> None:
         self.damaged = True
         self.refusal = message
+        if self._opened_whole is not None:
+            self._opened_whole = None
+            found_damaged(self.path)
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -300,6 +310,9 @@ class SQLiteStore(RowStore):
             else:
                 self._db.close()
             self._forget()
+            full, self._opened_whole = self._opened_whole, None
+            if full is not None and not self.damaged and not self.readonly:
+                closed_whole(self.path, full, FileInfo(len(MIGRATIONS), False, marked=True, wal=True))
 
 
 class _Reading:
