@@ -214,3 +214,29 @@ def test_opening_a_file_closed_cleanly_reads_none_of_it_whole(tmp_path: Path, mo
         db.execute("UPDATE sessions SET created_at = created_at + 1")
     db.close()
     assert sum("quick_check" in s for s in _opening_reads(large, monkeypatch)) == 1
+
+
+# -- what an import loads -----------------------------------------------------------------------
+
+
+def test_import_slotmagic_loads_no_store_engine_provider_or_session() -> None:
+    """``import slotmagic`` loads plain values (core records, errors); the session, the turn
+    engine, the stores, the providers and the tools load when first named, and all at once."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys, slotmagic; before = sorted(m for m in sys.modules if m.startswith('slotmagic'));"
+        " slotmagic.Session; after = sorted(m for m in sys.modules if m.startswith('slotmagic'));"
+        " print(json.dumps([before, after]))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    found = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    before, after = json.loads(found.stdout.splitlines()[-1])
+    heavy = ("slotmagic._store", "slotmagic._engine", "slotmagic.providers", "slotmagic.session", "slotmagic.tools")
+    assert not [m for m in before if m.startswith(heavy)], before
+    assert len(before) <= 25, before
+    assert all(any(m == h or m.startswith(h + ".") for m in after) for h in heavy), after
