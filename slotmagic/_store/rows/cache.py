@@ -17,7 +17,7 @@ from ..._core.compaction import Compaction
 from ..._core.context import ContextEvent
 from ..._core.messages import ROLES, Message, fields_from_extra
 from ..._core.records import TurnRecord
-from ..._core.slots import DEFAULT_SLOT, Slot, SlotConfig
+from ..._core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotSource
 from ..history import Mark
 
 # One string per role for every message read: a row's role is otherwise a string of its own.
@@ -111,7 +111,54 @@ class SlotRow:
 
 @lru_cache(maxsize=4_096)
 def _config_of(text: str, parent_name: str | None) -> SlotConfig:
-    return SlotConfig.from_dict(json.loads(text), parent_name)
+    base = _parsed(text)
+    return base if parent_name is None else _with_parent(base, parent_name)
+
+
+@lru_cache(maxsize=1_024)
+def _parsed(text: str) -> SlotConfig:
+    """A stored config parsed (and checked) once per text; its parent is put in per slot."""
+    return SlotConfig.from_dict(json.loads(text), None)
+
+
+# Set through the slots' descriptors (the dataclasses are frozen): a config checked once is
+# copied with another parent's name, not parsed and checked again (a tree of 10,000 slots
+# under 500 parents).
+_CONFIG_FIELDS = tuple((getattr(SlotConfig, n).__get__, getattr(SlotConfig, n).__set__) for n in SlotConfig.__slots__)
+_SOURCE_FIELDS = tuple((getattr(SlotSource, n).__get__, getattr(SlotSource, n).__set__) for n in SlotSource.__slots__)
+
+
+def _with_parent(config: SlotConfig, parent_name: str) -> SlotConfig:
+    source = object.__new__(SlotSource)
+    for get, put in _SOURCE_FIELDS:
+        put(source, get(config.source))
+    object.__setattr__(source, "parent_id", parent_name)
+    made = object.__new__(SlotConfig)
+    for get, put in _CONFIG_FIELDS:
+        put(made, get(config))
+    object.__setattr__(made, "source", source)
+    return made
+
+
+_SLOT_SET = tuple(getattr(Slot, n).__set__ for n in ("id", "config", "meta", "current"))
+_META_SET = tuple(
+    getattr(SlotMeta, n).__set__
+    for n in ("id", "parent_id", "message_count", "total_tokens", "created_at", "turns", "fork_at")
+)
+
+
+def made_slot(row: SlotRow, parent_name: str | None, config: SlotConfig, current: bool) -> Slot:
+    """``Slot(row.name, config, SlotMeta(...), current)`` made from trusted values without
+    the frozen dataclasses' ``__init__`` (one per slot of a listing: 10,000 of them)."""
+    meta = object.__new__(SlotMeta)
+    values: tuple[object, ...] = (row.name, parent_name, row.length, row.tokens, row.created_at, row.turns, row.fork_at)
+    for put, value in zip(_META_SET, values):  # noqa: B905 - as many values as fields
+        put(meta, value)
+    slot = object.__new__(Slot)
+    values = (row.name, config, meta, current)
+    for put, value in zip(_SLOT_SET, values):  # noqa: B905
+        put(slot, value)
+    return slot
 
 
 @dataclass(slots=True)
