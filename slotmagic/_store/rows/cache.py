@@ -17,7 +17,7 @@ from ..._core.compaction import Compaction
 from ..._core.context import ContextEvent
 from ..._core.messages import ROLES, Message, fields_from_extra
 from ..._core.records import TurnRecord
-from ..._core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotSource
+from ..._core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotSource
 from ..history import Mark
 
 # One string per role for every message read: a row's role is otherwise a string of its own.
@@ -138,27 +138,6 @@ def _with_parent(config: SlotConfig, parent_name: str) -> SlotConfig:
         put(made, get(config))
     object.__setattr__(made, "source", source)
     return made
-
-
-_SLOT_SET = tuple(getattr(Slot, n).__set__ for n in ("id", "config", "meta", "current"))
-_META_SET = tuple(
-    getattr(SlotMeta, n).__set__
-    for n in ("id", "parent_id", "message_count", "total_tokens", "created_at", "turns", "fork_at")
-)
-
-
-def made_slot(row: SlotRow, parent_name: str | None, config: SlotConfig, current: bool) -> Slot:
-    """``Slot(row.name, config, SlotMeta(...), current)`` made from trusted values without
-    the frozen dataclasses' ``__init__`` (one per slot of a listing: 10,000 of them)."""
-    meta = object.__new__(SlotMeta)
-    values: tuple[object, ...] = (row.name, parent_name, row.length, row.tokens, row.created_at, row.turns, row.fork_at)
-    for put, value in zip(_META_SET, values):  # noqa: B905 - as many values as fields
-        put(meta, value)
-    slot = object.__new__(Slot)
-    values = (row.name, config, meta, current)
-    for put, value in zip(_SLOT_SET, values):  # noqa: B905
-        put(slot, value)
-    return slot
 
 
 @dataclass(slots=True)
