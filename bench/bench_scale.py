@@ -94,7 +94,9 @@ def raw_slot_read(path: str) -> float:
     db = sqlite3.connect(path)
     try:
         start = time.perf_counter()
-        key = db.execute("SELECT id FROM slots WHERE session_id = 'scale' AND name = 'work'").fetchone()[0]
+        key = db.execute(
+            "SELECT id FROM slots WHERE session_id = 'scale' AND name = 'work' AND deleted_at IS NULL"  # its index
+        ).fetchone()[0]
         db.execute("SELECT role, content, tokens, extra FROM messages WHERE slot = ? ORDER BY seq", (key,)).fetchall()
         return (time.perf_counter() - start) * 1e3
     finally:

@@ -158,6 +158,9 @@ def build_tree(
     for slot in slots:  # the store's order within each parent
         parent = slot.meta.parent_id if slot.meta.parent_id in ids else None
         children.setdefault(parent, []).append(slot.id)
+    in_order = _in_order(slots, texts, current, ids, children)
+    if in_order is not None:
+        return SlotTree(session.session_id, current, session.model, tuple(in_order))
     by_id = {s.id: (s, text) for s, text in zip(slots, texts, strict=True)}
     nodes: list[TreeNode] = []
     # Depth first without recursion (a chain of 5,000 derived slots is 5,000 deep): each entry
@@ -191,6 +194,48 @@ def build_tree(
         end = len(kids) - 1
         stack.extend((kid, slot_id, depth + 1, below, i == end) for i, kid in reversed(list(enumerate(kids))))
     return SlotTree(session.session_id, current, session.model, tuple(nodes))
+
+
+def _in_order(
+    slots: list[Slot], texts: list[str | None], current: str, ids: set[str], children: dict[str | None, list[str]]
+) -> list[TreeNode] | None:
+    """The nodes in one pass when ``slots`` are depth first already, as the store lists them
+    (each after its parent, every slot below a parent before that parent's next sibling, the
+    roots and each parent's children in their order): the walk below would visit them in that
+    very order. None when they are not (then the walk orders them)."""
+    nodes: list[TreeNode] = []
+    path: list[str] = []  # the ancestors of the slot at hand, nearest last
+    placed: dict[str, tuple[int, tuple[bool, ...]]] = {}  # id -> (depth, its children's guides)
+    roots = children.get(None, [])
+    next_root = 0
+    guides: tuple[bool, ...]
+    for slot, text in zip(slots, texts, strict=True):
+        meta = slot.meta
+        parent = meta.parent_id if meta.parent_id in ids else None
+        while path and path[-1] != parent:
+            path.pop()
+        if parent is None:
+            if next_root >= len(roots) or roots[next_root] != slot.id:
+                return None
+            next_root += 1
+            depth, guides, siblings = 0, (), roots
+        else:
+            if not path or parent not in placed:
+                return None  # not below its parent's line: not depth first
+            depth, guides = placed[parent][0] + 1, placed[parent][1]
+            siblings = children[parent]
+        last = siblings[-1] == slot.id
+        kids = children.get(slot.id, ())
+        nodes.append(
+            _node(
+                slot.id, parent, slot.config.mode.value, slot.config.source.kind, meta.message_count,
+                meta.total_tokens, meta.turns, meta.fork_at, slot.id == current, text, depth, tuple(kids), last,
+                guides,
+            )
+        )  # fmt: skip
+        placed[slot.id] = (depth, (*guides, not last) if depth else ())
+        path.append(slot.id)
+    return nodes if next_root == len(roots) else None
 
 
 _NODE_SETTERS = tuple(getattr(TreeNode, name).__set__ for name in _FIELDS)
