@@ -335,7 +335,11 @@ class TurnEngine:
         room = PageRoom(count=lambda text: counting.scale(counting.counter.count_text(text)))
         reader = read_namespace_tool(self.namespace, room)
         reserve = options.max_tokens or 0
-        prefix = Prefix(frozenset({"tools"}))  # the views below differ in their tools alone
+        # Tool definitions count too, which may change the view: made with those the slot's last
+        # turn offered, again only when it calls for others (a warm turn: once). A first turn's
+        # views differ in their tools alone: the second starts where the first's build stood.
+        offered, known = self._offered.get(slot.id), slot.id in self._offered
+        prefix = None if known else Prefix(frozenset({"tools"}))
 
         def view_with(tools: ToolRegistry | None) -> View:
             return self.view(
@@ -344,9 +348,6 @@ class TurnEngine:
             )  # fmt: skip
 
         also = ("read_variable",) if options.read_variables else ()
-        # Tool definitions count too, which may change the view: made with those the slot's last
-        # turn offered (none at first), again only when it calls for others (a warm turn: once).
-        offered = self._offered.get(slot.id)
         view = view_with(offered)
         for _ in range(4):
             tools = self.turn_tools(slot, options.tools, view, room, reader, also)
