@@ -53,19 +53,23 @@ from ._errors import (
     UnknownModel,
 )
 
+# The providers' registry: it says which models' tokens are counted exactly (slotmagic.tokens
+# reads what it publishes), so it is loaded with the package; each provider's wire module
+# still loads when a model of it is first used.
+from .providers import ProviderSettings
+
 if _typing.TYPE_CHECKING:
     from ._compare import Comparison
     from ._engine import AsyncTurnStream, Reply, TurnStream, View, ViewEntry
     from ._engine.fanout import ColumnResult, FanOutResult
     from ._store import SQLiteStore
     from ._store.recovery import RecoveryReport, recover
-    from .providers import ProviderSettings
     from .session import Session
     from .tools import Tool, ToolRegistry, ToolResult, default_registry, tool
 
-# Imported when first named: the session, the turn engine, the stores, the providers and the
-# tools are what a kernel uses once it opens a session (or ``%load_ext`` loads them), and
-# ``import slotmagic`` stays a few plain values; few compare slots or recover a file.
+# Imported when first named: the session, the turn engine, the stores and the tools are what a
+# kernel uses once it opens a session (or ``%load_ext`` loads them), and ``import slotmagic``
+# stays plain values and the providers' registry; few compare slots or recover a file.
 _LAZY = {
     "AsyncTurnStream": "._engine",
     "Reply": "._engine",
@@ -75,7 +79,6 @@ _LAZY = {
     "ColumnResult": "._engine.fanout",
     "FanOutResult": "._engine.fanout",
     "SQLiteStore": "._store",
-    "ProviderSettings": ".providers",
     "Session": ".session",
     "Tool": ".tools",
     "ToolRegistry": ".tools",
