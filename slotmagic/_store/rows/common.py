@@ -21,12 +21,12 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, ClassVar, Literal, Protocol, Self
 
 from ..._core.messages import Message
-from ..._core.slots import Slot, SlotMeta
+from ..._core.slots import Slot
 from ..._core.users import current_user
 from ..._core.workflow import Workflow
 from ..._errors import DamagedRecord, SlotNotFound, StoreError
 from ..history import Piece
-from .cache import Segment, SessionRows, SlotRow, live_ancestor, messages_from_rows
+from .cache import Segment, SessionRows, SlotRow, live_ancestor, made_slot, messages_from_rows
 
 logger = logging.getLogger("slotmagic")
 
@@ -329,8 +329,7 @@ class RowsBase:
         state = (row.name, parent_name, row.length, row.tokens, row.turns, row.fork_at, config, row.key == rows.current)
         if row.shown is not None and row.shown[0] == state:
             return row.shown[1]
-        meta = SlotMeta(row.name, parent_name, row.length, row.tokens, row.created_at, row.turns, row.fork_at)
-        slot = Slot(row.name, config, meta, row.key == rows.current)
+        slot = made_slot(row, parent_name, config, row.key == rows.current)
         row.shown = (state, slot)
         return slot
 
