@@ -2,7 +2,8 @@
 
 A session of 10 slots and one of 10,000, built alike around the slot worked on (``work``, two
 levels below ``default``), then opened anew: a budget, a turn, an export, a switch and a show
-on ``work`` run the same statements and read the same rows in both. Counted at the store's
+on ``work`` (and a cell run, run again and edited there) run the same statements and read
+the same rows in both. Counted at the store's
 connection (statements sent, rows fetched), not timed.
 """
 
@@ -95,6 +96,8 @@ OPERATIONS: dict[str, Callable[[Session, Path], object]] = {
     "export": lambda s, tmp: s.history.export(tmp / "work.md", "work"),
     "switch": lambda s, tmp: s.switch_slot("work"),
     "show": lambda s, tmp: s.slot("work"),
+    # a cell run, then run again unchanged (replayed), then edited (a sibling forked)
+    "cell": lambda s, tmp: [s.submit_turn(text, slot="work", cell_id="c1") for text in ("ask", "ask", "edited")],
 }
 
 

@@ -55,6 +55,11 @@ _CHAIN_OF = (
     + _UP
     + f" SELECT {ROW_COLUMNS} FROM slots WHERE id IN (SELECT id FROM chain)"
 )
+_CHAIN_OF_KEY = (
+    "WITH RECURSIVE chain(id) AS (SELECT id FROM slots WHERE session_id = ? AND id = ?"
+    + _UP
+    + f" SELECT {ROW_COLUMNS} FROM slots WHERE id IN (SELECT id FROM chain)"
+)
 
 
 class Cursor(Protocol):
@@ -266,9 +271,23 @@ class RowsBase:
     def _read_slot(self, rows: SessionRows, slot_id: str) -> SlotRow | None:
         """The live row of ``slot_id`` in a partial set of rows, read with its ancestors when
         not read yet (None: there is no such slot). A hidden ancestor makes the set whole."""
+        assert rows.partial_of is not None
+        self._read_chain(rows, self._db.execute(_CHAIN_OF, (rows.partial_of, slot_id)).fetchall())
+        key = rows.by_name.get(slot_id)
+        return None if key is None else rows.rows[key]
+
+    def _row_of(self, rows: SessionRows, key: int) -> SlotRow | None:
+        """Slot row ``key`` (live or not) of the session, read with its ancestors when a partial
+        set lacks it (None: the session has no such row)."""
+        if key not in rows.rows and rows.partial_of is not None:
+            self._read_chain(rows, self._db.execute(_CHAIN_OF_KEY, (rows.partial_of, key)).fetchall())
+        return rows.rows.get(key)
+
+    def _read_chain(self, rows: SessionRows, found: list[Any]) -> None:
+        """Rows of ``ROW_COLUMNS`` (a slot's and its ancestors') added to a partial set; a row
+        hidden by undo among them makes the set whole."""
         session_id = rows.partial_of
         assert session_id is not None
-        found = self._db.execute(_CHAIN_OF, (session_id, slot_id)).fetchall()
         if any(got[10] is not None and got[9] is not None for got in found):
             found = [got[1:] for got in self._db.execute(_SESSION_AND_SLOTS, (session_id,)) if got[1] is not None]
             rows.partial_of = None
@@ -279,8 +298,6 @@ class RowsBase:
                     row.undo = json.loads(got[10])
                 self._row_read(row)
                 rows.add(row)
-        key = rows.by_name.get(slot_id)
-        return None if key is None else rows.rows[key]
 
     def _row_read(self, row: SlotRow) -> None:
         """A slot row as it is now: its segment, if one is cached and unverified (see

@@ -65,12 +65,15 @@ class TurnRows(SegmentRows):
             ).fetchall()
             if not found:
                 return []
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)  # the rows of the turns' slots, not all
             mine = self._pieces(rows, self._row(rows, slot_id))
             out = []
             for key, number, start, count, info, created_at in found:
                 held = any(p.key == key and p.lo <= start < p.hi for p in mine)
-                owner = rows.rows[key]
+                owner = self._row_of(rows, key)
+                assert owner is not None  # joined with its session's slots above
+                if not owner.live and not held:  # the slots derived after it may hold it: all of them
+                    rows = self._rows(db, session_id)
                 home = owner.name if owner.live else slot_id if held else self._any_holder(rows, key, start)
                 if home is not None:
                     record = TurnRecord(
