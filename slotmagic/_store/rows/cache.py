@@ -79,6 +79,7 @@ class SlotRow:
     undo: dict[str, Any] | None = None  # set on a row hidden by %slot undo (see migrations v7)
     parsed: tuple[str | None, SlotConfig] | None = None  # (parent name, config), parsed once
     shown: tuple[tuple[Any, ...], Slot] | None = None  # the Slot last made of it, and from what
+    marked: tuple[tuple[Any, ...], tuple[str, str]] | None = None  # its part of the state marker (as JSON, escaped)
 
     @property
     def live(self) -> bool:
