@@ -247,3 +247,31 @@ def test_import_slotmagic_loads_no_store_engine_or_session() -> None:
     assert not [m for m in before if m.startswith(wire)], before
     assert len(before) <= 40, before
     assert all(any(m == h or m.startswith(h + ".") for m in after) for h in heavy), after
+
+
+def test_a_state_marker_kept_per_row_is_the_one_made_afresh(tmp_path: Path) -> None:
+    """Each row's part of a recorded cell's state marker is kept on the row while what it shows
+    stands: after any change, the marker is the one a store that kept nothing makes."""
+    from slotmagic._store import open_store
+
+    path = tmp_path / "state.sqlite3"
+    with Session.open("m", db_path=path) as session:
+        session.derive_slot("a")
+        changes: list[Callable[[], object]] = [
+            lambda: session.submit_turn("a question", slot="a"),
+            lambda: session.rename_slot("a", "b"),
+            lambda: session.configure_slot("b", system="be brief"),
+            lambda: session.switch_slot("b"),
+            lambda: session.derive_slot("c", "b"),
+            lambda: session.history.pin(0, "b"),
+            lambda: session.delete_slot("c"),
+            lambda: session.history.undo("b"),
+        ]
+        seen = {session.store.state_marker("m")}
+        for change in changes:
+            change()
+            kept = session.store.state_marker("m")
+            with open_store(str(path)) as fresh:
+                assert kept == fresh.state_marker("m"), change
+            seen.add(kept)
+        assert len(seen) == len(changes) + 1  # every change shows
