@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 _run_dir = tempfile.mkdtemp(prefix="slotmagic-tests-")
 os.environ["SLOTMAGIC_DB"] = str(Path(_run_dir) / "notebooks.sqlite3")
+os.environ["XDG_CACHE_HOME"] = str(Path(_run_dir) / "cache")  # the store's whole-file records: not the user's
 # nbval records a display but not its later updates: a reply must be shown once, whole. The
 # echo model answers in far less than the stream throttle; a long throttle keeps it so on a
 # loaded machine too.

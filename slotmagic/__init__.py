@@ -27,8 +27,6 @@ from ._core.images import Image, TextPart
 from ._core.records import CellRef, ForkRef, TurnInfo, TurnRecord
 from ._core.usage import Usage
 from ._core.workflow import Workflow
-from ._engine import AsyncTurnStream, Reply, TurnStream, View, ViewEntry
-from ._engine.fanout import ColumnResult, FanOutResult
 from ._errors import (
     CompactionNeeded,
     ConfigError,
@@ -59,25 +57,57 @@ from ._errors import (
     TurnNotStored,
     UnknownModel,
 )
-from ._store import SQLiteStore
+
+# The providers' registry: it says which models' tokens are counted exactly (slotmagic.tokens
+# reads what it publishes), so it is loaded with the package; each provider's wire module
+# still loads when a model of it is first used.
 from .providers import ProviderSettings
-from .session import Session
-from .tools import Tool, ToolRegistry, ToolResult, default_registry, tool
 
 if _typing.TYPE_CHECKING:
     from ._compare import Comparison
+    from ._engine import AsyncTurnStream, Reply, TurnStream, View, ViewEntry
+    from ._engine.fanout import ColumnResult, FanOutResult
+    from ._store import SQLiteStore
     from ._store.recovery import RecoveryReport, recover
+    from .session import Session
+    from .tools import Tool, ToolRegistry, ToolResult, default_registry, tool
 
-# Imported when first named: every kernel imports slotmagic, few compare slots or recover a file.
-_LAZY = {"Comparison": "._compare", "RecoveryReport": "._store.recovery", "recover": "._store.recovery"}
+# Imported when first named: the session, the turn engine, the stores and the tools are what a
+# kernel uses once it opens a session (or ``%load_ext`` loads them), and ``import slotmagic``
+# stays plain values and the providers' registry; few compare slots or recover a file.
+_LAZY = {
+    "AsyncTurnStream": "._engine",
+    "Reply": "._engine",
+    "TurnStream": "._engine",
+    "View": "._engine",
+    "ViewEntry": "._engine",
+    "ColumnResult": "._engine.fanout",
+    "FanOutResult": "._engine.fanout",
+    "SQLiteStore": "._store",
+    "Session": ".session",
+    "Tool": ".tools",
+    "ToolRegistry": ".tools",
+    "ToolResult": ".tools",
+    "default_registry": ".tools",
+    "tool": ".tools",
+    "Comparison": "._compare",
+    "RecoveryReport": "._store.recovery",
+    "recover": "._store.recovery",
+}
 
 
 def __getattr__(name: str) -> _typing.Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # once: later lookups find it without this function
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 __version__ = "0.1.0"
@@ -154,7 +184,7 @@ __all__ = [
 ]
 
 
-def current_session() -> Session:
+def current_session() -> "Session":
     """In a notebook with ``%load_ext slotmagic``: the session its ``%slot`` and ``%%turn`` use,
     for the Python API (``current_session().tools``, ``.budget()``, ``.compact()``…)."""
     from ._magics import current_session as current

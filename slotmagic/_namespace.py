@@ -194,4 +194,6 @@ _MENTION = re.compile(r"namespace://[A-Za-z0-9_-]{1,64}/[0-9a-f]{16}")
 def has_reference(messages: Sequence[Message]) -> bool:
     """Whether any message holds a reference: a result kept aside, or a summary, a page or a
     recalled message that names one."""
-    return any((m.role == "tool" and m.content.startswith(PREFIX)) or _MENTION.search(m.content) for m in messages)
+    # every reference starts with PREFIX: a substring test (no Python call per message) first
+    texts = [m for m in messages if PREFIX in m.content]
+    return any((m.role == "tool" and m.content.startswith(PREFIX)) or _MENTION.search(m.content) for m in texts)

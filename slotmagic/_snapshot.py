@@ -133,9 +133,16 @@ class LastUserCache:
             entries = self._entries = {key: entries[key] for key in keys if key in entries}
         if missing:
             found = session.history.last_messages(missing.values())
+            shown: dict[int, str] = {}  # a message branches share is shortened once (found holds it)
             for key, slot_id in missing.items():
                 message = found.get(slot_id)
-                entries[key] = None if message is None else last_user_text(message.content)
+                if message is None:
+                    entries[key] = None
+                    continue
+                text = shown.get(id(message))
+                if text is None:
+                    text = shown[id(message)] = last_user_text(message.content)
+                entries[key] = text
         return [entries[key] for key in keys]
 
 

@@ -12,6 +12,9 @@ cell reads only what changed.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -180,6 +183,9 @@ def build_tree(
     for slot in slots:  # the store's order within each parent
         parent = slot.meta.parent_id if slot.meta.parent_id in ids else None
         children.setdefault(parent, []).append(slot.id)
+    in_order = _in_order(slots, texts, current, ids, children)
+    if in_order is not None:
+        return SlotTree(session.session_id, current, session.model, tuple(in_order))
     by_id = {s.id: (s, text) for s, text in zip(slots, texts, strict=True)}
     nodes: list[TreeNode] = []
     # Depth first without recursion (a chain of 5,000 derived slots is 5,000 deep): each entry
@@ -215,16 +221,92 @@ def build_tree(
     return SlotTree(session.session_id, current, session.model, tuple(nodes))
 
 
-_NODE_SETTERS = tuple(getattr(TreeNode, name).__set__ for name in _FIELDS)
+def _in_order(
+    slots: list[Slot], texts: list[str | None], current: str, ids: set[str], children: dict[str | None, list[str]]
+) -> list[TreeNode] | None:
+    """The nodes in one pass when ``slots`` are depth first already, as the store lists them
+    (each after its parent, every slot below a parent before that parent's next sibling, the
+    roots and each parent's children in their order): the walk below would visit them in that
+    very order. None when they are not (then the walk orders them)."""
+    nodes: list[TreeNode] = []
+    path: list[str] = []  # the ancestors of the slot at hand, nearest last
+    placed: dict[str, tuple[int, tuple[bool, ...]]] = {}  # id -> (depth, its children's guides)
+    roots = children.get(None, [])
+    next_root = 0
+    guides: tuple[bool, ...]
+    for slot, text in zip(slots, texts, strict=True):
+        meta = slot.meta
+        parent = meta.parent_id if meta.parent_id in ids else None
+        while path and path[-1] != parent:
+            path.pop()
+        if parent is None:
+            if next_root >= len(roots) or roots[next_root] != slot.id:
+                return None
+            next_root += 1
+            depth, guides, siblings = 0, (), roots
+        else:
+            if not path or parent not in placed:
+                return None  # not below its parent's line: not depth first
+            depth, guides = placed[parent][0] + 1, placed[parent][1]
+            siblings = children[parent]
+        last = siblings[-1] == slot.id
+        kids = children.get(slot.id, ())
+        nodes.append(
+            _node(
+                slot.id, parent, slot.config.mode.value, slot.config.source.kind, meta.message_count,
+                meta.total_tokens, meta.turns, meta.fork_at, slot.id == current, text, depth, tuple(kids), last,
+                guides,
+            )
+        )  # fmt: skip
+        placed[slot.id] = (depth, (*guides, not last) if depth else ())
+        path.append(slot.id)
+    return nodes if next_root == len(roots) else None
 
 
-def _node(*values: Any) -> TreeNode:
-    """A TreeNode of its fields' values in order, set straight into its slots: the frozen
-    dataclass's ``__init__`` sets each through ``object.__setattr__``, a tree of 5,000
-    slots makes 5,000 of them."""
+@contextmanager
+def gc_deferred() -> Iterator[None]:
+    """Python's cycle collector held off while a tree of thousands of slots is made: it makes
+    objects by the tens of thousands and no cycle among them, and the collector, run again and
+    again as they are made, walked every object of the process each time (~40% of a tree of
+    10,000 slots). It runs as usual after (if it was on)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+(
+    _ID, _PARENT, _MODE, _SOURCE, _MESSAGES, _TOKENS, _TURNS, _FORK_AT, _CURRENT, _LAST_USER, _DEPTH, _CHILDREN,
+    _LAST, _GUIDES,
+) = (getattr(TreeNode, name).__set__ for name in _FIELDS)  # fmt: skip
+
+
+def _node(
+    id: str, parent: str | None, mode: str, source: str, messages: int, tokens: int, turns: int, fork_at: int,
+    current: bool, last_user: str | None, depth: int, children: tuple[str, ...], last: bool,
+    guides: tuple[bool, ...],
+) -> TreeNode:  # fmt: skip
+    """A TreeNode of its fields' values, set straight into its slots one after the other: the
+    frozen dataclass's ``__init__`` sets each through ``object.__setattr__`` (~3x the time),
+    and a tree of 10,000 slots makes 10,000 of them."""
     node = object.__new__(TreeNode)
-    for put, value in zip(_NODE_SETTERS, values):  # noqa: B905 - as many values as fields, by the one caller
-        put(node, value)
+    _ID(node, id)
+    _PARENT(node, parent)
+    _MODE(node, mode)
+    _SOURCE(node, source)
+    _MESSAGES(node, messages)
+    _TOKENS(node, tokens)
+    _TURNS(node, turns)
+    _FORK_AT(node, fork_at)
+    _CURRENT(node, current)
+    _LAST_USER(node, last_user)
+    _DEPTH(node, depth)
+    _CHILDREN(node, children)
+    _LAST(node, last)
+    _GUIDES(node, guides)
     return node
 
 

@@ -167,17 +167,18 @@ def test_a_file_found_whole_is_not_checked_again_until_it_changes(
     with Session.open("nb", db_path=store_copy) as session:
         assert len(checks) == 1 and session.messages() == expected  # unchanged since: not again
         session.submit_turn("a change")
-    with Session.open("nb", db_path=store_copy):
-        assert len(checks) == 2  # written since: checked again
     time.sleep(2 * opening.SETTLED_NS / 1e9)
     with Session.open("nb", db_path=store_copy):
-        assert len(checks) == 3
-    # Damage written in place, the size unchanged, right after a whole check: refused.
+        assert len(checks) == 1  # written since, and closed whole by the store that wrote it: not again
+    opening._FOUND_WHOLE.clear()  # as a new process finds it: the record on disk says so too
+    with Session.open("nb", db_path=store_copy):
+        assert len(checks) == 1
+    # Damage written in place, the size unchanged, after it was known whole: refused.
     overwrite_page(store_copy, pages_of(store_copy, "messages")[1])
     before = digest(store_copy)
     with pytest.raises(StoreError, match="is damaged"):
         Session.open("nb", db_path=store_copy)
-    assert len(checks) == 4 and digest(store_copy) == before and wal_bytes(store_copy) == 0
+    assert len(checks) == 2 and digest(store_copy) == before and wal_bytes(store_copy) == 0
 
 
 def test_a_file_changed_within_a_clock_tick_of_its_check_is_checked_again(
@@ -825,20 +826,22 @@ def opened_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_reopening_a_file_unchanged_since_it_was_found_whole_does_not_read_whose_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Its mark, schema version and journal mode are as they were when this process found it
-    # whole: the statement that reads them (and compiles three pragma tables) is not run again.
+    # Its mark, schema version and journal mode are as they were when the store that wrote it
+    # last closed it, having found it whole: the statement that reads them (and compiles three
+    # pragma tables) is not run, nor the check, in this process or another.
     path = tmp_path / "state.sqlite3"
     with Session.open("s", db_path=path) as session:
         session.append([Message.user("q"), Message.assistant("a")])
-    time.sleep(2 * opening.SETTLED_NS / 1e9)  # a check begun this soon after a change counts for nothing
+    time.sleep(2 * opening.SETTLED_NS / 1e9)  # its times settled: remembered as whole
     statements = opened_statements(monkeypatch)
-    Session.open("s", db_path=path).close()
-    assert sum("application_id" in s for s in statements) == 1, statements  # read, and found whole
-    statements.clear()
-    with Session.open("s", db_path=path) as session:
-        assert [m.content for m in session.messages()] == ["q", "a"]
-    assert not any("application_id" in s or "quick_check" in s for s in statements), statements
-    assert len(statements) <= 6, statements
+    for forgotten in (False, True):
+        if forgotten:
+            opening._FOUND_WHOLE.clear()  # as another process: the record on disk
+        statements.clear()
+        with Session.open("s", db_path=path) as session:
+            assert [m.content for m in session.messages()] == ["q", "a"]
+        assert not any("application_id" in s or "quick_check" in s for s in statements), statements
+        assert len(statements) <= 6, statements
 
 
 def test_a_file_changed_since_it_was_found_whole_is_read_again(tmp_path: Path) -> None:

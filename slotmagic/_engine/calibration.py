@@ -46,8 +46,10 @@ class Calibrator:
         """Calibrate the estimate of a model counted by estimate, from what it reported for
         ``request``: its messages and the tool definitions it carries (the turn's, or the bare
         ones a wire adds beside a history's calls), estimated as a view counts them."""
-        counter = TokenCounter.for_model(model)
-        if counter.exact or usage.input_tokens <= 0 or model == "echo":
+        if usage.input_tokens <= 0 or model == "echo":
+            return
+        counter = self.counting(model).counter  # kept per model: a turn makes none
+        if counter.exact:
             return
         estimated = sum(m.tokens or estimate_message_tokens(m) for m in request.messages)
         tools = request.tools or (bare_tools(request.messages) if REGISTRY.wire(model) in BARE_TOOLS else ())

@@ -17,7 +17,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._core.budget import ContextBudget
 from .._core.compaction import Compaction
@@ -26,8 +26,11 @@ from .._core.messages import Message
 from .._core.request import ToolSpec
 from .._core.slots import SlotConfig
 from .._core.workflow import Workflow
-from .._store.base import History
-from ..tokens import TokenCounter
+
+if TYPE_CHECKING:  # named in annotations only: importing this module loads no store, provider or tokenizer
+    from .._core.request import ToolSpec
+    from .._store.base import History
+    from ..tokens import TokenCounter
 
 
 @dataclass(frozen=True, slots=True)

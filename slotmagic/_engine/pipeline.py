@@ -126,12 +126,14 @@ def _in_reach(build: ViewBuild) -> tuple[int, list[int] | None]:
     follows holds more than the whole budget — what lies before that could never be sent, only
     folded, so it is not read (a first turn on a huge slot stays quick). It is left out of the
     view as "beyond the budget", its tokens estimated from what was read. With it, the token
-    counts of the positions from there on, when a long history had them counted here."""
+    counts of the positions from there on (None: not counted here)."""
     history, start, n = build.history, build.start, len(build.history)
-    if n - start <= _READ_BLOCK:
-        return start, None
     counting, total, hi, limit = build.counting, 0, n, build.budget.total
     count, exact = counting.count, counting.counter.exact
+    if n - start <= _READ_BLOCK:  # all of it, counted on the way too (``counted`` then makes no entry again)
+        if exact:
+            return start, history.token_counts(start, n, counting.counts_key, count)
+        return start, [count(m) for m in history.messages(start)]
     blocks: list[list[int]] = []  # newest first
     while hi > start:
         lo = max(start, hi - _READ_BLOCK)
@@ -236,14 +238,16 @@ def counted(build: ViewBuild) -> None:
     """Each entry's tokens as the model counts them. Stored messages are read from the store's
     counts (counted once per encoding, then kept); injected ones are counted now."""
     counting, history, done = build.counting, build.history, build.counted_from
-
-    def fresh(entry: ViewEntry) -> bool:  # counted already, by ``mode_filter``
-        return done is not None and entry.kind == "history" and entry.position is not None and entry.position >= done
+    # Entries ``mode_filter`` counted already (history from ``done`` on) are kept as they are;
+    # the test is written out in each comprehension below: this runs for every message of a view.
+    cut = -1 if done is None else done
 
     counts: dict[int, int] = {}
     if counting.counter.exact:
         stored = sorted(
-            e.position for e in (*build.system, *build.conversation) if e.position is not None and not fresh(e)
+            p
+            for e in (*build.system, *build.conversation)
+            if (p := e.position) is not None and not (e.kind == "history" and p >= cut >= 0)
         )
         for lo, hi in _runs(stored):
             counts.update(
@@ -256,10 +260,13 @@ def counted(build: ViewBuild) -> None:
         return counting.count(entry.message)
 
     # New entries rather than dataclasses.replace: this runs for every message of a view.
-    build.system[:] = [e if fresh(e) else ViewEntry(e.message, e.kind, e.position, tokens(e)) for e in build.system]
-    build.conversation[:] = [
-        e if fresh(e) else ViewEntry(e.message, e.kind, e.position, tokens(e)) for e in build.conversation
-    ]
+    for entries in (build.system, build.conversation):
+        entries[:] = [
+            e
+            if e.kind == "history" and (p := e.position) is not None and p >= cut >= 0
+            else ViewEntry(e.message, e.kind, e.position, tokens(e))
+            for e in entries
+        ]
 
 
 def _runs(positions: Sequence[int]) -> list[tuple[int, int]]:

@@ -26,7 +26,7 @@ Everything here reads the store and plain values; nothing calls back into the se
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Literal
 
@@ -157,7 +157,7 @@ def _earlier_edit(
     return None
 
 
-def fork_name(slot: str, taken: set[str] | frozenset[str]) -> str:
+def fork_name(slot: str, taken: Container[str]) -> str:
     """The first free ``<base>.N`` (N >= 2), where a fork of ``draft.2`` is ``draft.3``, not
     ``draft.2.2``: edits of the same branch stay one family of siblings."""
     base = _FORK_SUFFIX.sub("", slot) or slot

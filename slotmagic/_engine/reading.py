@@ -146,8 +146,8 @@ def recall_spec() -> ToolSpec:
 
 def _bound(template: Tool[..., str], function: Callable[..., str]) -> Tool[..., str]:
     """A tool with ``template``'s name and schema that calls ``function`` (a closure over one
-    turn's room): the schema is worked out once per process, not once per turn."""
-    return Tool(template.name, template.description, template.parameters, function, _params=template._params)
+    turn's room): the schema is worked out and checked once per process, not once per turn."""
+    return template._calling(function)
 
 
 @cache

@@ -8,7 +8,7 @@ column to a branch named after its model. A fork exists only with its turn, even
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 from .._core.messages import Message
 from .._core.records import ForkRef, TurnInfo, TurnRecord
@@ -94,7 +94,7 @@ class TurnWriter:
             if parent.mode is SlotMode.FOCUSED
             else DeriveStrategy.full()
         )
-        taken = frozenset(s.id for s in self.store.slots(self.session_id))
+        taken = _SlotNames(self.store, self.session_id)  # asked name by name: not every slot read
         name = name if name is not None and name not in taken else fork_name(name or parent.id, taken)
         config = parent.config.replace(source=SlotSource.derived(parent.id, strategy))
         if model is not None:
@@ -123,3 +123,13 @@ class TurnWriter:
             info.finish_reason, info.cost, info, replayed=True, steps=steps,
             notes=(*notes, problem) if problem else notes, parsed=parsed,
         )  # fmt: skip
+
+
+class _SlotNames(Container[str]):
+    """The names of a session's live slots, each asked of the store when looked up."""
+
+    def __init__(self, store: Store, session_id: str) -> None:
+        self._store, self._session_id = store, session_id
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._store.has_slot(self._session_id, name)

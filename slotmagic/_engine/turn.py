@@ -116,6 +116,7 @@ class TurnEngine:
         self.writer = TurnWriter(store, session_id, self.namespace)
         self._windows_noted: set[str] = set()
         self._views = ViewCache()  # previews kept while their inputs stand (see view())
+        self._offered: dict[str, ToolRegistry | None] = {}  # slot -> the tools its last turn offered (_made)
         self._warned: set[str] = set()  # warnings given (see warn_once)
 
     # -- providers -------------------------------------------------------------------------
@@ -352,7 +353,11 @@ class TurnEngine:
         room = PageRoom(count=lambda text: counting.scale(counting.counter.count_text(text)))
         reader = read_namespace_tool(self.namespace, room)
         reserve = options.max_tokens or 0
-        prefix = Prefix(frozenset({"tools"}))  # the views below differ in their tools alone
+        # Tool definitions count too, which may change the view: made with those the slot's last
+        # turn offered, again only when it calls for others (a warm turn: once). A first turn's
+        # views differ in their tools alone: the second starts where the first's build stood.
+        offered, known = self._offered.get(slot.id), slot.id in self._offered
+        prefix = None if known else Prefix(frozenset({"tools"}))
 
         def view_with(tools: ToolRegistry | None) -> View:
             return self.view(
@@ -360,17 +365,15 @@ class TurnEngine:
                 tools=tools, params=options.params, prefix=prefix,
             )  # fmt: skip
 
-        view = view_with(None)
         also = ("read_variable",) if options.read_variables else ()
-        tools = self.turn_tools(slot, options.tools, view, room, reader, also)
-        for _ in range(3):  # their definitions count too (on the system side), which may change the view
-            if tools is None:
+        view = view_with(offered)
+        for _ in range(4):
+            tools = self.turn_tools(slot, options.tools, view, room, reader, also)
+            if (None if tools is None else tools.specs()) == (None if offered is None else offered.specs()):
                 break
+            offered = tools
             view = view_with(tools)
-            again = self.turn_tools(slot, options.tools, view, room, reader, also)
-            if again is None or again.names() == tools.names():
-                break
-            tools = again
+        self._offered[slot.id] = tools
         for tool, content in to_shelve(view.entries, history):
             self.namespace.keep(tool, content)  # an older result shortened in this request reads whole
         assert view.report is not None

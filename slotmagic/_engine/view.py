@@ -7,6 +7,7 @@ sent, and escaped HTML (where widgets are not available: GitHub, nbconvert).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, TypedDict
 
 from .._core.budget import BudgetReport, ContextBudget
@@ -151,9 +152,9 @@ class View:
     # calls (the wire writes them, the model may call none): counted in the tools share.
     bare_tools: tuple[ToolSpec, ...] = ()
 
-    @property
+    @cached_property
     def messages(self) -> tuple[Message, ...]:
-        return tuple(e.message for e in self.entries)
+        return tuple(e.message for e in self.entries)  # a turn reads them several times
 
     @property
     def tokens(self) -> int:

@@ -27,6 +27,7 @@ from typing import Any
 from .._core.checks import check_text
 from .._core.secrets import masked_url
 from .._errors import ConfigError, StoreError
+from . import whole
 from .connection import _BUSY, _CANTOPEN, _LOCKED, _NOTADB, damaged_message, foreign_message, translate
 from .migrations import APPLICATION_ID, migrate
 
@@ -266,13 +267,56 @@ def file_stamp(path: str) -> Stamp | None:
     return (found.st_dev, found.st_ino), (found.st_size, found.st_mtime_ns, found.st_ctime_ns), settled
 
 
+def _seen(identity: tuple[int, int]) -> tuple[int, int, int, bool, FileInfo | None] | None:
+    """What this process, or another on this machine (``whole.py``), knows of a file found whole."""
+    seen = _FOUND_WHOLE.get(identity)
+    if seen is None:
+        found = whole.recall(identity)
+        if found is not None:
+            seen = _FOUND_WHOLE[identity] = (*found[:4], None if found[4] is None else FileInfo(*found[4]))
+    return seen
+
+
+def _keep(identity: tuple[int, int], times: tuple[int, int, int], full: bool, info: FileInfo | None) -> None:
+    _FOUND_WHOLE[identity] = (*times, full, info)
+    fields = None if info is None else (info.version, info.empty, info.marked, info.wal)
+    whole.remember(identity, (*times, full, fields))
+
+
+def closed_whole(path: str, full: bool, info: FileInfo) -> None:
+    """A store that found ``path`` whole at opening (every page of it checked: ``full``) and
+    saw no damage since closed it: the file is remembered as whole as it is now (no WAL frames
+    left: it was the last connection), once its times have settled and if it is still so;
+    its next opening, here or in another process, then reads nothing of it to check it."""
+    stamp = file_stamp(path)
+    if stamp is None or stamp[1][1] % 1_000_000_000 == 0:  # WAL frames, or whole-second times
+        return
+    identity, times = stamp[0], stamp[1]
+
+    def keep() -> None:
+        again = file_stamp(path)
+        if again is not None and again[:2] == (identity, times):
+            _keep(identity, times, full, info)
+
+    whole.when_settled(max(times[1], times[2]) + SETTLED_NS, keep)
+
+
+def found_damaged(path: str) -> None:
+    """Damage was found in ``path``: no record says it is whole."""
+    with contextlib.suppress(OSError):
+        found = os.stat(path)
+        identity = (found.st_dev, found.st_ino)
+        _FOUND_WHOLE.pop(identity, None)
+        whole.forget(identity)
+
+
 def known_whole(stamp: Stamp | None) -> FileInfo | None:
-    """What ``identify`` found of a file this process found whole, while its ``stamp`` shows it
+    """What ``identify`` found of a file known whole (``_seen``), while its ``stamp`` shows it
     unchanged since (and the check covered what a file of its size needs); else None. Reopening
     an unchanged file then reads nothing of it to know whose it is."""
     if stamp is None:
         return None
-    seen = _FOUND_WHOLE.get(stamp[0])
+    seen = _seen(stamp[0])
     if seen is None or seen[4] is None or seen[:3] != stamp[1]:
         return None
     # no WAL frames (a stamp says so): the file's size is all there is to check
@@ -302,10 +346,10 @@ def check_whole(
     ``known_whole``)."""
     full = size <= (FULL_CHECK_BYTES if limit is None else limit)
     if stamp is not None:
-        seen = _FOUND_WHOLE.get(stamp[0])
+        seen = _seen(stamp[0])
         if seen is not None and seen[:3] == stamp[1] and (seen[3] or not full):
             if info is not None and seen[4] is None:
-                _FOUND_WHOLE[stamp[0]] = (*seen[:4], info)
+                _keep(stamp[0], stamp[1], seen[3], info)
             return
     if full:
         checks = ["quick_check(1)"]
@@ -317,7 +361,7 @@ def check_whole(
         if found is None or found[0] != "ok":
             raise StoreError(damaged_message(path, found[0] if found else "the check found nothing to read"))
     if stamp is not None and stamp[2]:
-        _FOUND_WHOLE[stamp[0]] = (*stamp[1], full, info)
+        _keep(stamp[0], stamp[1], full, info)
 
 
 def backup_before_migrating(db: sqlite3.Connection, version: int) -> Path | None:

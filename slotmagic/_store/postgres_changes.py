@@ -120,29 +120,36 @@ class ChangeTracking(RowStore):
         self._stale.clear()
         super()._forget()
 
-    def _rows(self, db: Connection, session_id: str) -> SessionRows:
+    def _rows(self, db: Connection, session_id: str, every: bool = True) -> SessionRows:
         """A session others changed since this store read its rows is read again from the
         rows they wrote (``slots.changed``, set on every write to a row): a member's turn
         changed one row of the session's hundred. A row removed meanwhile
-        (``sessions.removed``) makes it read whole."""
+        (``sessions.removed``) makes it read whole. Rows read in part (``every=False``) are
+        kept in part: the changed rows of slots not read yet are left to be read when asked."""
         stale = self._stale.pop(session_id, None)
-        if stale is None or session_id in self._sessions:
-            return super()._rows(db, session_id)
+        if stale is None or session_id in self._sessions or (every and stale[1].partial_of is not None):
+            return super()._rows(db, session_id, every)
         since, kept = stale
         found = db.execute(_SESSION_AND_SLOTS_SINCE, (since, session_id)).fetchall()
         if not found or found[0][1] > since:  # the session is gone, or rows of it
-            return super()._rows(db, session_id)
+            return super()._rows(db, session_id, every)
         rows = dict(kept.rows)
         for got in found:
-            if got[2] is not None:
+            if got[2] is not None and (kept.partial_of is None or got[2] in rows):
                 row = rows[got[2]] = SlotRow(*got[2:12])
                 if got[12] is not None:
                     row.undo = json.loads(got[12])
+        current = found[0][0]
+        if kept.partial_of is not None and (
+            (current is not None and current not in rows)
+            or any(r.undo is not None and not r.live for r in rows.values())
+        ):
+            return super()._rows(db, session_id, every)  # its current slot moved, or undo hid a row: read anew
         if self._touched is not None:
             self._touched.add(session_id)
         for row in rows.values():
             self._row_read(row)
-        loaded = self._sessions[session_id] = SessionRows(rows, found[0][0])
+        loaded = self._sessions[session_id] = SessionRows(rows, current, partial_of=kept.partial_of)
         return loaded
 
     def _channels_of(self, sessions: list[str]) -> list[str]:

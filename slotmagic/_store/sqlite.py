@@ -26,16 +26,19 @@ from .._errors import StoreError
 from .connection import GuardedConnection, guarded, readonly_message
 from .migrations import MIGRATIONS, migrate, newer_schema_message
 from .opening import (
+    FULL_CHECK_BYTES,
     FileInfo,
     backup_before_migrating,
     check_header,
     check_integrity,
     check_path,
     check_whole,
+    closed_whole,
     connect_readonly,
     create_private,
     file_bytes,
     file_stamp,
+    found_damaged,
     identify,
     known_whole,
     nothing_to_write_back,
@@ -70,6 +73,8 @@ class SQLiteStore(RowStore):
         self.readonly = False  # opened read-only on purpose: the file or its folder cannot be written
         self.damaged = False  # damage was found by a read or a write: nothing more is written
         self.refusal: str | None = None  # why writes are refused (read-only, damaged), or None
+        # found whole when opened (True: every page of it checked), for close() to say so
+        self._opened_whole: bool | None = None
         self._db = self._open(durability)
 
     # -- opening (see opening.py) ------------------------------------------------------------
@@ -135,6 +140,7 @@ class SQLiteStore(RowStore):
             if info.version > len(MIGRATIONS):
                 raise StoreError(newer_schema_message(info.version))
             self._prepare(db, durability, current=info.marked and info.version == len(MIGRATIONS), wal=info.wal)
+            self._opened_whole = (file_bytes(self.path) if stamp is None else stamp[1][0]) <= FULL_CHECK_BYTES
         except BaseException:
             _close_without_checkpoint(db, self.path, self.timeout)
             raise
@@ -171,6 +177,7 @@ class SQLiteStore(RowStore):
             except BaseException:
                 db.close()
                 raise
+            self._opened_whole = file_bytes(self.path) <= FULL_CHECK_BYTES
             return db
         finally:
             if checker is not None:
@@ -191,6 +198,9 @@ class SQLiteStore(RowStore):
     def _found_damage(self, message: str) -> None:
         self.damaged = True
         self.refusal = message
+        if self._opened_whole is not None:
+            self._opened_whole = None
+            found_damaged(self.path)
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -298,6 +308,9 @@ class SQLiteStore(RowStore):
             else:
                 self._db.close()
             self._forget()
+            full, self._opened_whole = self._opened_whole, None
+            if full is not None and not self.damaged and not self.readonly:
+                closed_whole(self.path, full, FileInfo(len(MIGRATIONS), False, marked=True, wal=True))
 
 
 class _Reading:

@@ -47,7 +47,7 @@ from .._engine.warm import warm_up
 from .._errors import ConfigError, SlotNotEmpty, StoreError
 from .._snapshot import LastUserCache
 from .._store import Store, open_store
-from .._tree import SlotTree, build_tree
+from .._tree import SlotTree, build_tree, gc_deferred
 from ..providers import ProviderSettings
 from ..providers._settings import default_settings
 from ..tools import McpServers, ToolRegistry
@@ -268,8 +268,9 @@ class Session:
         if self._tree is not None and self._tree[0] == key:
             return self._tree[2]
         previous = None if self._tree is None or self._tree[0][1] != key[1] else self._tree[1:]
-        slots = self.list_slots()
-        tree = build_tree(self, cache, previous, slots)
+        with gc_deferred():
+            slots = self.list_slots()
+            tree = build_tree(self, cache, previous, slots)
         self._tree = (key, slots, tree)
         return tree
 

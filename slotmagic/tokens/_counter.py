@@ -152,13 +152,16 @@ class TokenCounter:
     ``exact`` is False for estimates, which :meth:`calibrated` scales.
     """
 
-    __slots__ = ("_harmony", "_len", "encoding", "exact", "model")
+    __slots__ = ("_harmony", "_len", "_tools_counted", "encoding", "exact", "model")
 
     def __init__(self, model: str, encoding: str, *, harmony: bool = False) -> None:
         self.model = model
         self.encoding = encoding
         self.exact = encoding != ESTIMATE
         self._harmony = harmony
+        # the last definitions counted, as (the very sequence, has_system, tokens): a view asks
+        # twice for the same ones (the system side and the budget)
+        self._tools_counted: tuple[Sequence[ToolSpec], bool, int] | None = None
         self._len: Callable[[str], int] = _text_counter(encoding) if self.exact else estimate_text_tokens
 
     @classmethod
@@ -218,9 +221,14 @@ class TokenCounter:
         says whether the request has a system message for them to join."""
         if not tools:
             return 0
+        last = self._tools_counted
+        if last is not None and last[0] is tools and last[1] == has_system and isinstance(tools, tuple):
+            return last[2]
         rendered = _TOOLS_HEADING + render_tools(tools)
         extra = _TOOLS_IN_SYSTEM_MESSAGE if has_system else _TOOLS_IN_NEW_SYSTEM_MESSAGE
-        return self._len(rendered) + extra
+        counted = self._len(rendered) + extra
+        self._tools_counted = (tools, has_system, counted)
+        return counted
 
     @property
     def priming(self) -> int:

@@ -15,6 +15,7 @@ A tool bound to ``slot=None`` works on whatever slot is current when it runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._contextbook import ContextBook
@@ -103,4 +104,17 @@ def context_tools(
     functions: list[Any] = [read_context]
     if updates:
         functions += [add_goal, complete_goal, record_decision, ask_question, resolve_question, set_step]
-    return [Tool.from_function(f) for f in functions]
+    return [_template(f)._calling(f) for f in functions]
+
+
+# Each tool's definition, worked out from its function's hints and docstring (and checked)
+# once per process: the functions above are closures made anew for every turn, their
+# signatures and docstrings the same each time.
+_TEMPLATES: dict[str, Tool[..., Any]] = {}
+
+
+def _template(function: Callable[..., str]) -> Tool[..., Any]:
+    found = _TEMPLATES.get(function.__name__)
+    if found is None:
+        found = _TEMPLATES[function.__name__] = Tool.from_function(function)
+    return found

@@ -130,6 +130,20 @@ class Tool(Generic[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.function(*args, **kwargs)
 
+    def _calling(self, function: Callable[..., T]) -> Tool[..., T]:
+        """This tool's name, description and schema (checked when it was made, not again)
+        calling ``function`` instead: a built-in tool made for each turn (a closure over that
+        turn) from one definition worked out once per process."""
+        if not callable(function):
+            raise ConfigError(f"tool {self.name!r}: {function!r} is not a function")
+        tool: Tool[..., T] = object.__new__(Tool)
+        tool.name, tool.description, tool.parameters = self.name, self.description, self.parameters
+        tool.function = function
+        tool.is_async = inspect.iscoroutinefunction(function)
+        tool._params = self._params
+        functools.update_wrapper(tool, function)
+        return tool
+
     def spec(self) -> ToolSpec:
         """What a request says about this tool."""
         return ToolSpec(self.name, self.description, self.parameters)

@@ -28,7 +28,7 @@ class AnnotationRows(SegmentRows):
         self, session_id: str, slot_id: str | None, compaction: Compaction, *, base: Tip | None = None
     ) -> Compaction:
         with self._write() as db:
-            row = self._row(self._rows(db, session_id), slot_id)
+            row = self._row(self._rows(db, session_id, every=False), slot_id)
             if base is not None and base != Tip(row.key, row.length, row.turns):
                 raise SlotMoved(row.name)
             if not 0 < compaction.upto <= compaction.at <= row.length:
@@ -57,7 +57,7 @@ class AnnotationRows(SegmentRows):
         change: Callable[[WorkingContext], ContextEvent | None],
     ) -> tuple[WorkingContext, ContextEvent | None]:
         with self._write() as db:
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)
             row = self._row(rows, slot_id)
             context = self._history(rows, row).context()
             event = change(context)
@@ -199,7 +199,7 @@ class AnnotationRows(SegmentRows):
         if mark not in MARKS:
             raise ConfigError(f"unknown mark {mark!r}; use one of {', '.join(MARKS)}")
         with self._write() as db:
-            row = self._row(self._rows(db, session_id), slot_id)
+            row = self._row(self._rows(db, session_id, every=False), slot_id)
             if not 0 <= position < row.length:
                 raise ConfigError(
                     f"slot {row.name!r} has no message {position + 1}: it holds {row.length} (%slot show lists them)"

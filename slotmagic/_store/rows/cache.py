@@ -17,7 +17,7 @@ from ..._core.compaction import Compaction
 from ..._core.context import ContextEvent
 from ..._core.messages import ROLES, Message, fields_from_extra
 from ..._core.records import TurnRecord
-from ..._core.slots import DEFAULT_SLOT, Slot, SlotConfig
+from ..._core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotSource
 from ..history import Mark
 
 # One string per role for every message read: a row's role is otherwise a string of its own.
@@ -79,6 +79,7 @@ class SlotRow:
     undo: dict[str, Any] | None = None  # set on a row hidden by %slot undo (see migrations v7)
     parsed: tuple[str | None, SlotConfig] | None = None  # (parent name, config), parsed once
     shown: tuple[tuple[Any, ...], Slot] | None = None  # the Slot last made of it, and from what
+    marked: tuple[tuple[Any, ...], tuple[str, str]] | None = None  # its part of the state marker (as JSON, escaped)
 
     @property
     def live(self) -> bool:
@@ -111,21 +112,87 @@ class SlotRow:
 
 @lru_cache(maxsize=4_096)
 def _config_of(text: str, parent_name: str | None) -> SlotConfig:
-    return SlotConfig.from_dict(json.loads(text), parent_name)
+    base = _parsed(text)
+    return base if parent_name is None else _with_parent(base, parent_name)
+
+
+@lru_cache(maxsize=1_024)
+def _parsed(text: str) -> SlotConfig:
+    """A stored config parsed (and checked) once per text; its parent is put in per slot."""
+    return SlotConfig.from_dict(json.loads(text), None)
+
+
+# Set through the slots' descriptors (the dataclasses are frozen): a config checked once is
+# copied with another parent's name, not parsed and checked again (a tree of 10,000 slots
+# under 500 parents).
+_CONFIG_FIELDS = tuple((getattr(SlotConfig, n).__get__, getattr(SlotConfig, n).__set__) for n in SlotConfig.__slots__)
+_SOURCE_FIELDS = tuple((getattr(SlotSource, n).__get__, getattr(SlotSource, n).__set__) for n in SlotSource.__slots__)
+
+
+def _with_parent(config: SlotConfig, parent_name: str) -> SlotConfig:
+    source = object.__new__(SlotSource)
+    for get, put in _SOURCE_FIELDS:
+        put(source, get(config.source))
+    object.__setattr__(source, "parent_id", parent_name)
+    made = object.__new__(SlotConfig)
+    for get, put in _CONFIG_FIELDS:
+        put(made, get(config))
+    object.__setattr__(made, "source", source)
+    return made
+
+
+# Each field's slot, set through its descriptor, one after the other: a listing makes a Slot
+# and a SlotMeta per slot (10,000 in a tree), and the frozen dataclasses' __init__ sets each
+# field through object.__setattr__, ~3x the time.
+_META_ID, _META_PARENT, _META_LENGTH, _META_TOKENS, _META_CREATED, _META_TURNS, _META_FORK = (
+    getattr(SlotMeta, name).__set__
+    for name in ("id", "parent_id", "message_count", "total_tokens", "created_at", "turns", "fork_at")
+)
+_SLOT_ID, _SLOT_CONFIG, _SLOT_META, _SLOT_CURRENT = (
+    getattr(Slot, name).__set__ for name in ("id", "config", "meta", "current")
+)
+
+
+def made_slot(row: SlotRow, parent_name: str | None, config: SlotConfig, current: bool) -> Slot:
+    """``Slot(row.name, config, SlotMeta(row.name, parent_name, ...), current)`` of a row as
+    read (its values are the store's, checked when written)."""
+    meta = object.__new__(SlotMeta)
+    _META_ID(meta, row.name)
+    _META_PARENT(meta, parent_name)
+    _META_LENGTH(meta, row.length)
+    _META_TOKENS(meta, row.tokens)
+    _META_CREATED(meta, row.created_at)
+    _META_TURNS(meta, row.turns)
+    _META_FORK(meta, row.fork_at)
+    slot = object.__new__(Slot)
+    _SLOT_ID(slot, row.name)
+    _SLOT_CONFIG(slot, config)
+    _SLOT_META(slot, meta)
+    _SLOT_CURRENT(slot, current)
+    return slot
 
 
 @dataclass(slots=True)
 class SessionRows:
-    """Every slot row of one session (tombstones included), the live ones by name, and the
-    current slot."""
+    """The slot rows of one session read so far (tombstones included), the live ones by
+    name, and the current slot: every row, or (``partial_of`` set to the session's id) only
+    the rows of the slots asked for and of the current slot, each with all its ancestors, so
+    that a cell on one slot of 10,000 reads a few rows (``RowsBase._rows``)."""
 
     rows: dict[int, SlotRow]
     current: int | None
     by_name: dict[str, int] = field(default_factory=dict)
     order: tuple[list[tuple[Any, ...]], list[SlotRow]] | None = None  # tree_order's, and what it was made of
+    partial_of: str | None = None  # the session's id while only some of its rows are read
 
     def __post_init__(self) -> None:
         self.by_name = {row.name: key for key, row in self.rows.items() if row.live}
+
+    def add(self, row: SlotRow) -> None:
+        """A row read after the others (a partial set's slot asked for later)."""
+        self.rows[row.key] = row
+        if row.live:
+            self.by_name[row.name] = row.key
 
 
 @dataclass(slots=True)
@@ -155,6 +222,7 @@ def tree_order(rows: SessionRows) -> list[SlotRow]:
     """Live slots depth first, each after its nearest live ancestor, siblings by fork point
     then id: the same order whatever order they were made in, so a re-run notebook lists
     its slots as the first run did. Kept until a row's place changes (a turn changes none)."""
+    assert rows.partial_of is None, "the order of a session's slots needs all its rows"
     shape = [
         (r.key, r.name, r.parent, r.fork_at, r.deleted_at, r.undo and r.undo.get("by")) for r in rows.rows.values()
     ]
@@ -174,7 +242,9 @@ def _order(rows: SessionRows) -> list[SlotRow]:
     while stack:
         row = stack.pop()
         out.append(row)
-        stack.extend(sorted(children.get(row.key, []), key=lambda r: (r.fork_at, r.name), reverse=True))
+        kids = children.get(row.key)
+        if kids:  # most rows of a large tree are leaves
+            stack.extend(sorted(kids, key=lambda r: (r.fork_at, r.name), reverse=True))
     return out
 
 

@@ -21,12 +21,12 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, ClassVar, Literal, Protocol, Self, TypeVar
 
 from ..._core.messages import Message
-from ..._core.slots import Slot, SlotMeta
+from ..._core.slots import Slot
 from ..._core.users import current_user
 from ..._core.workflow import Workflow
 from ..._errors import DamagedRecord, SlotNotFound, StoreError
 from ..history import Piece
-from .cache import Segment, SessionRows, SlotRow, live_ancestor, messages_from_rows
+from .cache import Segment, SessionRows, SlotRow, live_ancestor, made_slot, messages_from_rows
 
 logger = logging.getLogger("slotmagic")
 
@@ -39,6 +39,27 @@ _SESSION_AND_SLOTS = (
     "SELECT sessions.current_slot, "
     + ", ".join(f"slots.{name}" for name in ROW_COLUMNS.split(", "))
     + " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id WHERE sessions.id = ?"
+)
+# The rows a cell on one slot needs: the current slot's and its ancestors' (then, for each other
+# slot named, that slot's and its ancestors', _CHAIN_OF), along the primary key.
+_UP = " UNION SELECT slots.parent FROM slots JOIN chain ON slots.id = chain.id WHERE slots.parent IS NOT NULL)"
+_SESSION_AND_CURRENT = (
+    "WITH RECURSIVE chain(id) AS (SELECT current_slot FROM sessions WHERE id = ?"
+    + _UP
+    + " SELECT sessions.current_slot, "
+    + ", ".join(f"slots.{name}" for name in ROW_COLUMNS.split(", "))
+    + " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id AND slots.id IN (SELECT id FROM chain)"
+    " WHERE sessions.id = ?"
+)
+_CHAIN_OF = (
+    "WITH RECURSIVE chain(id) AS (SELECT id FROM slots WHERE session_id = ? AND name = ? AND deleted_at IS NULL"
+    + _UP
+    + f" SELECT {ROW_COLUMNS} FROM slots WHERE id IN (SELECT id FROM chain)"
+)
+_CHAIN_OF_KEY = (
+    "WITH RECURSIVE chain(id) AS (SELECT id FROM slots WHERE session_id = ? AND id = ?"
+    + _UP
+    + f" SELECT {ROW_COLUMNS} FROM slots WHERE id IN (SELECT id FROM chain)"
 )
 
 
@@ -214,27 +235,78 @@ class RowsBase:
 
     # -- cached rows -----------------------------------------------------------------------
 
-    def _rows(self, db: Connection, session_id: str) -> SessionRows:
+    def _rows(self, db: Connection, session_id: str, every: bool = True) -> SessionRows:
+        """The session's slot rows, kept until another connection writes: all of them, or
+        (``every=False``, for what works on one slot) at least the current slot's with its
+        ancestors; ``_row`` reads any other slot's when it is asked for. Listing, ordering
+        or looking across slots needs ``every``."""
         if self._touched is not None:
             self._touched.add(session_id)
         cached = self._sessions.get(session_id)
-        if cached is not None:
+        if cached is not None and (cached.partial_of is None or not every):
             return cached
+        if not every:
+            found = db.execute(_SESSION_AND_CURRENT, (session_id, session_id)).fetchall()
+            read = self._read_slot_rows(session_id, found, partial=True)
+            if read is not None:
+                return read
         # the session's row and its slots' in one statement: none when the session is unknown,
         # one with no slot when it has none yet
+        loaded = self._read_slot_rows(session_id, db.execute(_SESSION_AND_SLOTS, (session_id,)), partial=False)
+        assert loaded is not None
+        return loaded
+
+    def _read_slot_rows(self, session_id: str, found: Iterable[Sequence[Any]], *, partial: bool) -> SessionRows | None:
+        """Rows of ``(current_slot, *ROW_COLUMNS)`` as the session's rows, cached when the
+        session is known; None for a partial read that met a row hidden by undo (the slot
+        that replaced it may be anywhere in the session: read it all)."""
         known, current, rows = False, None, {}
-        for found in db.execute(_SESSION_AND_SLOTS, (session_id,)):
-            known, current, key = True, found[0], found[1]
+        for got in found:
+            known, current, key = True, got[0], got[1]
             if key is None:
                 continue  # a session with no slot yet
-            row = rows[key] = SlotRow(*found[1:11])
-            if found[11] is not None:
-                row.undo = json.loads(found[11])
+            row = rows[key] = SlotRow(*got[1:11])
+            if got[11] is not None:
+                row.undo = json.loads(got[11])
+                if partial and not row.live:
+                    return None
+        for row in rows.values():
             self._row_read(row)
-        loaded = SessionRows(rows, current)
+        loaded = SessionRows(rows, current, partial_of=session_id if partial else None)
         if known:  # an unknown session is not cached: it may be created any time
             self._sessions[session_id] = loaded
         return loaded
+
+    def _read_slot(self, rows: SessionRows, slot_id: str) -> SlotRow | None:
+        """The live row of ``slot_id`` in a partial set of rows, read with its ancestors when
+        not read yet (None: there is no such slot). A hidden ancestor makes the set whole."""
+        assert rows.partial_of is not None
+        self._read_chain(rows, self._db.execute(_CHAIN_OF, (rows.partial_of, slot_id)).fetchall())
+        key = rows.by_name.get(slot_id)
+        return None if key is None else rows.rows[key]
+
+    def _row_of(self, rows: SessionRows, key: int) -> SlotRow | None:
+        """Slot row ``key`` (live or not) of the session, read with its ancestors when a partial
+        set lacks it (None: the session has no such row)."""
+        if key not in rows.rows and rows.partial_of is not None:
+            self._read_chain(rows, self._db.execute(_CHAIN_OF_KEY, (rows.partial_of, key)).fetchall())
+        return rows.rows.get(key)
+
+    def _read_chain(self, rows: SessionRows, found: list[Any]) -> None:
+        """Rows of ``ROW_COLUMNS`` (a slot's and its ancestors') added to a partial set; a row
+        hidden by undo among them makes the set whole."""
+        session_id = rows.partial_of
+        assert session_id is not None
+        if any(got[10] is not None and got[9] is not None for got in found):
+            found = [got[1:] for got in self._db.execute(_SESSION_AND_SLOTS, (session_id,)) if got[1] is not None]
+            rows.partial_of = None
+        for got in found:
+            if got[0] not in rows.rows:
+                row = SlotRow(*got[:10])
+                if got[10] is not None:
+                    row.undo = json.loads(got[10])
+                self._row_read(row)
+                rows.add(row)
 
     def _row_read(self, row: SlotRow) -> None:
         """A slot row as it is now: its segment, if one is cached and unverified (see
@@ -253,10 +325,23 @@ class RowsBase:
             if rows.current is None:
                 raise StoreError("the session has no current slot: open it with Session.open first")
             return rows.rows[rows.current]
+        found = self._live(rows, slot_id)
+        if found is None:
+            known = rows.by_name if rows.partial_of is None else self._names(rows.partial_of)
+            raise SlotNotFound(slot_id, known)
+        return found
+
+    def _live(self, rows: SessionRows, slot_id: str) -> SlotRow | None:
+        """The live row of the slot, None when there is none (read when a partial set lacks it)."""
         key = rows.by_name.get(slot_id)
-        if key is None:
-            raise SlotNotFound(slot_id, rows.by_name)
-        return rows.rows[key]
+        if key is not None:
+            return rows.rows[key]
+        return None if rows.partial_of is None else self._read_slot(rows, slot_id)
+
+    def _names(self, session_id: str) -> list[str]:
+        """The names of the session's live slots (an unknown name's suggestions)."""
+        found = self._db.execute("SELECT name FROM slots WHERE session_id = ? AND deleted_at IS NULL", (session_id,))
+        return [got[0] for got in found]
 
     def _live_parent(self, rows: SessionRows, row: SlotRow) -> str | None:
         """The nearest live ancestor: a deleted parent hands its children to its own parent."""
@@ -270,8 +355,7 @@ class RowsBase:
         state = (row.name, parent_name, row.length, row.tokens, row.turns, row.fork_at, config, row.key == rows.current)
         if row.shown is not None and row.shown[0] == state:
             return row.shown[1]
-        meta = SlotMeta(row.name, parent_name, row.length, row.tokens, row.created_at, row.turns, row.fork_at)
-        slot = Slot(row.name, config, meta, row.key == rows.current)
+        slot = made_slot(row, parent_name, config, row.key == rows.current)
         row.shown = (state, slot)
         return slot
 

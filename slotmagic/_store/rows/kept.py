@@ -10,6 +10,7 @@ from contextlib import suppress
 
 from ..._core.cells import CellRecord
 from ..._errors import DamagedRecord
+from .cache import SlotRow
 from .common import RowsBase
 
 
@@ -108,24 +109,7 @@ class KeptRows(RowsBase):
         with self._read() as db:
             rows = self._rows(db, session_id)
             names = {row.key: row.name for row in rows.rows.values()}
-            slots = sorted(
-                json.dumps(
-                    [
-                        row.name,
-                        names.get(row.parent) if row.parent is not None else None,
-                        row.fork_at,
-                        row.length,
-                        row.turns,
-                        row.config,
-                        row.deleted_at is not None,
-                        row.undo,
-                        row.key == rows.current,
-                    ],
-                    sort_keys=True,
-                    default=str,
-                )
-                for row in rows.rows.values()
-            )
+            slots = sorted(_marked(row, names, rows.current) for row in rows.rows.values())
             counts = []
             for table in ("compactions", "context_events", "marks"):
                 found = db.execute(
@@ -140,7 +124,36 @@ class KeptRows(RowsBase):
                     "SELECT name, record, active FROM workflows WHERE session_id = ? ORDER BY name", (session_id,)
                 )
             ]
-        whole = json.dumps([slots, counts, flows], ensure_ascii=False, sort_keys=True, default=str)
+        # json.dumps([slots, counts, flows], ...) to the letter, each row's text escaped once (kept)
+        shown = [json.dumps(part, ensure_ascii=False, sort_keys=True, default=str) for part in (counts, flows)]
+        whole = "[[" + ", ".join(escaped for _, escaped in slots) + "], " + ", ".join(shown) + "]"
         import hashlib  # here: OpenSSL's module loads in ~3 ms, at the first digest
 
         return hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _marked(row: SlotRow, names: dict[int, str], current: int | None) -> tuple[str, str]:
+    """The row's part of ``state_marker``, kept on the row while what it shows stands: a
+    recorded cell asks for the marker, and a session of 10,000 slots has a turn change one."""
+    parent = names.get(row.parent) if row.parent is not None else None
+    config = row.config  # parsed once: ``stored_config`` is this dict from now on
+    # its config and undo compared by identity first (a change sets new ones): no JSON made again
+    state = (row.name, parent, row.fork_at, row.length, row.turns, config, row.deleted_at, row.undo, row.key == current)
+    if row.marked is None or row.marked[0] != state:
+        text = json.dumps(
+            [
+                row.name,
+                parent,
+                row.fork_at,
+                row.length,
+                row.turns,
+                config,
+                row.deleted_at is not None,
+                row.undo,
+                row.key == current,
+            ],
+            sort_keys=True,
+            default=str,
+        )
+        row.marked = (state, (text, json.dumps(text, ensure_ascii=False)))
+    return row.marked[1]

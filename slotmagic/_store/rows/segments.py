@@ -190,12 +190,11 @@ class SegmentRows(RowsBase):
         raises when it cannot be read; any other that cannot is left to be read when asked."""
         keys = [key]
         rows = next((r for r in self._sessions.values() if key in r.rows), None)
-        if rows is not None:
-            for other in rows.rows:
-                segment = self._segments.get(other)
+        if rows is not None:  # the segments read so far, not every row of the session: a few of 10,000
+            for other, segment in self._segments.items():
                 if (
                     other != key
-                    and segment is not None
+                    and other in rows.rows
                     and None in (segment.marks, segment.compactions, segment.context)
                 ):
                     keys.append(other)

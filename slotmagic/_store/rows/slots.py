@@ -56,13 +56,13 @@ class SlotRows(TurnRows):
 
     def current_slot(self, session_id: str) -> str:
         with self._read() as db:
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)
             row = rows.rows.get(rows.current) if rows.current is not None else None
             return DEFAULT_SLOT if row is None else row.name
 
     def set_current_slot(self, session_id: str, slot_id: str) -> None:
         with self._write() as db:
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)
             key = self._row(rows, slot_id).key
             if rows.current != key:
                 db.execute("UPDATE sessions SET current_slot = ? WHERE id = ?", (key, session_id))
@@ -156,12 +156,12 @@ class SlotRows(TurnRows):
 
     def slot(self, session_id: str, slot_id: str | None) -> Slot:
         with self._read() as db:
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)
             return self._to_slot(rows, self._row(rows, slot_id))
 
     def has_slot(self, session_id: str, slot_id: str) -> bool:
         with self._read() as db:
-            return slot_id in self._rows(db, session_id).by_name
+            return self._live(self._rows(db, session_id, every=False), slot_id) is not None
 
     def _insert_slot(
         self,
@@ -204,8 +204,8 @@ class SlotRows(TurnRows):
         exist_ok: bool = False,
     ) -> tuple[Slot, bool]:
         with self._write() as db:
-            rows = self._rows(db, session_id)
-            if slot_id in rows.by_name:
+            rows = self._rows(db, session_id, every=False)
+            if self._live(rows, slot_id) is not None:
                 if exist_ok:
                     return self._to_slot(rows, self._row(rows, slot_id)), False
                 raise SlotExists(slot_id)
@@ -227,8 +227,8 @@ class SlotRows(TurnRows):
         exist_ok: bool = False,
     ) -> tuple[Slot, bool]:
         with self._write() as db:
-            rows = self._rows(db, session_id)
-            if slot_id in rows.by_name:
+            rows = self._rows(db, session_id, every=False)
+            if self._live(rows, slot_id) is not None:
                 if exist_ok:
                     return self._to_slot(rows, self._row(rows, slot_id)), False
                 raise SlotExists(slot_id)
@@ -282,7 +282,7 @@ class SlotRows(TurnRows):
 
     def update_config(self, session_id: str, slot_id: str, config: SlotConfig) -> Slot:
         with self._write() as db:
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)
             row = self._row(rows, slot_id)
             config_dict = config.to_dict()
             db.execute("UPDATE slots SET config = ? WHERE id = ?", (json.dumps(config_dict), row.key))
@@ -293,9 +293,9 @@ class SlotRows(TurnRows):
         if old_id == DEFAULT_SLOT:
             raise ProtectedSlot("the 'default' slot cannot be renamed; derive a copy under the new name")
         with self._write() as db:
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)
             row = self._row(rows, old_id)
-            if new_id in rows.by_name and new_id != old_id:
+            if new_id != old_id and self._live(rows, new_id) is not None:
                 raise SlotExists(new_id)
             db.execute("UPDATE slots SET name = ? WHERE id = ?", (new_id, row.key))
             del rows.by_name[old_id]

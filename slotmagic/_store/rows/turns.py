@@ -40,7 +40,7 @@ class TurnRows(SegmentRows):
 
     def history(self, session_id: str, slot_id: str | None) -> History:
         with self._read() as db:
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)
             return self._history(rows, self._row(rows, slot_id))
 
     def messages(self, session_id: str, slot_id: str) -> list[Message]:
@@ -51,7 +51,7 @@ class TurnRows(SegmentRows):
 
     def tip(self, session_id: str, slot_id: str) -> Tip:
         with self._read() as db:
-            row = self._row(self._rows(db, session_id), slot_id)
+            row = self._row(self._rows(db, session_id, every=False), slot_id)
             return Tip(row.key, row.length, row.turns)
 
     def cell_turns(self, session_id: str, cell_id: str, slot_id: str) -> list[CellTurn]:
@@ -65,12 +65,15 @@ class TurnRows(SegmentRows):
             ).fetchall()
             if not found:
                 return []
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)  # the rows of the turns' slots, not all
             mine = self._pieces(rows, self._row(rows, slot_id))
             out = []
             for key, number, start, count, info, created_at in found:
                 held = any(p.key == key and p.lo <= start < p.hi for p in mine)
-                owner = rows.rows[key]
+                owner = self._row_of(rows, key)
+                assert owner is not None  # joined with its session's slots above
+                if not owner.live and not held:  # the slots derived after it may hold it: all of them
+                    rows = self._rows(db, session_id)
                 home = owner.name if owner.live else slot_id if held else self._any_holder(rows, key, start)
                 if home is not None:
                     record = TurnRecord(
@@ -114,7 +117,7 @@ class TurnRows(SegmentRows):
         if not messages:
             raise StoreError("a turn needs at least one message")
         with self._write() as db:
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)
             row = self._row(rows, slot_id)
             if writable and row.slot_config(self._live_parent(rows, row)).mode is SlotMode.READONLY:
                 raise SlotReadonly(row.name)

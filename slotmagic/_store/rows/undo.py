@@ -15,6 +15,9 @@ from .cache import SessionRows, SlotRow, replacement
 from .common import Connection
 from .slots import SlotRows
 
+# Whether any row of the session was hidden by an undo (an undo step may be anyone's).
+_ANY_UNDONE = "SELECT 1 FROM slots WHERE session_id = ? AND undo IS NOT NULL LIMIT 1"
+
 
 class UndoRows(SlotRows):
     """``%slot undo`` and ``%slot redo``, and the steps kept for them."""
@@ -125,8 +128,13 @@ class UndoRows(SlotRows):
 
     def undo_steps(self, session_id: str, slot_id: str | None) -> list[UndoStep]:
         with self._read() as db:
-            rows = self._rows(db, session_id)
+            rows = self._rows(db, session_id, every=False)
             row = self._row(rows, slot_id)
+            if rows.partial_of is not None:  # a cell's first run asks: one look, not every slot row
+                if db.execute(_ANY_UNDONE, (session_id,)).fetchone() is None:
+                    return []
+                rows = self._rows(db, session_id)
+                row = self._row(rows, slot_id)
             steps = [
                 self._undo_step(rows, hidden, row.name)
                 for hidden in rows.rows.values()

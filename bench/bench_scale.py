@@ -1,0 +1,351 @@
+"""Scale benchmark: what a cell costs as a session grows around it, each figure as a growth
+factor per 10x and as a ratio to a raw SQLite baseline taken in the same process.
+
+Every sample runs in a fresh process (a new kernel: nothing of the file known yet), and the
+load average is printed with each block:
+
+- one slot among 100 / 1,000 / 10,000 slots (a new kernel's first ``budget``, ``preview``,
+  ``submit_turn``, ``export``, ``switch_slot`` and ``slot`` on it), against a plain read of
+  that slot's row and its messages on a new connection: flat in the number of slots;
+- ``session.tree()`` and ``%slot tree`` (as text) of those sessions, against the plain query of
+  the session's slot rows: linear in slots, ``session.tree()`` at most 3x the query;
+- a warm ``submit_turn`` (the echo model) on 100 / 1,000 / 10,000 messages, against a plain
+  SQLite append of a turn's rows, and the views it makes and the tool schemas it checks;
+- ``Session.open`` of a file of 1,000 / 10,000 / 100,000 messages the last kernel closed,
+  against a plain connect and read of the session's row: flat in the file;
+- ``import slotmagic`` after ``import IPython``, as a share of IPython's own import (CPU).
+
+    python bench/bench_scale.py            # the sizes above
+    python bench/bench_scale.py --quick    # a tenth of them, fewer samples
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+OPS = ("budget", "preview", "turn", "export", "switch", "show")
+QUESTION, ANSWER = "q" * 300, "a" * 1_500
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def ms(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def build_slots(path: Path, others: int) -> None:
+    """``work`` two levels below ``default``, and ``others`` slots: 50 below ``default``, the
+    rest below those, a third with a turn of their own."""
+    from slotmagic import Message, Session, TurnInfo
+    from slotmagic._core.slots import SlotConfig
+
+    with Session.open("scale", db_path=path) as session:
+        session.append([Message.user(QUESTION), Message.assistant(ANSWER)])
+        store, sid = session.store, session.session_id
+        with store.atomic():
+            store.derive_slot(sid, "mid", "default", SlotConfig())
+            store.derive_slot(sid, "work", "mid", SlotConfig())
+            store.append_turn(sid, "work", [Message.user(QUESTION), Message.assistant(ANSWER)], TurnInfo())
+            for i in range(others):
+                store.derive_slot(sid, f"s{i}", "default" if i < 50 else f"s{(i - 50) % 50}", SlotConfig())
+                if i % 3 == 0:
+                    turn = [Message.user(f"a question of s{i}"), Message.assistant("an answer")]
+                    store.append_turn(sid, f"s{i}", turn, TurnInfo())
+
+
+def build_messages(path: Path, messages: int) -> None:
+    """``messages`` in ``default``, and ``focused`` derived from it showing the last 10 (the
+    warm turns go there, as in bench_turns: no compaction in the way)."""
+    from slotmagic import FocusedConfig, Message, Session
+
+    with Session.open("scale", db_path=path) as session:
+        with session.store.atomic():
+            for _ in range(messages // 2):
+                session.append([Message.user(QUESTION), Message.assistant(ANSWER)])
+        session.derive_slot("focused", strategy=FocusedConfig(recent_messages=10))
+
+
+# -- what one fresh process measures (--child) -------------------------------------------------
+
+
+def raw_slot_read(path: str) -> float:
+    db = sqlite3.connect(path)
+    try:
+        start = time.perf_counter()
+        key = db.execute(
+            "SELECT id FROM slots WHERE session_id = 'scale' AND name = 'work' AND deleted_at IS NULL"  # its index
+        ).fetchone()[0]
+        db.execute("SELECT role, content, tokens, extra FROM messages WHERE slot = ? ORDER BY seq", (key,)).fetchall()
+        return (time.perf_counter() - start) * 1e3
+    finally:
+        db.close()
+
+
+def raw_slot_rows(path: str) -> float:
+    db = sqlite3.connect(path)
+    try:
+        return ms(lambda: db.execute("SELECT * FROM slots WHERE session_id = ?", ("scale",)).fetchall())
+    finally:
+        db.close()
+
+
+def child_op(path: str, op: str) -> dict[str, float]:
+    from slotmagic import Session
+
+    out = Path(tempfile.mkdtemp()) / "work.md"
+    calls: dict[str, Callable[[Session], object]] = {
+        "budget": lambda s: s.budget("work"),
+        "preview": lambda s: s.preview("work"),
+        "turn": lambda s: s.submit_turn("one more question", slot="work"),
+        "export": lambda s: s.history.export(out, "work"),
+        "switch": lambda s: s.switch_slot("work"),
+        "show": lambda s: s.slot("work"),
+    }
+    with Session.open("scale", db_path=path) as session:
+        took = ms(lambda: calls[op](session))
+    return {"ours": took, "raw": raw_slot_read(path)}
+
+
+def child_tree(path: str) -> dict[str, float]:
+    import contextlib
+    import io
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    import slotmagic
+    from slotmagic import Session
+
+    with Session.open("scale", db_path=path) as session:
+        tree = ms(session.tree)
+    os.environ.update(SLOTMAGIC_DB=path, SLOTMAGIC_SESSION="scale", SLOTMAGIC_MODEL="echo")
+    shell = InteractiveShell.instance()
+    with contextlib.redirect_stdout(io.StringIO()):
+        slotmagic.load_ipython_extension(shell)
+        shell.run_cell("%config SlotMagic.widgets = False").raise_error()
+        text = ms(lambda: shell.run_cell("%slot tree").raise_error())
+    return {"ours": tree, "text": text, "raw": raw_slot_rows(path)}
+
+
+def child_warm(path: str) -> dict[str, float]:
+    import slotmagic._engine.turn as turn_module
+    import slotmagic.tools._tool as tool_module
+    from slotmagic import Session
+
+    counts = {"views": 0, "schemas": 0}
+
+    def counting(module: object, name: str, key: str) -> None:
+        real = getattr(module, name)
+
+        def counted(*args: object, **kwargs: object) -> object:
+            counts[key] += 1
+            return real(*args, **kwargs)
+
+        setattr(module, name, counted)
+
+    counting(turn_module, "make_view", "views")
+    counting(tool_module, "schema_problem", "schemas")
+    with Session.open("scale", db_path=path) as session:
+        for i in range(20):
+            session.submit_turn(f"warm {i}", slot="focused")
+        counts.update(views=0, schemas=0)
+        samples = [ms(lambda i=i: session.submit_turn(f"question {i}", slot="focused")) for i in range(100)]
+    raw = raw_append_ms(Path(tempfile.mkdtemp()) / "raw.sqlite3")
+    return {
+        "ours": statistics.median(samples),
+        "raw": raw,
+        "views": counts["views"] / 100,
+        "schemas": counts["schemas"],
+    }
+
+
+def raw_append_ms(path: Path) -> float:
+    """A turn's rows (two messages and a turn record) in one transaction, WAL, synchronous
+    NORMAL: the median of 100."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS m (slot INTEGER, seq INTEGER, role TEXT, content TEXT, PRIMARY KEY (slot, seq))"
+    )
+    db.execute("CREATE TABLE IF NOT EXISTS t (slot INTEGER, number INTEGER, info TEXT, PRIMARY KEY (slot, number))")
+    samples = []
+    for i in range(100):
+        start = time.perf_counter()
+        db.execute("BEGIN")
+        db.executemany(
+            "INSERT INTO m VALUES (1, ?, ?, ?)", [(2 * i, "user", QUESTION), (2 * i + 1, "assistant", ANSWER)]
+        )
+        db.execute("INSERT INTO t VALUES (1, ?, '{}')", (i,))
+        db.execute("COMMIT")
+        samples.append((time.perf_counter() - start) * 1e3)
+    db.close()
+    return statistics.median(samples)
+
+
+def child_open(path: str) -> dict[str, float]:
+    from slotmagic import Session
+
+    start = time.perf_counter()
+    session = Session.open("scale", db_path=path)
+    took = (time.perf_counter() - start) * 1e3
+    db = sqlite3.connect(path)
+    raw = ms(lambda: db.execute("SELECT current_slot FROM sessions WHERE id = 'scale'").fetchone())
+    db.close()
+    session.close()
+    return {"ours": took, "raw": raw}
+
+
+def child_import() -> dict[str, float]:
+    start = time.process_time()
+    import IPython  # noqa: F401
+
+    ipython = time.process_time() - start
+    start = time.process_time()
+    import slotmagic  # noqa: F401
+
+    return {"ours": (time.process_time() - start) * 1e3, "raw": ipython * 1e3}
+
+
+CHILDREN: dict[str, Callable[..., dict[str, float]]] = {
+    "op": child_op,
+    "tree": child_tree,
+    "warm": child_warm,
+    "open": child_open,
+    "import": child_import,
+}
+
+
+def fresh(samples: int, *args: str) -> dict[str, float]:
+    """Each figure's median over ``samples`` fresh processes."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    found: list[dict[str, float]] = []
+    for _ in range(samples):
+        done = subprocess.run([sys.executable, __file__, "--child", *args], env=env, capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr}")
+        found.append(json.loads(done.stdout.splitlines()[-1]))
+    return {key: statistics.median(f[key] for f in found) for key in found[0]}
+
+
+# -- the report ------------------------------------------------------------------------------
+
+
+def growth(values: list[float]) -> float:
+    """The growth per 10x: the geometric mean of the steps (sizes go up 10x a step)."""
+    steps = [b / a for a, b in itertools.pairwise(values) if a > 0]
+    return statistics.geometric_mean(steps) if steps else float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a tenth of the sizes, fewer samples")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(CHILDREN[args.child[0]](*args.child[1:])))
+        return 0
+    slots = [10, 100, 1_000] if args.quick else [100, 1_000, 10_000]
+    messages = [100, 1_000] if args.quick else [100, 1_000, 10_000]
+    files = [100, 1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
+    samples = 3 if args.quick else 7
+    print(f"slotmagic scale benchmark - {os.cpu_count()} cores, {platform.machine()}, Python "
+          f"{platform.python_version()}, SQLite {sqlite3.sqlite_version}")  # fmt: skip
+    print(f"{samples} fresh processes a figure, medians; raw: the baseline named, in the same process")
+    checks: list[tuple[str, float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="slotmagic-scale-") as tmp:
+        print(f"\n-- one slot among {' / '.join(f'{n:,}' for n in slots)} slots (load average {load()})")
+        paths = []
+        for n in slots:
+            paths.append(Path(tmp) / f"slots{n}.sqlite3")
+            build_slots(paths[-1], n)
+        time.sleep(0.1)  # the builders' records of the files as whole settle
+        print(f"{'a new kernel, first':<24}" + "".join(f"{n:>10,}" for n in slots) + "   per 10x   raw read   ratio")
+        for op in OPS:
+            found = [fresh(samples, "op", str(p), op) for p in paths]
+            ours = [f["ours"] for f in found]
+            ratio = ours[-1] / found[-1]["raw"]
+            print(f"{op:<24}" + "".join(f"{v:>8.2f}ms" for v in ours)
+                  + f"   {growth(ours):6.2f}x  {found[-1]['raw']:6.2f}ms  {ratio:6.1f}x")  # fmt: skip
+            checks.append((f"{op}: growth per 10x slots <= 1.3", growth(ours), 1.3))
+        trees = [fresh(samples, "tree", str(p)) for p in paths]
+        for key, label in (("ours", "session.tree()"), ("text", "%slot tree (text)")):
+            ours = [t[key] for t in trees]
+            ratio = ours[-1] / trees[-1]["raw"]
+            print(f"{label:<24}" + "".join(f"{v:>8.2f}ms" for v in ours)
+                  + f"   {growth(ours):6.2f}x  {trees[-1]['raw']:6.2f}ms  {ratio:6.1f}x  (raw: slot rows)")  # fmt: skip
+            checks.append((f"{label}: growth per 10x slots <= 11 (linear)", growth(ours), 11.0))
+            checks.append((f"{label}: / plain slot-rows query, {slots[-1]:,} slots <= 3", ratio, 3.0))
+
+        print(f"\n-- a warm turn on {' / '.join(f'{n:,}' for n in messages)} messages (load average {load()})")
+        warm = []
+        for n in messages:
+            path = Path(tmp) / f"messages{n}" / "state.sqlite3"
+            path.parent.mkdir()
+            build_messages(path, n)
+            warm.append(fresh(samples, "warm", str(path)))
+        ours = [w["ours"] for w in warm]
+        ratio = ours[-1] / warm[-1]["raw"]
+        print(f"{'warm submit_turn':<24}" + "".join(f"{v * 1e3:>8.0f}us" for v in ours)
+              + f"   {growth(ours):6.2f}x  {warm[-1]['raw'] * 1e3:6.0f}us  {ratio:6.1f}x  (raw: its rows)")  # fmt: skip
+        print(f"{'  views made a turn':<24}" + "".join(f"{w['views']:>10.2f}" for w in warm))
+        print(f"{'  schemas checked':<24}" + "".join(f"{w['schemas']:>10.0f}" for w in warm) + "   (in 100 turns)")
+        checks.append(("warm turn: growth per 10x messages <= 1.3", growth(ours), 1.3))
+        checks.append(("warm turn: / plain append of its rows <= 15", ours[-1] / warm[-1]["raw"], 15.0))
+        checks.append(("warm turn: views made a turn <= 1", max(w["views"] for w in warm), 1.0))
+        checks.append(("warm turn: tool schemas checked in 100 turns <= 0", max(w["schemas"] for w in warm), 0.0))
+
+        print(
+            f"\n-- Session.open, {' / '.join(f'{n:,}' for n in files)} messages, closed cleanly (load average {load()})"
+        )
+        opened = []
+        for n in files:
+            path = Path(tmp) / f"file{n}" / "state.sqlite3"
+            path.parent.mkdir()
+            build_messages(path, n)
+            time.sleep(0.1)
+            opened.append(fresh(samples, "open", str(path)))
+        ours = [o["ours"] for o in opened]
+        sizes = [(Path(tmp) / f"file{n}" / "state.sqlite3").stat().st_size / 2**20 for n in files]
+        ratio = ours[-1] / opened[-1]["raw"]
+        print(f"{'Session.open':<24}" + "".join(f"{v:>8.2f}ms" for v in ours)
+              + f"   {growth(ours):6.2f}x  {opened[-1]['raw']:6.2f}ms  {ratio:6.1f}x  (raw: its row)")  # fmt: skip
+        print(f"{'  file size':<24}" + "".join(f"{s:>8.1f}MB" for s in sizes))
+        checks.append(("Session.open: growth per 10x messages <= 1.3", growth(ours), 1.3))
+
+    print(f"\n-- import (load average {load()})")
+    imported = fresh(samples, "import")
+    share = imported["ours"] / imported["raw"]
+    print(f"import slotmagic after IPython: +{imported['ours']:.0f} ms CPU, IPython's {imported['raw']:.0f} ms "
+          f"({share:.2f}x)")  # fmt: skip
+    checks.append(("import slotmagic CPU / import IPython's <= 0.55", share, 0.55))
+
+    print(f"\ntargets (load average {load()}):")
+    for label, value, limit in checks:
+        print(f"  {'ok  ' if value <= limit else 'over'} {label:<62} {value:,.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
