@@ -27,7 +27,8 @@ def git(repo: Path, *args: str) -> None:
 
 def pytest_in(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SLOTMAGIC_DB", "PYTEST_XDIST_WORKER")}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    quiet = ["-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0"]  # -n 0: addopts ask for workers
+    command = [sys.executable, "-m", "pytest", *quiet]
     return subprocess.run([*command, *args], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
 
 
