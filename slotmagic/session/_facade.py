@@ -12,8 +12,7 @@ The session is the public façade: it checks what it is given and delegates. Its
 are what a user does most (turns, slots, what the next request holds); the rest is grouped by
 concern: ``session.context`` (_context.py), ``session.workflows`` (_workflows.py),
 ``session.history`` (_history.py), ``session.compactions`` (_compactions.py) and
-``session.options`` (_options.py). Turns run in the turn engine (``_engine/turn.py``); the
-session holds no turn logic of its own. Old spellings forward with a warning (_moved.py).
+``session.options`` (_options.py). Turns run in the turn engine (``_engine/turn.py``).
 """
 
 from __future__ import annotations
@@ -262,8 +261,8 @@ class Session:
     def tree(self, cache: LastUserCache | None = None) -> SlotTree:
         """The slots as a tree (parents before children), each with its counts, fork point and
         the first words of its last user message, the current slot marked. A ``cache`` kept
-        between calls rereads only the slots whose history changed; nothing is read again
-        while the store is unchanged (the same tree is returned: widgets on screen share it)."""
+        between calls rereads only the slots whose history changed; an unchanged store returns
+        the same tree (widgets on screen share it)."""
         key = (self.store.generation(), self.model)
         if self._tree is not None and self._tree[0] == key:
             return self._tree[2]
