@@ -24,6 +24,7 @@ from slotmagic._errors import (
     ReplyTooLarge,
     StreamInterrupted,
 )
+from slotmagic.providers import ProviderSettings
 
 from .wire_server import (
     DROP,
@@ -43,6 +44,17 @@ Responses = list[list[Any]]  # one per request of the turn
 
 PAUSE = 3.0  # how long a "read timeout" server stays silent
 KEEPALIVE = Repeat(b": keep-alive\n\n", 100, pause=0.05)  # 5 s of comments, each well within read_timeout
+# The read and turn limits the failures that wait on a clock are run with (well under PAUSE and
+# the keep-alive stream); every other reply gets limits a busy machine never reaches, so that no
+# outcome but a timeout's depends on how fast the machine is.
+STALL_TIMEOUTS = {"read_timeout": 0.3, "turn_timeout": 0.8}
+RELAXED_TIMEOUTS = {"read_timeout": 30.0, "turn_timeout": 60.0}
+
+
+def timed_for(settings: ProviderSettings, failure: Failure | None = None) -> ProviderSettings:
+    """``settings`` with the short limits when ``failure`` is a timeout, else relaxed ones."""
+    stalls = failure is not None and failure.error is ProviderTimeout
+    return settings.replace(**(STALL_TIMEOUTS if stalls else RELAXED_TIMEOUTS))
 
 
 def success(protocol: str, text: str) -> list[str]:

@@ -75,13 +75,14 @@ ECHOED = f"<card>{json.dumps(GOOD)}</card><summary>{TRANSCRIPT}</summary>"
         ),
         ("an echo of its input", sse_response(oa_text_stream(ECHOED)), "not shorter"),
         ("a 500", json_response(500, {"error": {"message": "boom"}}), "the model failed"),
-        ("a timeout", [Pause(1.0)], "the model failed"),
+        ("a timeout", [Pause(5.0)], "the model failed"),
     ],
 )
 def test_a_failed_summary_falls_back_to_keywords_and_the_turn_goes_on(
     wire: WireServer, session: Session, name: str, response: list[Any], why: str
 ) -> None:
-    session.settings = session.settings.replace(read_timeout=0.3, max_retries=0)
+    # only the timeout's summary waits on the clock; 1 s is far under its 5 s pause
+    session.settings = session.settings.replace(read_timeout=1.0 if name == "a timeout" else 30.0, max_retries=0)
     fill(wire, session)
     wire.script(response, sse_response(oa_text_stream("Noted anyway.")))
     reply = session.submit_turn(QUESTION.format(i=5))

@@ -468,7 +468,7 @@ def test_a_server_echoing_another_key_of_the_environment_is_redacted(
 
 
 def test_a_slow_server_trips_the_read_timeout(wire: WireServer, settings: ProviderSettings, drain: Drain) -> None:
-    provider = OpenAIProvider(settings.replace(read_timeout=0.3))
+    provider = OpenAIProvider(settings.replace(read_timeout=1.0))  # far under the 5 s pause
     wire.script(sse_response(oa_text_stream("Hel", "lo")[:2], finish=False, then=[Pause(5)]))
     result = drain(provider, HELLO)  # without the timeout: the body ends unfinished after 5 s, another error
     assert isinstance(result.error, ProviderTimeout) and "read_timeout" in str(result.error)
@@ -477,7 +477,7 @@ def test_a_slow_server_trips_the_read_timeout(wire: WireServer, settings: Provid
 
 
 def test_a_server_that_never_answers(wire: WireServer, settings: ProviderSettings, drain: Drain) -> None:
-    provider = OpenAIProvider(settings.replace(read_timeout=0.3))
+    provider = OpenAIProvider(settings.replace(read_timeout=1.0))  # far under the 5 s pause
     wire.script([Pause(5)])
     result = drain(provider, HELLO)
     assert isinstance(result.error, ProviderTimeout) and "waiting for the reply to start" in str(result.error)

@@ -25,7 +25,7 @@ from slotmagic import Reply, Session
 from slotmagic._errors import ProviderError
 from slotmagic.providers import ProviderSettings
 
-from .failures import FAILURES, RECOVERIES, success
+from .failures import FAILURES, RECOVERIES, success, timed_for
 from .support import PLANTED_ANTHROPIC_KEY, PLANTED_OPENAI_KEY
 from .wire_server import WireServer, sse_response
 
@@ -54,8 +54,6 @@ def test_planted_keys_and_url_passwords_appear_nowhere(
     credentialed = wire.url.replace("://", f"://{USER}:{PASSWORD}@")
     plain = ProviderSettings(
         openai_base_url=wire.url + "/v1",  # the key comes from the environment
-        read_timeout=0.3,
-        turn_timeout=0.8,
         max_retries=RETRIES,
         backoff_base=0.001,
         max_reply_bytes=64 * 1024,
@@ -87,6 +85,7 @@ def test_planted_keys_and_url_passwords_appear_nowhere(
         if settings is with_url_credentials:
             echo += f" auth Basic {TOKEN} user {USER}:{PASSWORD} url {credentialed}"
         for sync in (True, False):
+            session.settings = timed_for(settings)
             wire.script(sse_response(success(protocol, "fine")))
             reply = run(model, sync)
             assert wire.requests[-1].headers["authorization"] == authorization  # what was really sent
@@ -97,6 +96,7 @@ def test_planted_keys_and_url_passwords_appear_nowhere(
             for r in replies:
                 seen += [r.text, repr(r), str(r.info), r._repr_html_()]
             for name, failure in FAILURES.items():
+                session.settings = timed_for(settings, failure)
                 wire.script(*failure.responses(protocol, echo, RETRIES))
                 with pytest.raises(failure.error) as caught:
                     run(model, sync)

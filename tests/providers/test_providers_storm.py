@@ -19,7 +19,7 @@ from slotmagic import Message, Reply, Session
 from slotmagic._errors import SlotMagicError
 from slotmagic.providers import ProviderSettings
 
-from .failures import FAILURES, RECOVERIES, success
+from .failures import FAILURES, RECOVERIES, success, timed_for
 from .wire_server import WireServer, sse_response
 
 TURNS = 100
@@ -64,8 +64,6 @@ def test_a_provider_storm_leaves_every_slot_whole(wire: WireServer, db_path: Pat
         anthropic_api_key="sk-ant-test-storm",
         anthropic_base_url=wire.url,
         connect_timeout=2.0,
-        read_timeout=0.3,
-        turn_timeout=0.8,
         max_retries=RETRIES,
         backoff_base=0.001,
         max_reply_bytes=64 * 1024,
@@ -90,6 +88,7 @@ def test_a_provider_storm_leaves_every_slot_whole(wire: WireServer, db_path: Pat
             if kind == "fail":
                 name = names[len([k for k in plan[:number] if k == "fail"]) % len(names)]  # each mode in turn
                 failure = FAILURES[name]
+                session.settings = timed_for(settings, failure)
                 wire.script(*failure.responses(protocol, "the server says no", RETRIES))
                 with pytest.raises(SlotMagicError) as caught:
                     run(session, text, model=MODELS[protocol], slot=slot)
@@ -101,6 +100,7 @@ def test_a_provider_storm_leaves_every_slot_whole(wire: WireServer, db_path: Pat
                 outcomes[name] = outcomes.get(name, 0) + 1
             else:
                 answer = f"answer {number} " + "ü" * rng.randrange(0, 40)  # some multi-byte text
+                session.settings = timed_for(settings)
                 if rng.random() < 0.25:  # a failure that a retry recovers from
                     recovery = rng.choice(list(RECOVERIES))
                     wire.script(*RECOVERIES[recovery](protocol, "busy", answer))
