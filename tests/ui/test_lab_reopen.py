@@ -78,3 +78,9 @@ def test_a_reopened_notebook_reads_clean_in_notebook_7(lab: Any, page: Any, arti
     page.locator(".jp-Notebook .jp-CodeCell").first.wait_for()
     page.locator(".jp-Notebook .slotmagic-static").first.wait_for(state="attached")
     _reads_clean(page, artifacts, "notebook7-reopened", drawn=False, gone=True)
+
+    menu(page, "Kernel", "Shut Down Kernel")  # Notebook 7 with no kernel at all, the file read again
+    page.locator(".jp-KernelStatus, .jp-Toolbar-kernelName").filter(has_text="No Kernel").first.wait_for()
+    menu(page, "File", "Reload Notebook from Disk")
+    page.locator(".jp-Notebook .jp-CodeCell").first.wait_for()
+    _reads_clean(page, artifacts, "notebook7-without-kernel", drawn=False)
