@@ -2,7 +2,9 @@
 
 A reply may take at most the model's maximum output (:mod:`slotmagic.providers._limits`): a
 larger ``max_tokens`` is lowered to it, and the turn says so in one line. A ``max_tokens`` that
-leaves no room for the request in the budget is refused, naming max_tokens.
+leaves no room for the request in the budget is refused, naming max_tokens. The same limit in
+a turn's ``params`` (which pass through as given) is refused over the model's maximum, unless
+those params carry Anthropic ``betas``, which may raise it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .._core.budget import BudgetReport, ContextBudget
-from .._errors import OverBudget
+from .._errors import ConfigError, OverBudget
 from ..providers._limits import ModelLimits
 from .pending import TurnOptions
 
@@ -20,6 +22,7 @@ def fit_reply(
 ) -> tuple[TurnOptions, str | None]:
     """``options`` with ``max_tokens`` within ``model``'s maximum output, and the line saying it
     was lowered (None when it was not); ``OverBudget`` when it leaves the request no room."""
+    _check_params(model, options, limits)
     asked = options.max_tokens
     if asked is None:
         return options, None
@@ -38,6 +41,24 @@ def fit_reply(
             f"{budget.total:,} tokens of {model}'s budget; lower max_tokens{most}; nothing was sent"
         )
     return options, note
+
+
+# The names the wires give the reply's limit (OpenAI's two, the Responses API's).
+_REPLY_LIMITS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+
+
+def _check_params(model: str, options: TurnOptions, limits: ModelLimits) -> None:
+    """``ConfigError`` when ``params`` set the reply's limit above ``model``'s maximum output."""
+    if limits.output is None or "betas" in options.params:
+        return
+    for name in _REPLY_LIMITS:
+        asked = options.params.get(name)
+        if isinstance(asked, int) and asked > limits.output:
+            raise ConfigError(
+                f"params {name}={asked:,} is more than {model} can write in one reply ({limits.output:,} "
+                f"tokens, {limits.source}): lower it, or give max_tokens= instead, which is lowered to "
+                "the model's maximum with a note; nothing was sent"
+            )
 
 
 def lower_reply(report: BudgetReport) -> str:

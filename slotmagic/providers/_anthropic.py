@@ -103,6 +103,7 @@ from . import _wire as wire
 from ._anthropic_cache import cache_breakpoints
 from ._anthropic_plan import RequestPlan, blocks_as_text, refuses_sampling, request_plan, round_as_text
 from ._base import Completion, StreamEvent, TextDelta
+from ._limits import output_limit
 from ._structured import anthropic_schema_tool, anthropic_tool_choice
 from ._transport import HTTPProvider, SSECall, parse_event_json, stream_error
 from ._wire import BARE_SCHEMA, EARLIER, bare_tools, json_object, refuse
@@ -139,6 +140,9 @@ def build(request: ChatRequest, label: str = "anthropic") -> tuple[dict[str, Any
     max_tokens = request.max_tokens
     if max_tokens is None:
         max_tokens = DEFAULT_MAX_TOKENS + (plan.budget or 0)
+        most = output_limit(f"anthropic:{request.model}")
+        if most is not None:  # a thinking budget near the model's maximum output
+            max_tokens = min(max_tokens, most[0])
     body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "messages": messages}
     if system is not None:
         body["system"] = system

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from slotmagic import Session
-from slotmagic._errors import OverBudget
+from slotmagic._errors import ConfigError, OverBudget
 from slotmagic.providers import ProviderSettings
 from slotmagic.providers._limits import model_limits
 from slotmagic.providers._responses_models import RESPONSES_ONLY
@@ -116,3 +116,29 @@ def test_gpt5_input_over_272k_is_never_sent(wire: WireServer, settings: Provider
     ):
         s.submit_turn("word " * 280_000)
     assert wire.requests == []
+
+
+def test_a_reply_limit_in_params_over_the_models_output_is_refused_naming_it(
+    wire: WireServer, settings: ProviderSettings, tmp_path: Path
+) -> None:
+    wire.script(sse_response(oa_text_stream("fine")))
+    with Session.open("limits", db_path=tmp_path / "l.sqlite3", model="openai:gpt-4o-mini", settings=settings) as s:
+        with pytest.raises(ConfigError, match=r"params max_tokens=50,000 is more than openai:gpt-4o-mini .*16,384"):
+            s.submit_turn("Hello", params={"max_tokens": 50_000})
+        assert s.messages() == []
+        s.submit_turn("Hello", params={"max_completion_tokens": 16_384})  # at the limit: as given
+    [request] = wire.requests
+    assert request.json()["max_completion_tokens"] == 16_384
+
+
+def test_anthropics_default_reply_limit_stays_within_the_models_output(
+    wire: WireServer, settings: ProviderSettings, tmp_path: Path
+) -> None:
+    # The default (4,096) plus a thinking budget near the model's 64,000 would be over it.
+    wire.script(sse_response(an_text_stream("fine")))
+    with Session.open(
+        "limits", db_path=tmp_path / "l.sqlite3", model="anthropic:claude-3-7-sonnet-latest", settings=settings
+    ) as s:
+        s.submit_turn("Hello", params={"thinking": {"type": "enabled", "budget_tokens": 62_000}})
+    body = wire.requests[0].json()
+    assert body["max_tokens"] == 64_000 and body["thinking"]["budget_tokens"] == 62_000
