@@ -1,7 +1,6 @@
 """Keeping secrets out of text: an API key out of a server's words, a URL's credentials out of
 anything shown. Plain functions, below every layer that shows text it did not write (providers,
-stores, the magics); the old places (:mod:`slotmagic.providers._transport`,
-:mod:`slotmagic.providers._endpoint`) re-export them."""
+stores, the magics)."""
 
 from __future__ import annotations
 
