@@ -149,7 +149,7 @@ def child_tree(path: str) -> dict[str, float]:
 
 
 def child_warm(path: str) -> dict[str, float]:
-    import slotmagic._engine.turn as turn_module
+    import slotmagic._engine.run.turn as turn_module
     import slotmagic.tools._tool as tool_module
     from slotmagic import Session
 

@@ -66,7 +66,7 @@ from .providers import ProviderSettings
 if _typing.TYPE_CHECKING:
     from ._compare import Comparison
     from ._engine import AsyncTurnStream, Reply, TurnStream, View, ViewEntry
-    from ._engine.fanout import ColumnResult, FanOutResult
+    from ._engine.run.fanout import ColumnResult, FanOutResult
     from ._store import SQLiteStore
     from ._store.recovery import RecoveryReport, recover
     from .session import Session
@@ -81,8 +81,8 @@ _LAZY = {
     "TurnStream": "._engine",
     "View": "._engine",
     "ViewEntry": "._engine",
-    "ColumnResult": "._engine.fanout",
-    "FanOutResult": "._engine.fanout",
+    "ColumnResult": "._engine.run.fanout",
+    "FanOutResult": "._engine.run.fanout",
     "SQLiteStore": "._store",
     "Session": ".session",
     "Tool": ".tools",

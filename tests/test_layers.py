@@ -169,10 +169,10 @@ def test_the_checks_see_an_upward_import(tmp_path: Path) -> None:
     """The graph is read right: a store module importing the engine is found."""
     known = modules()
     known["slotmagic._store.upward"] = tmp_path / "upward.py"
-    (tmp_path / "upward.py").write_text("from .._engine.turn import TurnEngine\n")
+    (tmp_path / "upward.py").write_text("from .._engine.run.turn import TurnEngine\n")
     found = [e for e in edges(known) if e.importer == "slotmagic._store.upward"]
-    assert found == [Edge("slotmagic._store.upward", "slotmagic._engine.turn", 1, True)]
-    assert layer("slotmagic._engine.turn") == 3 > layer("slotmagic._store.upward") == 1  # type: ignore[operator]
+    assert found == [Edge("slotmagic._store.upward", "slotmagic._engine.run.turn", 1, True)]
+    assert layer("slotmagic._engine.run.turn") == 3 > layer("slotmagic._store.upward") == 1  # type: ignore[operator]
 
 
 # Modules past ~500 lines and classes past ~40 methods today, each with why it is not split yet

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-import slotmagic._engine.turn as turn_module
+import slotmagic._engine.run.turn as turn_module
 import slotmagic.tools._tool as tool_module
 from slotmagic import ContextBudget, Message, Session
-from slotmagic._engine.view import View
+from slotmagic._engine.view.view import View
 
 
 class Counts:

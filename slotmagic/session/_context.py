@@ -14,8 +14,8 @@ from .._contextbook import ContextBook
 from .._core.checks import check_flag, check_whole
 from .._core.context import WorkingContext
 from .._core.slots import Slot
-from .._engine.turn import TurnEngine
-from .._engine.view import View
+from .._engine.run.turn import TurnEngine
+from .._engine.view.view import View
 from ..tools import Tool
 from ..tools._context import context_tools
 

@@ -23,7 +23,7 @@ from ..._core.messages import Message
 from ...providers._anthropic_plan import blocks_as_text as told
 from ...providers._anthropic_plan import request_plan
 from ...providers._wire import sends_nothing
-from ..view import Omitted, ViewBuild, ViewEntry
+from ..view.view import Omitted, ViewBuild, ViewEntry
 from . import step
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...providers._image_limits import fitted, image_limits, target
-from ..view import ViewBuild, ViewEntry
+from ..view.view import ViewBuild, ViewEntry
 from . import step
 
 

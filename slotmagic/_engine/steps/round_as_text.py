@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ...providers._anthropic_plan import request_plan
 from ...providers._anthropic_plan import round_as_text as told
-from ..view import ViewBuild, ViewEntry
+from ..view.view import ViewBuild, ViewEntry
 from . import step
 
 

@@ -1,0 +1,48 @@
+"""A turn's ``max_tokens`` against its model's limits, before anything is sent.
+
+A reply may take at most the model's maximum output (:mod:`slotmagic.providers._limits`): a
+larger ``max_tokens`` is lowered to it, and the turn says so in one line. A ``max_tokens`` that
+leaves no room for the request in the budget is refused, naming max_tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..._core.budget import BudgetReport, ContextBudget
+from ..._errors import OverBudget
+from ...providers._limits import ModelLimits
+from .pending import TurnOptions
+
+
+def fit_reply(
+    model: str, options: TurnOptions, limits: ModelLimits, budget: ContextBudget
+) -> tuple[TurnOptions, str | None]:
+    """``options`` with ``max_tokens`` within ``model``'s maximum output, and the line saying it
+    was lowered (None when it was not); ``OverBudget`` when it leaves the request no room."""
+    asked = options.max_tokens
+    if asked is None:
+        return options, None
+    note = None
+    if limits.output is not None and asked > limits.output:
+        note = (
+            f"max_tokens={asked:,} is more than {model} can write in one reply ({limits.output:,} tokens, "
+            f"{limits.source}); sent max_tokens={limits.output:,}"
+        )
+        asked = limits.output
+        options = replace(options, max_tokens=asked)
+    if budget.request_limit(asked) <= 0:
+        most = f" ({model} writes at most {limits.output:,})" if limits.output is not None else ""
+        raise OverBudget(
+            f"max_tokens={asked:,} leaves no room for the request: the reply and the request share the "
+            f"{budget.total:,} tokens of {model}'s budget; lower max_tokens{most}; nothing was sent"
+        )
+    return options, note
+
+
+def lower_reply(report: BudgetReport) -> str:
+    """``lower max_tokens (N kept for the reply), `` when the turn's max_tokens took room from
+    the request (more than the budget's reserve), else nothing."""
+    if report.reserve.used <= report.reserve.allowed:
+        return ""
+    return f"lower max_tokens ({report.reserve.used:,} kept for the reply), "
