@@ -68,7 +68,8 @@ if _typing.TYPE_CHECKING:
     from ._engine import AsyncTurnStream, Reply, TurnStream, View, ViewEntry
     from ._engine.run.fanout import ColumnResult, FanOutResult
     from ._store import SQLiteStore
-    from ._store.recovery import RecoveryReport, recover
+    from ._store.recovery import recover
+    from ._store.recovery_report import RecoveryReport
     from .session import Session
     from .tools import Tool, ToolRegistry, ToolResult, default_registry, tool
 
@@ -91,7 +92,7 @@ _LAZY = {
     "default_registry": ".tools",
     "tool": ".tools",
     "Comparison": "._compare",
-    "RecoveryReport": "._store.recovery",
+    "RecoveryReport": "._store.recovery_report",
     "recover": "._store.recovery",
 }
 

@@ -23,19 +23,36 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..._core.budget import ContextBudget
+from ..._core.request import ChatRequest
 from ..._core.usage import Usage
 from ..._errors import OverBudget, ProviderHTTPError, StoreError
+from ...providers._limits import ModelLimits
 from ..plan.pending import PendingTurn
 from ..run.effects import Steps
 
-if TYPE_CHECKING:
-    from ..run.turn import TurnEngine
-
-__all__ = ["is_overflow", "learned_window", "overflow_numbers", "recover_steps"]
+__all__ = ["Recovering", "is_overflow", "learned_window", "overflow_numbers", "recover_steps"]
 logger = logging.getLogger("slotmagic")
+
+
+class Recovering(Protocol):
+    """What a recovery asks of the turn's engine (a :class:`~slotmagic._engine.run.turn.TurnEngine`):
+    named here so that this module, which the engine's stream uses, does not import the engine."""
+
+    learned_windows: dict[str, int]
+
+    def observe(self, model: str, request: ChatRequest, usage: Usage) -> None: ...
+
+    def limits(self, model: str) -> ModelLimits: ...
+
+    def remade(self, turn: PendingTurn) -> PendingTurn: ...
+
+    def compact_steps(
+        self, turn: PendingTurn, progress: Callable[[int, int], None] | None = None
+    ) -> Steps[PendingTurn]: ...
+
 
 _TYPES = frozenset({"context_length_exceeded", "request_too_large"})
 _TEXT = re.compile(
@@ -92,7 +109,7 @@ def learned_window(budget_window: int, request_tokens: int, numbers: tuple[int, 
 
 
 def recover_steps(
-    engine: TurnEngine, turn: PendingTurn, failure: Exception, progress: Callable[[int, int], None] | None = None
+    engine: Recovering, turn: PendingTurn, failure: Exception, progress: Callable[[int, int], None] | None = None
 ) -> Steps[PendingTurn]:
     """``turn`` made again after its model refused the request as too long: the window learnt
     from the error, then compacted to fit it (a model call, part of the turn); a line says so.

@@ -3,23 +3,45 @@ tools, the opt-in built-ins, and the readers a view needs (``read_namespace``, `
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._core.slots import Slot
 from ..._errors import ConfigError
-from ..._namespace import has_reference
+from ..._namespace import Namespace, has_reference
+from ..._store.base import Store
 from ...tools import Tool, ToolRegistry
 from ..run.reading import PageRoom, read_namespace_tool, recall_tool
 from ..view.view import View
 
 if TYPE_CHECKING:
-    from ..run.turn import TurnEngine
+    from ...tools._mcp import McpServers
 
 OPT_IN = frozenset(("read_variable",))  # built-in tools offered only when named
 
 
+class ToolSources(Protocol):
+    """Where a turn's tools come from (a :class:`~slotmagic._engine.run.turn.TurnEngine`'s):
+    named here so that this module, which the engine uses, does not import the engine."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def namespace(self) -> Namespace: ...
+    @property
+    def tools(self) -> ToolRegistry: ...
+    @property
+    def mcp(self) -> McpServers | None: ...
+    @property
+    def optional_tools(self) -> Mapping[str, Tool[..., Any]]: ...
+    @property
+    def slot_tools(self) -> Callable[[Slot, View], list[Tool[..., Any]]] | None: ...
+
+
 def turn_tools(
-    engine: TurnEngine,
+    engine: ToolSources,
     slot: Slot,
     names: tuple[str, ...] | None,
     view: View,
@@ -62,7 +84,7 @@ def turn_tools(
     return ToolRegistry(unique.values(), label=f"turn on slot {slot.id!r}") if unique else None
 
 
-def _optional(engine: TurnEngine, name: str) -> Tool[..., Any]:
+def _optional(engine: ToolSources, name: str) -> Tool[..., Any]:
     found = engine.optional_tools.get(name)
     if found is None:
         raise ConfigError(

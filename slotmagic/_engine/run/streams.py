@@ -12,18 +12,26 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ..._namespace import Namespace
 from ...providers._base import StreamEvent
-from ..compaction.overflow import is_overflow, recover_steps
+from ..compaction.overflow import Recovering, is_overflow, recover_steps
 from ..plan.cell_turn import CellPlan
 from ..plan.pending import PendingTurn
 from .effects import Received, Runner, RunTools, Say, Steps, Stream, aperform, perform
 from .loop import ToolRounds, ToolStep, checked
 from .reply import Reply
 
-if TYPE_CHECKING:
-    from .turn import TurnEngine
+
+class Streaming(Recovering, Protocol):
+    """What a stream asks of the turn's engine (a :class:`~slotmagic._engine.run.turn.TurnEngine`,
+    which makes the streams): named here so that the streams do not import the engine."""
+
+    namespace: Namespace
+    max_tool_rounds: int
+
+    def commit(self, turn: PendingTurn, rounds: ToolRounds) -> Reply: ...
 
 
 class _Stream:
@@ -31,7 +39,7 @@ class _Stream:
     stored. ``on_step`` is called with each tool call's outcome as it comes."""
 
     def __init__(
-        self, engine: TurnEngine, turn: PendingTurn | None, plan: CellPlan | None = None, replay: Reply | None = None
+        self, engine: Streaming, turn: PendingTurn | None, plan: CellPlan | None = None, replay: Reply | None = None
     ) -> None:
         self._engine = engine
         self._turn = turn

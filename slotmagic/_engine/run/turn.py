@@ -96,9 +96,8 @@ class TurnEngine:
         self.settings = settings
         self.usage = Usage()
         self.context_windows: dict[str, int] = {}  # win over the model data (providers/_windows.py)
-        self.learned_windows: dict[
-            str, int
-        ] = {}  # smaller windows learnt from overflow errors (compaction/overflow.py)
+        # smaller windows learnt from overflow errors (compaction/overflow.py)
+        self.learned_windows: dict[str, int] = {}
         self.compaction_model: str | None = None  # None: the turn's own model
         self.tools = default_registry.scope(f"session {session_id!r}")  # the process's tools, and this session's
         self.max_tool_rounds = 8
