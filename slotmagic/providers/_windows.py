@@ -111,9 +111,9 @@ def _own_server(settings: Any, provider: str, name: str) -> Window:
 
 def base_url_of(settings: Any, provider: str) -> str | None:
     """The base URL ``settings`` point ``provider`` at (None: none can be made yet)."""
-    if settings is None:
+    spec = REGISTRY.get(provider)
+    if settings is None or spec is None or spec.endpoint is None:  # no server to point at (echo)
         return None
-
     try:
         return REGISTRY.endpoint(settings, provider).base_url
     except Exception:  # no key yet, a URL that cannot work: the request says so; the window does not care

@@ -26,6 +26,7 @@ class Calibrator:
         self.store = store
         self._calibration: Calibration | None = None
         self._counters: dict[str, TokenCounter] = {}
+        self._countings: dict[str, Counting] = {}  # the last per model (a turn asks more than once)
 
     @property
     def calibration(self) -> Calibration:
@@ -40,7 +41,11 @@ class Calibrator:
         counter = self._counters.get(model)
         if counter is None:
             counter = self._counters[model] = TokenCounter.for_model(model)
-        return Counting(counter, 1.0 if counter.exact else self.calibration.factor(model))
+        factor = 1.0 if counter.exact else self.calibration.factor(model)
+        counting = self._countings.get(model)
+        if counting is None or counting.factor != factor:
+            counting = self._countings[model] = Counting(counter, factor)
+        return counting
 
     def observe(self, model: str, request: ChatRequest, usage: Usage) -> None:
         """Calibrate the estimate of a model counted by estimate, from what it reported for

@@ -152,7 +152,8 @@ def request_for(
     if not takes_images(model) and any(m.images for m in messages):
         # Earlier images stay in the history; a model without eyes reads their labels only.
         messages = tuple(replace(m, images=()) if m.images else m for m in messages)
-    refused = image_refusal([i for m in messages for i in m.images], REGISTRY.wire(model), model)
+    images = [i for m in messages for i in m.images]
+    refused = image_refusal(images, REGISTRY.wire(model), model) if images else None
     if refused is not None:  # more images than the API takes, or one that could not be downscaled
         raise ConfigError(refused)
     return ChatRequest(

@@ -61,7 +61,7 @@ from .effects import Steps
 from .fit import RequestFit
 from .loop import ToolRounds
 from .pool import ProviderPool
-from .reading import PageRoom, read_namespace_tool
+from .reading import READ_NAMESPACE, PageRoom, read_namespace_tool
 from .reply import Reply
 from .streams import AsyncTurnStream, TurnStream
 from .structured import read_reply
@@ -119,6 +119,7 @@ class TurnEngine:
         self._views = ViewCache()  # previews kept while their inputs stand (see view())
         self._offered: dict[str, ToolRegistry | None] = {}  # slot -> the tools its last turn offered (_made)
         self._warned: set[str] = set()  # warnings given (see warn_once)
+        self._looked_up: dict[str, ModelLimits] | None = None  # each model's limits, while a turn is made
 
     # -- providers -------------------------------------------------------------------------
 
@@ -145,8 +146,16 @@ class TurnEngine:
         return found.tokens, found.known
 
     def limits(self, model: str) -> ModelLimits:
-        """The model's window, input and output limits (:mod:`...providers._limits`), and a window learnt."""
-        return model_limits(model, self.context_windows, self.settings, learned=self.learned_windows.get(model))
+        """The model's window, input and output limits (:mod:`...providers._limits`), and a window learnt.
+        While a turn is made (:meth:`start`) they are looked up once: the settings and the
+        environment they read stand for that long."""
+        looked = self._looked_up
+        if looked is not None and model in looked:
+            return looked[model]
+        found = model_limits(model, self.context_windows, self.settings, learned=self.learned_windows.get(model))
+        if looked is not None:
+            looked[model] = found
+        return found
 
     def budget(self, slot: Slot, model: str) -> ContextBudget:
         """The slot's own budget, else the model's window split (:attr:`ModelLimits.budget_window`)."""
@@ -154,7 +163,7 @@ class TurnEngine:
 
     def window_note(self, model: str) -> str | None:
         """A one-line note, once per model, when its window is a guess."""
-        found = model_window(model, self.context_windows, self.settings)
+        found = self.limits(model).window
         if found.known or model in self._windows_noted:
             return None
         self._windows_noted.add(model)
@@ -274,8 +283,12 @@ class TurnEngine:
         """A turn about to stream, its cell plan, and the stored reply when it is a replay.
         What it reads (the current slot, the history, the generation, the workflow) is read as
         of one look at what other connections wrote: one round trip, not one per read."""
-        with self.store.consistent():
-            return self._start(text, options)
+        self._looked_up = {}
+        try:
+            with self.store.consistent():
+                return self._start(text, options)
+        finally:
+            self._looked_up = None
 
     def _start(self, text: object, options: TurnOptions) -> tuple[PendingTurn | None, CellPlan | None, Reply | None]:
         text = check_text(text, "the turn")
@@ -352,7 +365,6 @@ class TurnEngine:
         slot, model = history.slot, turn.model
         counting = self.counting(model)
         room = PageRoom(count=lambda text: counting.scale(counting.counter.count_text(text)))
-        reader = read_namespace_tool(self.namespace, room)
         reserve = options.max_tokens or 0
         # Tool definitions count too, which may change the view: made with those the slot's last
         # turn offered, again only when it calls for others (a warm turn: once). A first turn's
@@ -369,12 +381,17 @@ class TurnEngine:
         also = ("read_variable",) if options.read_variables else ()
         view = view_with(offered)
         for _ in range(4):
-            tools = self.turn_tools(slot, options.tools, view, room, reader, also)
+            tools = self.turn_tools(slot, options.tools, view, room, None, also)
             if (None if tools is None else tools.specs()) == (None if offered is None else offered.specs()):
                 break
             offered = tools
             view = view_with(tools)
         self._offered[slot.id] = tools
+        # read_namespace, for the tool loop to offer once a result is kept aside: only a turn
+        # that offers tools has a loop that may (a warm turn without tools makes none)
+        reader = None
+        if tools is not None:
+            reader = tools.get(READ_NAMESPACE) if READ_NAMESPACE in tools else read_namespace_tool(self.namespace, room)
         for tool, content in to_shelve(view.entries, history):
             self.namespace.keep(tool, content)  # an older result shortened in this request reads whole
         assert view.report is not None

@@ -19,8 +19,10 @@ from . import step
 @step("wire", "counting")
 def images_within_limits(build: ViewBuild) -> None:
     limits = image_limits(build.wire)
+    if limits is None:
+        return
     with_images = [i for i, e in enumerate(build.conversation) if e.message.images]
-    if limits is None or not with_images:
+    if not with_images:
         return
     count = sum(len(build.conversation[i].message.images) for i in with_images)
     side, size = target(limits, count)

@@ -64,7 +64,8 @@ class Counting:
         if message.images:  # an image costs what its provider's rule says: it is not scaled
             images = self.counter.count_images(message)
             return self.scale(self.counter.count_message(message) - images) + images
-        return self.scale(message.tokens or self.counter.count_message(message))
+        tokens = message.tokens or self.counter.count_message(message)
+        return tokens if self.factor == 1.0 else self.scale(tokens)  # (scale inlined: once per message)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -111,9 +111,21 @@ def mode_filter(build: ViewBuild) -> None:
     start, tail = _tail_without_exclusions(history, focus.recent_messages)
     if start < build.start:  # never reach back into what a compaction folded
         tail, start = tail[build.start - start :], build.start
-    build.conversation.extend(ViewEntry(m, "history", start + i) for i, m in enumerate(tail) if m.role != "system")
+    # Counted on the way, as ``counted`` would (it keeps history entries that carry tokens)
+    counting = build.counting
+    if counting.counter.exact:
+        counts = history.token_counts(start, start + len(tail), counting.counts_key, counting.count)
+    else:
+        counts = [counting.count(m) for m in tail]
+    build.conversation.extend(
+        [
+            ViewEntry(m, "history", p, c)
+            for p, m, c in zip(range(start, start + len(tail)), tail, counts, strict=True)
+            if m.role != "system"
+        ]
+    )
     kept = sorted(
-        e.position for e in (*build.system, *build.conversation) if e.kind == "history" and e.position is not None
+        [e.position for e in (*build.system, *build.conversation) if e.kind == "history" and e.position is not None]
     )
     build.omitted.extend(Omitted(lo, hi, "filtered") for lo, hi in _gaps(kept, build.start, len(history)))
 
@@ -158,6 +170,8 @@ def _tail_without_exclusions(history: History, count: int) -> tuple[int, list[Me
     """The tail holding ``count`` non-system messages, excluded ones not counted: excluding
     a message never shrinks what a focused slot sends."""
     excluded = {p for p, mark in history.marks().items() if mark == "exclude"}
+    if not excluded:
+        return history.tail(count)
     extra = 0
     while True:
         start, tail = history.tail(count + extra)
@@ -238,8 +252,9 @@ def counted(build: ViewBuild) -> None:
     """Each entry's tokens as the model counts them. Stored messages are read from the store's
     counts (counted once per encoding, then kept); injected ones are counted now."""
     counting, history, done = build.counting, build.history, build.counted_from
-    # Entries ``mode_filter`` counted already (history from ``done`` on) are kept as they are;
-    # the test is written out in each comprehension below: this runs for every message of a view.
+    # Entries ``mode_filter`` counted already (history from ``done`` on, or any history entry
+    # that carries its tokens) are kept as they are; the test is written out in each
+    # comprehension below: this runs for every message of a view.
     cut = -1 if done is None else done
 
     counts: dict[int, int] = {}
@@ -247,7 +262,7 @@ def counted(build: ViewBuild) -> None:
         stored = sorted(
             p
             for e in (*build.system, *build.conversation)
-            if (p := e.position) is not None and not (e.kind == "history" and p >= cut >= 0)
+            if (p := e.position) is not None and not (e.kind == "history" and (p >= cut >= 0 or e.tokens))
         )
         for lo, hi in _runs(stored):
             counts.update(
@@ -263,7 +278,7 @@ def counted(build: ViewBuild) -> None:
     for entries in (build.system, build.conversation):
         entries[:] = [
             e
-            if e.kind == "history" and (p := e.position) is not None and p >= cut >= 0
+            if e.kind == "history" and (p := e.position) is not None and (p >= cut >= 0 or e.tokens)
             else ViewEntry(e.message, e.kind, e.position, tokens(e))
             for e in entries
         ]
@@ -285,8 +300,12 @@ def budgeted(build: ViewBuild) -> None:
     """The request against the slot's budget by category; past the threshold (the history and
     tool-result budgets less everything on the system side) it needs compaction."""
     system, tools = system_side(build)
-    tool_results = sum(e.tokens for e in build.conversation if e.message.role == "tool")
-    history = sum(e.tokens for e in build.conversation) - tool_results + build.counting.counter.priming
+    tool_results = conversation = 0
+    for entry in build.conversation:  # a loop: this runs for every message of a view
+        conversation += entry.tokens
+        if entry.message.role == "tool":
+            tool_results += entry.tokens
+    history = conversation - tool_results + build.counting.counter.priming
     history += build.beyond  # what is beyond the budget counts, though it was not read
     build.report = build.budget.report(
         system=system, history=history, tools=tools, tool_results=tool_results, reserve=build.reserve
@@ -362,7 +381,7 @@ def make_view(inputs: ViewInputs, steps: Sequence[Step] = STEPS, prefix: Prefix 
     for index in range(start, len(steps)):
         if prefix is not None and index == first and start == 0:
             prefix.keep(inputs, first, build)
-        steps[index](build)
+        steps[index].run(build)
     if prefix is not None and first == len(steps) and start == 0:
         prefix.keep(inputs, first, build)
     return View(

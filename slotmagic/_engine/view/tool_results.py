@@ -22,7 +22,7 @@ from ..._namespace import PREFIX, content_key, parse_reference
 from ..._store.base import History
 from ..run.reading import RECALL
 from ..steps import step
-from .view import ViewBuild, ViewEntry
+from .view import ViewBuild, ViewEntry, tokens_of
 
 KEEP_TOOL_RESULT_TURNS = 2  # the results of the latest turns stay whole
 _PREVIEW = 100  # characters of the one-line preview
@@ -36,14 +36,14 @@ def system_side(build: ViewBuild) -> tuple[int, int]:
     definitions = build.tools or build.bare_tools
     first = next((e.message.content for e in build.system if e.message.role == "system"), None)
     tools = counting.scale(counting.counter.count_tools_after(definitions, first))
-    return sum(e.tokens for e in build.system), tools
+    return tokens_of(build.system), tools
 
 
 @step("counting", "budget", "reserve", "tools")
 def aged_tool_results(build: ViewBuild) -> None:
     system, tools = system_side(build)
     room = build.budget.history_available(system + tools, build.reserve)
-    conversation = sum(e.tokens for e in build.conversation) + build.counting.counter.priming
+    conversation = tokens_of(build.conversation) + build.counting.counter.priming
     if conversation <= room:
         return
     users = [i for i, e in enumerate(build.conversation) if e.kind == "history" and e.message.role == "user"]

@@ -6,6 +6,7 @@ sent, and escaped HTML (where widgets are not available: GitHub, nbconvert).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal, TypedDict
@@ -44,6 +45,15 @@ class ViewEntry:
     kind: EntryKind
     position: int | None = None
     tokens: int = 0
+
+
+def tokens_of(entries: Iterable[ViewEntry]) -> int:
+    """The entries' tokens together (a loop, not ``sum`` over a generator: it runs for every
+    entry of each view, several times a turn)."""
+    total = 0
+    for entry in entries:
+        total += entry.tokens
+    return total
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +164,11 @@ class View:
 
     @cached_property
     def messages(self) -> tuple[Message, ...]:
-        return tuple(e.message for e in self.entries)  # a turn reads them several times
+        return tuple([e.message for e in self.entries])  # a turn reads them several times
 
     @property
     def tokens(self) -> int:
-        return sum(e.tokens for e in self.entries)
+        return tokens_of(self.entries)
 
     @property
     def exact(self) -> bool:
