@@ -269,7 +269,7 @@ class History:
         while True:
             # Within what is loaded: skip what is beyond the count, then widen back over
             # tool results. Done when that needs nothing before the loaded part.
-            surplus = sum([m.role != "system" for m in loaded]) - count  # a list: each turn reads a tail
+            surplus = sum(1 for m in loaded if m.role != "system") - count
             cut = 0
             while surplus > 0:
                 if loaded[cut].role != "system":

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Literal, TypedDict
 
 from ..._core.budget import BudgetReport, ContextBudget
@@ -162,9 +161,15 @@ class View:
     # calls (the wire writes them, the model may call none): counted in the tools share.
     bare_tools: tuple[ToolSpec, ...] = ()
 
-    @cached_property
+    @property
     def messages(self) -> tuple[Message, ...]:
-        return tuple([e.message for e in self.entries])  # a turn reads them several times
+        """The entries' messages, kept once read (a turn reads them several times; kept by hand:
+        ``functools.cached_property`` takes a lock on every first read before Python 3.12)."""
+        kept: tuple[Message, ...] | None = self.__dict__.get("_messages")
+        if kept is None:
+            kept = tuple([e.message for e in self.entries])
+            object.__setattr__(self, "_messages", kept)
+        return kept
 
     @property
     def tokens(self) -> int:
