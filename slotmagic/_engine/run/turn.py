@@ -194,10 +194,15 @@ class TurnEngine:
         which decide some of what a provider sends). A preview is kept until anything it was
         made from changes (its inputs are the key): widgets and %slot preview ask again and again."""
         model = model or slot.config.model or self.model
-        # The history stands when nothing was written since it was read (here or, once noticed,
-        # by another connection): then what the steps read from it lazily is what it was.
-        generation = self.store.generation()
-        stands = history.generation == generation
+        if new is None:
+            # A preview is kept while its history stands: nothing was written since it was read
+            # (here or, once noticed, by another connection), so what the steps read from it
+            # lazily is what it was.
+            generation = self.store.generation()
+            stands = history.generation == generation
+        else:  # a turn's view, made once, as of the look its history was read at (see start)
+            read_at = history.generation
+            generation, stands = (read_at if read_at is not None else self.store.generation()), False
         inputs = ViewInputs(
             slot=slot.id,
             config=slot.config,
