@@ -123,6 +123,26 @@ class PendingTurn:
     reader: Tool[..., str] | None = None  # this turn's read_namespace, offered once a reference is in view
     fit: RequestFit | None = None  # keeps every request of the tool loop within the window
 
+    def made(
+        self,
+        *,
+        view: View,
+        tools: ToolRegistry | None,
+        request: ChatRequest,
+        room: PageRoom,
+        reader: Tool[..., str] | None,
+        fit: RequestFit,
+        notes: tuple[str, ...],
+    ) -> PendingTurn:
+        """The turn with its view, tools and request made (what ``TurnEngine._made`` makes of
+        it, every turn): copied directly, as ``dataclasses.replace`` takes every field through
+        the frozen ``__init__`` again."""
+        copy = object.__new__(PendingTurn)
+        copy.__dict__.update(
+            self.__dict__, view=view, tools=tools, request=request, room=room, reader=reader, fit=fit, notes=notes
+        )
+        return copy
+
     def recall_cost(self, counting: Counting) -> int:
         """The tokens ``recall``'s definition adds to the request once the turn is compacted
         (0 when the turn offers no tools, or offers it already), counted by ``counting``."""

@@ -403,7 +403,7 @@ class TurnEngine:
         fit = RequestFit(counting, view.report.limit, self.namespace)
         request = request_for(view, model, options, tools, prompt_cache=self.prompt_cache)
         notes = (*turn.notes, *self.mcp.take_notes()) if self.mcp is not None else turn.notes
-        return replace(turn, view=view, tools=tools, request=request, room=room, reader=reader, fit=fit, notes=notes)
+        return turn.made(view=view, tools=tools, request=request, room=room, reader=reader, fit=fit, notes=notes)
 
     def turn_tools(
         self, slot: Slot, names: tuple[str, ...] | None, view: View, room: PageRoom | None = None,
