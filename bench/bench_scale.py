@@ -245,13 +245,17 @@ def against(other: Path, rounds: int) -> None:
         print(f"load average {load()}")
     print(f"\n{'':<24}" + "".join(f"{n:>12,}" for n in sizes) + "  messages")
     medians = {key: statistics.median(f["ours"] for f in runs) for key, runs in found.items()}
+    cpu = {key: statistics.median(f["cpu"] for f in runs) for key, runs in found.items()}
     for name in trees:
         print(f"{name[-24:]:<24}" + "".join(f"{medians[name, n] * 1e3:>10.0f}us" for n in sizes))
+        print(f"{'  its thread CPU':<24}" + "".join(f"{cpu[name, n] * 1e3:>10.0f}us" for n in sizes))
         calls = [statistics.median(f["calls"] for f in found[name, n]) for n in sizes]
         print(f"{'  Python calls a turn':<24}" + "".join(f"{c:>12,.0f}" for c in calls))
     first, second = trees
     ratios = [medians[first, n] / medians[second, n] for n in sizes]
     print(f"{'ratio (this / other)':<24}" + "".join(f"{r:>11.2f}x" for r in ratios))
+    cpu_ratios = [cpu[first, n] / cpu[second, n] for n in sizes]
+    print(f"{'  of thread CPU':<24}" + "".join(f"{r:>11.2f}x" for r in cpu_ratios))
     print(f"\ntargets (load average {load()}):")
     for n, ratio in zip(sizes, ratios, strict=True):
         label = f"warm turn, {n:,} messages: / {other.name}'s <= 1"
