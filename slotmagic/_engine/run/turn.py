@@ -146,9 +146,8 @@ class TurnEngine:
         return found.tokens, found.known
 
     def limits(self, model: str) -> ModelLimits:
-        """The model's window, input and output limits (:mod:`...providers._limits`), and a window learnt.
-        While a turn is made (:meth:`start`) they are looked up once: the settings and the
-        environment they read stand for that long."""
+        """The model's window, input and output limits (:mod:`...providers._limits`), and a window
+        learnt; looked up once while a turn is made (:meth:`start`: its settings stand that long)."""
         looked = self._looked_up
         if looked is not None and model in looked:
             return looked[model]
@@ -194,10 +193,8 @@ class TurnEngine:
         which decide some of what a provider sends). A preview is kept until anything it was
         made from changes (its inputs are the key): widgets and %slot preview ask again and again."""
         model = model or slot.config.model or self.model
-        if new is None:
-            # A preview is kept while its history stands: nothing was written since it was read
-            # (here or, once noticed, by another connection), so what the steps read from it
-            # lazily is what it was.
+        if new is None:  # a preview is kept while its history stands: nothing written since it was
+            # read (here or, once noticed, by another connection): what steps read lazily is as it was
             generation = self.store.generation()
             stands = history.generation == generation
         else:  # a turn's view, made once, as of the look its history was read at (see start)
@@ -392,9 +389,7 @@ class TurnEngine:
             offered = tools
             view = view_with(tools)
         self._offered[slot.id] = tools
-        # read_namespace, for the tool loop to offer once a result is kept aside: only a turn
-        # that offers tools has a loop that may (a warm turn without tools makes none)
-        reader = None
+        reader = None  # read_namespace, which the tool loop offers once a result is kept aside: with tools only
         if tools is not None:
             reader = tools.get(READ_NAMESPACE) if READ_NAMESPACE in tools else read_namespace_tool(self.namespace, room)
         for tool, content in to_shelve(view.entries, history):
