@@ -15,8 +15,14 @@ load average is printed with each block:
   against a plain connect and read of the session's row: flat in the file;
 - ``import slotmagic`` after ``import IPython``, as a share of IPython's own import (CPU).
 
+With ``--against PATH`` (another checkout of slotmagic, such as ``git worktree add /tmp/old
+REV``) it measures only the warm turn, of this tree and of that one, in fresh processes that
+alternate between the two, on files each tree writes itself (100 and 10,000 messages), and
+prints this tree's cost as a ratio to the other's, with the Python calls a turn makes in each.
+
     python bench/bench_scale.py            # the sizes above
     python bench/bench_scale.py --quick    # a tenth of them, fewer samples
+    python bench/bench_scale.py --against /tmp/old --rounds 9
 """
 
 from __future__ import annotations
@@ -36,7 +42,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# The tree a child measures: this one, or the one --against names (set by fresh()).
+SOURCE = Path(os.environ.get("SLOTMAGIC_BENCH_SOURCE", ROOT))
+sys.path.insert(0, str(SOURCE))
 
 OPS = ("budget", "preview", "turn", "export", "switch", "show")
 QUESTION, ANSWER = "q" * 300, "a" * 1_500
@@ -149,7 +157,7 @@ def child_tree(path: str) -> dict[str, float]:
 
 
 def child_warm(path: str) -> dict[str, float]:
-    import slotmagic._engine.turn as turn_module
+    import slotmagic._engine.run.turn as turn_module
     import slotmagic.tools._tool as tool_module
     from slotmagic import Session
 
@@ -178,6 +186,80 @@ def child_warm(path: str) -> dict[str, float]:
         "views": counts["views"] / 100,
         "schemas": counts["schemas"],
     }
+
+
+def child_build(path: str, messages: str) -> dict[str, float]:
+    build_messages(Path(path), int(messages))
+    return {}
+
+
+def child_turns(path: str) -> dict[str, float]:
+    """Warm turns on ``focused`` with nothing in the way (no counting wrappers: the same code
+    runs in either tree): the median of 200, then the Python calls of 20 more, a turn."""
+    from slotmagic import Session
+
+    calls = 0
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    with Session.open("scale", db_path=path) as session:
+        for i in range(20):
+            session.submit_turn(f"warm {i}", slot="focused")
+        samples, cpu = [], []
+        for i in range(200):
+            start, start_cpu = time.perf_counter(), time.thread_time()
+            session.submit_turn(f"question {i}", slot="focused")
+            cpu.append((time.thread_time() - start_cpu) * 1e3)
+            samples.append((time.perf_counter() - start) * 1e3)
+        sys.setprofile(profile)
+        for i in range(20):
+            session.submit_turn(f"counted {i}", slot="focused")
+        sys.setprofile(None)
+    return {"ours": statistics.median(samples), "cpu": statistics.median(cpu), "calls": calls / 20}
+
+
+def against(other: Path, rounds: int) -> None:
+    """This tree's warm turn beside ``other``'s, alternating fresh processes."""
+    sizes = [100, 10_000]
+    trees = {"this tree": ROOT, str(other): other}
+    print(f"slotmagic warm turn, this tree ({ROOT}) beside {other}: {rounds} rounds of one fresh process a tree "
+          f"and size, alternating (each the median of 200 turns on a focused slot, the echo model)")  # fmt: skip
+    found: dict[tuple[str, int], list[dict[str, float]]] = {(name, n): [] for name in trees for n in sizes}
+    with tempfile.TemporaryDirectory(prefix="slotmagic-against-") as tmp:
+        files = {}
+        for name, tree in trees.items():
+            for n in sizes:
+                path = Path(tmp) / f"{len(files)}" / "state.sqlite3"
+                path.parent.mkdir()
+                fresh(1, "build", str(path), str(n), source=tree)  # each tree writes its own file
+                files[name, n] = path
+        print(f"load average {load()}")
+        order = list(trees.items())
+        for r in range(rounds):
+            for name, tree in order if r % 2 == 0 else order[::-1]:
+                for n in sizes:
+                    found[name, n].append(fresh(1, "turns", str(files[name, n]), source=tree))
+        print(f"load average {load()}")
+    print(f"\n{'':<24}" + "".join(f"{n:>12,}" for n in sizes) + "  messages")
+    medians = {key: statistics.median(f["ours"] for f in runs) for key, runs in found.items()}
+    cpu = {key: statistics.median(f["cpu"] for f in runs) for key, runs in found.items()}
+    for name in trees:
+        print(f"{name[-24:]:<24}" + "".join(f"{medians[name, n] * 1e3:>10.0f}us" for n in sizes))
+        print(f"{'  its thread CPU':<24}" + "".join(f"{cpu[name, n] * 1e3:>10.0f}us" for n in sizes))
+        calls = [statistics.median(f["calls"] for f in found[name, n]) for n in sizes]
+        print(f"{'  Python calls a turn':<24}" + "".join(f"{c:>12,.0f}" for c in calls))
+    first, second = trees
+    ratios = [medians[first, n] / medians[second, n] for n in sizes]
+    print(f"{'ratio (this / other)':<24}" + "".join(f"{r:>11.2f}x" for r in ratios))
+    cpu_ratios = [cpu[first, n] / cpu[second, n] for n in sizes]
+    print(f"{'  of thread CPU':<24}" + "".join(f"{r:>11.2f}x" for r in cpu_ratios))
+    print(f"\ntargets (load average {load()}):")
+    for n, ratio in zip(sizes, ratios, strict=True):
+        label = f"warm turn, {n:,} messages: / {other.name}'s <= 1"
+        print(f"  {'ok  ' if ratio <= 1 else 'over'} {label:<62} {ratio:,.2f}")
 
 
 def raw_append_ms(path: Path) -> float:
@@ -234,12 +316,18 @@ CHILDREN: dict[str, Callable[..., dict[str, float]]] = {
     "warm": child_warm,
     "open": child_open,
     "import": child_import,
+    "build": child_build,
+    "turns": child_turns,
 }
 
 
-def fresh(samples: int, *args: str) -> dict[str, float]:
-    """Each figure's median over ``samples`` fresh processes."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+def fresh(samples: int, *args: str, source: Path = ROOT) -> dict[str, float]:
+    """Each figure's median over ``samples`` fresh processes, running the code of ``source``."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")]),
+        "SLOTMAGIC_BENCH_SOURCE": str(source),
+    }
     found: list[dict[str, float]] = []
     for _ in range(samples):
         done = subprocess.run([sys.executable, __file__, "--child", *args], env=env, capture_output=True, text=True)
@@ -261,10 +349,15 @@ def growth(values: list[float]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes, fewer samples")
+    parser.add_argument("--against", type=Path, metavar="PATH", help="only the warm turn, beside this checkout's")
+    parser.add_argument("--rounds", type=int, default=7, help="with --against: fresh processes a tree and size")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(CHILDREN[args.child[0]](*args.child[1:])))
+        return 0
+    if args.against is not None:
+        against(args.against.resolve(), args.rounds)
         return 0
     slots = [10, 100, 1_000] if args.quick else [100, 1_000, 10_000]
     messages = [100, 1_000] if args.quick else [100, 1_000, 10_000]

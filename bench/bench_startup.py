@@ -7,7 +7,7 @@ interpreters (median of several), beside a baseline in the same interpreter:
 - the first turn with a real provider (OpenAI's protocol, from a server on 127.0.0.1 that
   streams its replies at once) against the turns after it: <= +100 ms. What the first would
   pay (the provider module, the HTTP stack and its TLS settings, the model's prices and facts,
-  the tokenizer) a session loads on a thread of its own as it opens (``_engine/warm.py``); the
+  the tokenizer) a session loads on a thread of its own as it opens (``_engine/run/warm.py``); the
   figure is taken once that is done, as when a user types the first question, and the first
   turn sent at once after opening is shown beside it.
 

@@ -66,9 +66,10 @@ from .providers import ProviderSettings
 if _typing.TYPE_CHECKING:
     from ._compare import Comparison
     from ._engine import AsyncTurnStream, Reply, TurnStream, View, ViewEntry
-    from ._engine.fanout import ColumnResult, FanOutResult
+    from ._engine.run.fanout import ColumnResult, FanOutResult
     from ._store import SQLiteStore
-    from ._store.recovery import RecoveryReport, recover
+    from ._store.recovery import recover
+    from ._store.recovery_report import RecoveryReport
     from .session import Session
     from .tools import Tool, ToolRegistry, ToolResult, default_registry, tool
 
@@ -81,8 +82,8 @@ _LAZY = {
     "TurnStream": "._engine",
     "View": "._engine",
     "ViewEntry": "._engine",
-    "ColumnResult": "._engine.fanout",
-    "FanOutResult": "._engine.fanout",
+    "ColumnResult": "._engine.run.fanout",
+    "FanOutResult": "._engine.run.fanout",
     "SQLiteStore": "._store",
     "Session": ".session",
     "Tool": ".tools",
@@ -91,7 +92,7 @@ _LAZY = {
     "default_registry": ".tools",
     "tool": ".tools",
     "Comparison": "._compare",
-    "RecoveryReport": "._store.recovery",
+    "RecoveryReport": "._store.recovery_report",
     "recover": "._store.recovery",
 }
 

@@ -15,8 +15,8 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._engine.fanout import ColumnResult, format_seconds
-from ._engine.reply import Reply
+from ._engine.run.fanout import ColumnResult, format_seconds
+from ._engine.run.reply import Reply
 from ._markdown import reply_html
 
 __all__ = ["column_data", "columns_html", "columns_text", "stored_line"]

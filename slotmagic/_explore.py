@@ -16,9 +16,9 @@ from ._core.messages import Message
 from ._core.records import MergeExtra, TurnInfo, TurnRecord
 from ._core.slots import validate_slot_id
 from ._diff import diff_slots
-from ._engine.compactor import Fold
-from ._engine.pending import counted
-from ._engine.turn import TurnEngine
+from ._engine.compaction.compactor import Fold
+from ._engine.plan.pending import counted
+from ._engine.run.turn import TurnEngine
 from ._errors import ConfigError
 from ._store.base import GcReport, Mark, SearchHit, Store, UndoStep
 

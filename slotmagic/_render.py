@@ -2,7 +2,7 @@
 named, and how much of a body a widget is sent.
 
 A view's and a budget's own forms (text, the data the widgets send, escaped HTML) live with
-them (:mod:`slotmagic._engine.view`, :mod:`slotmagic._engine.budgeting`), made from the same
+them (:mod:`slotmagic._engine.view.view`, :mod:`slotmagic._engine.view.budgeting`), made from the same
 data, so every display says the same thing. Plain Python: no IPython, no widgets.
 """
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._core.messages import Message
     from ._core.slots import Slot
     from ._core.workflow import Workflow
-    from ._engine.budgeting import SlotBudget
+    from ._engine.view.budgeting import SlotBudget
 
 __all__ = [
     "LAST_USER_CHARS",

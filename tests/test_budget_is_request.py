@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from slotmagic import SlotConfig
 from slotmagic._core.budget import ContextBudget
 from slotmagic._core.messages import Message, Thinking, ToolCall
-from slotmagic._engine.inputs import Counting, Params, Source, ViewInputs
-from slotmagic._engine.pipeline import make_view
+from slotmagic._engine.view.inputs import Counting, Params, Source, ViewInputs
+from slotmagic._engine.view.pipeline import make_view
 from slotmagic._store.base import History
 from slotmagic.providers import REGISTRY, ChatRequest, ToolSpec
 from slotmagic.tokens import TokenCounter

@@ -14,7 +14,7 @@ import pytest
 
 from slotmagic import Message, Session
 from slotmagic._core.compaction import COMPACTION_MARKER
-from slotmagic._engine.turn import SUMMARY_REQUESTS
+from slotmagic._engine.run.turn import SUMMARY_REQUESTS
 from slotmagic.providers import _echo as echo
 from slotmagic.tokens import TokenCounter
 

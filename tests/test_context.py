@@ -23,7 +23,7 @@ from slotmagic._core.context import (
     set_goal_status,
     set_step,
 )
-from slotmagic._engine.blocks import next_turn
+from slotmagic._engine.view.blocks import next_turn
 from slotmagic.tools import ToolRegistry
 
 

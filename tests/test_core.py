@@ -7,8 +7,8 @@ import pytest
 from slotmagic import ContextBudget, FocusedConfig, InvalidSlotId, Message, SlotConfig, SlotMode, ToolCall
 from slotmagic._core import estimate_message_tokens, estimate_text_tokens
 from slotmagic._core.slots import DeriveStrategy, validate_slot_id
-from slotmagic._engine.inputs import Counting
-from slotmagic._engine.pipeline import SUMMARY_PREFIX, assemble
+from slotmagic._engine.view.inputs import Counting
+from slotmagic._engine.view.pipeline import SUMMARY_PREFIX, assemble
 from slotmagic._errors import ConfigError
 from slotmagic._store.base import History
 from slotmagic.tokens import TokenCounter

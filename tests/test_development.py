@@ -20,9 +20,9 @@ import pytest
 
 from conftest import POSTGRES, ROOT
 from slotmagic import ContextBudget, Message, Session, SlotConfig, current_session
-from slotmagic._engine import pipeline
-from slotmagic._engine.inputs import Counting, Source, ViewInputs
 from slotmagic._engine.steps import Step
+from slotmagic._engine.view import pipeline
+from slotmagic._engine.view.inputs import Counting, Source, ViewInputs
 from slotmagic._magics import slot_commands
 from slotmagic._store import open_store, postgres
 from slotmagic._store.base import History

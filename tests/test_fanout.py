@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 
 from slotmagic import ConfigError, FanOutResult, ForkRef, InvalidSlotId, Session, SlotConfig, SlotNotFound, SlotReadonly
 from slotmagic._core.slots import SlotMode
-from slotmagic._engine.targets import branch_hint
+from slotmagic._engine.plan.targets import branch_hint
 from slotmagic._errors import UnknownModel
 
 
@@ -419,7 +419,7 @@ def test_the_columns_widget_holds_each_column(ip: Any, monkeypatch: pytest.Monke
 
 
 def test_the_calling_thread_wakes_when_the_worker_ends_not_at_its_next_look(monkeypatch: pytest.MonkeyPatch) -> None:
-    from slotmagic._engine import background
+    from slotmagic._engine.run import background
 
     monkeypatch.setattr(background, "_POLL", 3_600.0)  # a look an hour away: only a wake-up ends it soon
     seen: list[str] = []

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from slotmagic import Message, Session, ToolCall
 from slotmagic._core.request import ChatRequest
-from slotmagic._engine.fit import RequestFit
-from slotmagic._engine.inputs import Counting
-from slotmagic._engine.reading import PageRoom
-from slotmagic._engine.tool_results import kept_aside_by, shortened
+from slotmagic._engine.run.fit import RequestFit
+from slotmagic._engine.run.reading import PageRoom
+from slotmagic._engine.view.inputs import Counting
+from slotmagic._engine.view.tool_results import kept_aside_by, shortened
 from slotmagic._namespace import Namespace, content_key
 from slotmagic._store import open_store
 from slotmagic.tokens import TokenCounter

@@ -1,15 +1,15 @@
 """Invariants that no other test held: each test here fails when the one line of code it names
 is changed (the mutations issue 27 lists).
 
-- a model's summary longer than its limit is refused (_engine/compactor.py, ``tokens_after <= limit``)
+- a model's summary longer than its limit is refused (_engine/compaction/compactor.py, ``tokens_after <= limit``)
 - redo carries the pins, context events and compactions gathered since the undo (_store/rows/undo.py)
 - gc keeps a deleted ancestor's rows that an undo step still reaches (_store/rows/search.py)
-- a focused slot never reaches back past a compaction (_engine/pipeline.py, mode_filter)
+- a focused slot never reaches back past a compaction (_engine/view/pipeline.py, mode_filter)
 - a namespace page is capped (_namespace.py, ``min(length, 50_000)``)
 - ``%`` and ``_`` are literal in the search of messages not indexed yet (_store/rows/search.py)
 - a tool result of exactly the threshold stays in the history (_namespace.py, ``<=``)
 - the T1 trigger: a conversation of exactly the room left does not need compaction (``>``)
-- the reply's priming counts as history in the budget (_engine/pipeline.py, budgeted)
+- the reply's priming counts as history in the budget (_engine/view/pipeline.py, budgeted)
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import pytest
 from slotmagic import FocusedConfig, Message, Session
 from slotmagic._core.budget import ContextBudget
 from slotmagic._core.request import ChatRequest
-from slotmagic._engine.compactor import Fold, Summarizer
-from slotmagic._engine.inputs import Counting
+from slotmagic._engine.compaction.compactor import Fold, Summarizer
+from slotmagic._engine.view.inputs import Counting
 from slotmagic._namespace import Namespace
 from slotmagic.providers._base import StreamEvent, TextDelta
 from slotmagic.tokens import TokenCounter

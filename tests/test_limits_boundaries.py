@@ -15,8 +15,8 @@ import pytest
 from slotmagic import Message, Session
 from slotmagic._core.budget import ContextBudget
 from slotmagic._core.compaction import SummaryCard, SummaryRejected, parse_summary
-from slotmagic._engine.compactor import Fold, Summarizer, summary_limit
-from slotmagic._engine.inputs import Counting
+from slotmagic._engine.compaction.compactor import Fold, Summarizer, summary_limit
+from slotmagic._engine.view.inputs import Counting
 from slotmagic._namespace import DEFAULT_THRESHOLD, Namespace, parse_reference
 from slotmagic.providers import EchoProvider, ProviderSettings
 from slotmagic.tokens import TokenCounter

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from slotmagic._columns import column_data, columns_html
-from slotmagic._engine.loop import ToolStep
+from slotmagic._engine.run.loop import ToolStep
 from slotmagic._magics.display import bundle
 from slotmagic._markdown import reply_html
 

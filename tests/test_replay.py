@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from slotmagic import FocusedConfig, ForkRef, Session, SlotReadonly
-from slotmagic._engine.plan import fork_name
+from slotmagic._engine.plan.cell_turn import fork_name
 
 
 @pytest.fixture

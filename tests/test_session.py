@@ -27,7 +27,7 @@ from slotmagic import (
     TurnInfo,
     UnknownModel,
 )
-from slotmagic._engine.pipeline import SUMMARY_PREFIX
+from slotmagic._engine.view.pipeline import SUMMARY_PREFIX
 from slotmagic._store import open_store
 from slotmagic._store.base import SupportsChanges
 
@@ -387,23 +387,23 @@ def test_a_kept_preview_follows_every_change_from_here_and_from_another_kernel(d
 
 
 def test_kept_previews_are_bounded(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
-    from slotmagic._engine import view_cache
+    from slotmagic._engine.view import cache
 
     for name in ("a", "b"):
         session.create_slot(name)
         session.submit_turn(f"to {name}", slot=name)
-    monkeypatch.setattr(view_cache, "KEPT_ENTRIES", 3)  # each of these views holds 2 entries
+    monkeypatch.setattr(cache, "KEPT_ENTRIES", 3)  # each of these views holds 2 entries
     a = session.preview("a")
     assert session.preview("a") is a
     b = session.preview("b")  # 4 entries in all: the older view goes, the newest stays
     assert session.preview("b") is b and session.preview("a") is not a
-    monkeypatch.setattr(view_cache, "KEPT_ENTRIES", 1_000)
+    monkeypatch.setattr(cache, "KEPT_ENTRIES", 1_000)
     views = {}
-    for i in range(view_cache.KEPT_VIEWS + 1):
+    for i in range(cache.KEPT_VIEWS + 1):
         session.create_slot(f"s{i}")
         views[i] = session.preview(f"s{i}")
     assert session.preview("s0") is not views[0]  # past 8 views, the least recent went
-    assert session.preview(f"s{view_cache.KEPT_VIEWS}") is views[view_cache.KEPT_VIEWS]
+    assert session.preview(f"s{cache.KEPT_VIEWS}") is views[cache.KEPT_VIEWS]
 
 
 def test_the_store_tells_of_another_kernels_write_and_not_of_its_own(db_path: Path) -> None:

@@ -158,7 +158,7 @@ def test_cell_lookups_see_turns_kept_for_derived_slots(db_path: Path) -> None:
 
 
 def test_a_version_8_file_gains_cell_records(db_path: Path) -> None:
-    """Version 9 keeps what each notebook cell's magic did (_engine/cells.py), numbered in the
+    """Version 9 keeps what each notebook cell's magic did (_engine/plan/cells.py), numbered in the
     order cells first ran; a record is kept once unless replaced."""
     db = sqlite3.connect(db_path, isolation_level=None)
     migrate(db, MIGRATIONS[:8])

@@ -13,7 +13,7 @@ import pytest
 
 from slotmagic import Message, Session
 from slotmagic._core.compaction import COMPACTION_MARKER, Compaction, parse_summary
-from slotmagic._engine.reading import recall_tool
+from slotmagic._engine.run.reading import recall_tool
 from slotmagic.providers import _echo as echo
 
 

@@ -567,7 +567,7 @@ def test_literal_and_defaults_reach_the_function(registry: ToolRegistry) -> None
 
 def test_deep_arguments_are_shown_as_sent() -> None:
     """A tool step's line shows arguments as ``city="Oslo"``; nested too deep, as sent."""
-    from slotmagic._engine.loop import _compact
+    from slotmagic._engine.run.loop import _compact
 
     deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
     assert _compact(deep) == deep and _compact('{"city": "Oslo"}') == 'city="Oslo"'

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT
 from slotmagic import ConfigError, Session
-from slotmagic._engine.pending import TurnOptions
+from slotmagic._engine.plan.pending import TurnOptions
 from slotmagic.session import FanOutArgs, TurnArgs
 
 # Each call that mypy must refuse ends in "# refused"; the others must pass.

@@ -23,11 +23,11 @@ from slotmagic._core.repair import NOT_RUN, repair_tool_pairs
 from slotmagic._core.request import ToolSpec
 from slotmagic._core.slots import SlotMode
 from slotmagic._core.workflow import Workflow
-from slotmagic._engine.inputs import INPUTS, Counting, Params, Source, ViewInputs
-from slotmagic._engine.pipeline import STEPS, Prefix, make_view
 from slotmagic._engine.steps import Step, step
-from slotmagic._engine.view import View
-from slotmagic._engine.view_cache import ViewCache
+from slotmagic._engine.view.cache import ViewCache
+from slotmagic._engine.view.inputs import INPUTS, Counting, Params, Source, ViewInputs
+from slotmagic._engine.view.pipeline import STEPS, Prefix, make_view
+from slotmagic._engine.view.view import View
 from slotmagic._store.base import History
 from slotmagic.providers._anthropic import _mended as mended
 from slotmagic.providers._anthropic_plan import request_plan

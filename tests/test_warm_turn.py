@@ -5,16 +5,19 @@ worked out), not timed; and the view made once is the one sent, tools and all.""
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import slotmagic._engine.turn as turn_module
+import slotmagic._engine.commit.calibration as calibration_module
+import slotmagic._engine.run.turn as turn_module
 import slotmagic.tools._tool as tool_module
-from slotmagic import ContextBudget, Message, Session
-from slotmagic._engine.view import View
+from slotmagic import ContextBudget, FocusedConfig, Message, Session
+from slotmagic._engine.view.view import View
 
 
 class Counts:
@@ -124,3 +127,97 @@ def test_the_one_view_is_the_one_sent_when_the_tools_change(tmp_path: Path, monk
         assert turn("and again") == ([("big", "read_namespace")], ("big", "read_namespace"))
         session.tools.remove("big")
         assert turn("without it") == ([("big", "read_namespace"), ("read_namespace",)], ("read_namespace",))
+
+
+def _focused(path: Path, messages: int) -> None:
+    with Session.open("warm", db_path=path) as session, session.store.atomic():
+        for _ in range(messages // 2):
+            session.append([Message.user("q" * 300), Message.assistant("a" * 1_500)])
+        session.derive_slot("focused", strategy=FocusedConfig(recent_messages=10))
+
+
+class Work:
+    """What one warm turn on ``focused`` does: SQL statements run, Python functions called
+    (``sys.setprofile``'s "call" events), limits looked up, countings and readers made."""
+
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+        self.calls = self.limits = self.countings = self.readers = 0
+
+
+def _warm_turn_work(path: Path, monkeypatch: pytest.MonkeyPatch) -> Work:
+    work = Work()
+    real_connect = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        db = real_connect(*args, **kwargs)
+        db.set_trace_callback(work.statements.append)
+        return db
+
+    def counted(module: Any, name: str, attribute: str) -> None:
+        real = getattr(module, name)
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            setattr(work, attribute, getattr(work, attribute) + 1)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counting)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    counted(turn_module, "model_limits", "limits")
+    counted(turn_module, "read_namespace_tool", "readers")
+    counted(calibration_module, "Counting", "countings")
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            work.calls += 1
+
+    with Session.open("warm", db_path=path) as session:
+        for i in range(5):
+            session.submit_turn(f"warm {i}", slot="focused")
+        work.statements.clear()
+        work.limits = work.countings = work.readers = 0
+        sys.setprofile(profile)
+        try:
+            session.submit_turn("the one counted", slot="focused")
+        finally:
+            sys.setprofile(None)
+    return work
+
+
+# A warm turn's Python calls: about 580 today on a focused slot (the 1 December code made 571);
+# the limit leaves room for a feature, not for the view made twice (that alone is ~230 more).
+WARM_TURN_CALLS = 650
+
+
+@pytest.mark.parametrize("messages", [100, 10_000])
+def test_a_warm_turn_does_a_fixed_amount_of_work(
+    messages: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However long the history: one read (the first system message), the turn's writes in one
+    transaction, the model's limits looked up once, no counting or read_namespace made anew,
+    and a bounded number of Python calls."""
+    path = tmp_path / "s.sqlite3"
+    _focused(path, messages)
+    work = _warm_turn_work(path, monkeypatch)
+    selects = [s for s in work.statements if s.lstrip().upper().startswith("SELECT")]
+    writes = [s for s in work.statements if s.split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE")]
+    assert len(selects) <= 1, selects
+    assert len(writes) == 4, writes  # the user's message, the reply, the turn, the slot's counters
+    assert len(work.statements) <= 10, work.statements  # with BEGIN, COMMIT and the PRAGMAs that look for other writers
+    assert (work.limits, work.countings, work.readers) == (1, 0, 0)
+    assert work.calls <= WARM_TURN_CALLS, work.calls
+
+
+def test_the_call_count_sees_a_view_made_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound above is near enough to catch the turn's view made a second time."""
+    path = tmp_path / "s.sqlite3"
+    _focused(path, 100)
+    real = turn_module.TurnEngine.view
+
+    def twice(self: Any, *args: Any, **kwargs: Any) -> View:
+        real(self, *args, **kwargs)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(turn_module.TurnEngine, "view", twice)
+    assert _warm_turn_work(path, monkeypatch).calls > WARM_TURN_CALLS

@@ -14,7 +14,7 @@ import slotmagic
 from slotmagic import FocusedConfig, Message, Session
 from slotmagic._core.messages import ToolCall
 from slotmagic._core.slots import SlotMode
-from slotmagic._engine.view import Omitted, View, ViewEntry, view_data, view_html, view_summary
+from slotmagic._engine.view.view import Omitted, View, ViewEntry, view_data, view_html, view_summary
 from slotmagic._tree import SlotTree
 from slotmagic.widgets import (
     SlotBudgetWidget,
@@ -598,7 +598,7 @@ def test_the_preview_and_budget_widgets_follow_what_changes_no_slot_row(session:
 
 
 def test_left_out_messages_are_numbered_as_slot_show_numbers_them() -> None:
-    from slotmagic._engine.view import stored_range
+    from slotmagic._engine.view.view import stored_range
 
     assert stored_range(5, 6) == "stored message 6"  # was "positions 5-5"
     assert stored_range(0, 4) == "stored messages 1-4"
@@ -608,7 +608,7 @@ def test_a_slot_with_its_own_budget_is_measured_against_it_everywhere(session: S
     """The bar, its headline, the static form and the sidebar all say the slot's 800 tokens,
     as the preview does, not the model's 8,192."""
     from slotmagic import ContextBudget, SlotConfig
-    from slotmagic._engine.budgeting import budget_data, budget_html
+    from slotmagic._engine.view.budgeting import budget_data, budget_html
     from slotmagic._snapshot import session_snapshot
     from slotmagic.widgets import SlotBudgetWidget
 

@@ -1,5 +1,5 @@
 """The cell record: what a magic run from a notebook cell did, kept so that running the cell
-again with the same text replays it (``_engine/cells.py`` decides; the store keeps it).
+again with the same text replays it (``_engine/plan/cells.py`` decides; the store keeps it).
 
 A record holds what the cell showed (printed text and displayed outputs, a widget as its
 static form), whether the command changes the session or only reads it, the current slot

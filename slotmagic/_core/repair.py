@@ -57,7 +57,10 @@ def repair_plan(messages: Sequence[Message], note: str = NOT_RUN) -> tuple[tuple
     """What :func:`repair_tool_pairs` makes of ``messages``, each with the index of the message
     it stands for (None for a synthetic "not run" result); None when nothing needed repair.
     The view pipeline uses it to keep each repaired message's place and origin."""
-    if not any(m.tool_calls or m.role == "tool" for m in messages):
+    for m in messages:  # a loop, not any() over a generator: it runs for every request
+        if m.tool_calls or m.role == "tool":
+            break
+    else:
         return None  # most requests: no tool exchange at all
     out: list[tuple[Message, int | None]] = []
     used: set[str] = set()  # call ids of earlier messages

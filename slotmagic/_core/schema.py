@@ -4,7 +4,7 @@
 root is an object) or a :class:`ResponseSchema`. Each wire sends it its own way (OpenAI's
 ``response_format`` of type ``json_schema``, strict; Anthropic's forced tool; Ollama's ``format``
 through its OpenAI-compatible endpoint), and the engine reads the reply against it
-(:mod:`slotmagic._engine.structured`).
+(:mod:`slotmagic._engine.run.structured`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """The turn engine: plan a cell's turn, assemble the request, stream, commit."""
 
-from .inputs import ViewInputs
-from .pending import PendingTurn, TurnOptions
-from .pipeline import STEPS, assemble, make_view
-from .plan import CellPlan, fork_name, plan_cell_turn
-from .reply import Reply
+from .plan.cell_turn import CellPlan, fork_name, plan_cell_turn
+from .plan.pending import PendingTurn, TurnOptions
+from .run.reply import Reply
+from .run.streams import AsyncTurnStream, TurnStream
+from .run.turn import TurnEngine
 from .steps import Step, step
-from .streams import AsyncTurnStream, TurnStream
-from .turn import TurnEngine
-from .view import View, ViewEntry
+from .view.inputs import ViewInputs
+from .view.pipeline import STEPS, assemble, make_view
+from .view.view import View, ViewEntry
 
 __all__ = [
     "STEPS",

@@ -50,7 +50,7 @@ class Command:
     run: Handler
     slot_args: tuple[str, ...] = ()  # options after which a slot id is expected (for completion)
     slot_positionals: int = 0  # how many leading positionals are slot ids (for completion)
-    # changes: run again unchanged from its cell, it replays (_engine/cells.py); reads: shows the
+    # changes: run again unchanged from its cell, it replays (_engine/plan/cells.py); reads: shows the
     # session as of its cell while a Run All retraces the first run; runs: never recorded.
     kind: Kind = "changes"
 

@@ -15,8 +15,8 @@ from typing import Any
 from IPython.display import DisplayHandle, display
 
 from .._core.images import Image
-from .._engine.loop import ToolStep
-from .._engine.reply import Reply
+from .._engine.run.loop import ToolStep
+from .._engine.run.reply import Reply
 from .._markdown import reply_html
 
 

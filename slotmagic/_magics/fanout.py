@@ -18,7 +18,7 @@ from IPython.display import DisplayHandle, display
 
 from .._columns import column_data, columns_html, columns_text
 from .._core.attachments import Attached
-from .._engine.fanout import FanOut, FanOutEvent, FanOutResult
+from .._engine.run.fanout import FanOut, FanOutEvent, FanOutResult
 from .._markdown import reply_html
 from ..session import FanOutArgs, Session
 from .options import SlotMagicOptions

@@ -1,4 +1,4 @@
-"""Who a magic is, for replay: the key of its cell record (_engine/cells.py) and of a turn.
+"""Who a magic is, for replay: the key of its cell record (_engine/plan/cells.py) and of a turn.
 
 A magic is named by its *scope* and its own text:
 

@@ -27,9 +27,9 @@ from .._attach import attach_all
 from .._core.attachments import Attached
 from .._core.cells import CellOutput
 from .._core.schema import ResponseSchema
-from .._engine.cells import NOT_SHOWN
-from .._engine.fanout import FanOutResult
-from .._engine.reply import Reply
+from .._engine.plan.cells import NOT_SHOWN
+from .._engine.run.fanout import FanOutResult
+from .._engine.run.reply import Reply
 from .._errors import ConfigError, SlotMagicError, StoreError
 from .._markdown import code_blocks
 from ..providers import parse_model
@@ -120,7 +120,7 @@ class SlotMagic(Magics, SlotMagicOptions):
         return None if scope is None else key
 
     def _run_command(self, magic: str, text: str, explicit: str | None, parsed: Dispatched, context: Context) -> None:
-        """Run a command, or replay what it did when its cell ran first (_engine/cells.py)."""
+        """Run a command, or replay what it did when its cell ran first (_engine/plan/cells.py)."""
         assert self.shell is not None
         scope = self._scope(explicit, text)
         key = None if scope is None else self._identity().key(scope, magic, text)

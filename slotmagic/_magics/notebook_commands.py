@@ -11,7 +11,7 @@ from .command import Command, Context
 from .parsing import CommandParser, at_least
 
 if TYPE_CHECKING:
-    from .._engine.reply import Reply
+    from .._engine.run.reply import Reply
     from .cells import KernelCells
 
 EXPLAIN = "Explain this error: what went wrong, and how to fix it."

@@ -1,4 +1,4 @@
-"""What a magic shows, kept and shown again: the outputs of a cell record (_engine/cells.py).
+"""What a magic shows, kept and shown again: the outputs of a cell record (_engine/plan/cells.py).
 
 While a command runs, what it prints and displays goes to the notebook as usual and is kept
 too. A widget is kept as its class and state, and its static form (the output after its view,

@@ -8,9 +8,9 @@ from dataclasses import replace
 from functools import cache
 
 from .._core.attachments import Attached
-from .._engine.cells import NOT_SHOWN, ShownTurn
-from .._engine.fanout import FanOutResult
-from .._engine.reply import Reply
+from .._engine.plan.cells import NOT_SHOWN, ShownTurn
+from .._engine.run.fanout import FanOutResult
+from .._engine.run.reply import Reply
 from .._errors import ConfigError
 from ..session import Session, TurnArgs
 from .display import StreamView, footer, reply_metadata

@@ -117,7 +117,7 @@ class Workspace:
         self._view: str | None = None  # the session the store is a read-only view of, if it is one
         self._session: Session | None = None
         # Where each session's cell book was when it was closed in this kernel (by store and id):
-        # a session reopened goes on from there (_engine/cells.py).
+        # a session reopened goes on from there (_engine/plan/cells.py).
         self._positions: dict[tuple[str | None, str], tuple[str, bool]] = {}
         self.on_change: Callable[[], None] | None = None  # another kernel changed the store
         self._observing = False  # whether the settings' changes come to _setting_changed

@@ -122,7 +122,7 @@ class GcReport:
 
 
 class CellRecords(Protocol):
-    """The store's part that keeps what notebook cells did (_engine/cells.py)."""
+    """The store's part that keeps what notebook cells did (_engine/plan/cells.py)."""
 
     def cell_record(self, session_id: str, key: str) -> CellRecord | None:
         """What the notebook cell ``key`` did when it first ran (None: never); an unreadable

@@ -11,10 +11,9 @@ import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .recovery import RecoveryReport
+from .recovery_report import RecoveryReport
 
 # What a session holds beside its histories, carried by recover(): large tool results and
 # workflows (per session), then pins, compactions and working-context changes (per slot row, at

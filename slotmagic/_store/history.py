@@ -174,7 +174,7 @@ class History:
 
     def cached_turns(self) -> list[TurnRecord]:
         """The turns of the history a provider's prompt cache served part of the input of:
-        what :func:`~slotmagic._engine.budgeting.cache_totals` counts, read without the rest."""
+        what :func:`~slotmagic._engine.view.budgeting.cache_totals` counts, read without the rest."""
         out: list[TurnRecord] = []
         for piece in self.pieces:
             if piece.hi > piece.lo:

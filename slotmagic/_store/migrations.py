@@ -244,7 +244,7 @@ def _v9_cell_records(db: sqlite3.Connection) -> None:
         db,
         """
         -- What each magic run from a notebook cell did, so that running it again with the same
-        -- text replays it (_engine/cells.py): `key` names the cell and its text, `seq` is the
+        -- text replays it (_engine/plan/cells.py): `key` names the cell and its text, `seq` is the
         -- order cells first ran in (per session), `record` a JSON CellRecord.
         CREATE TABLE cells (
             session_id  TEXT NOT NULL,

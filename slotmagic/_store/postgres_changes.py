@@ -18,13 +18,14 @@ import json
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import Any
 
 from .postgres_connection import _Connection, _Listener
 from .postgres_schema import CHANNEL, session_channel
 from .rows import Connection, RowStore
 from .rows.cache import SessionRows, SlotRow
 from .rows.common import ROW_COLUMNS
+from .urls import PostgresTarget
 
 # A session's rows changed since a version: the current slot, the last write that removed one
 # of its rows, and the rows written since.
@@ -34,9 +35,6 @@ _SESSION_AND_SLOTS_SINCE = (
     + " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id AND slots.changed > ? WHERE sessions.id = ?"
 )
 
-if TYPE_CHECKING:
-    from .postgres import PostgresStore
-
 __all__ = ["ChangeTracking"]
 
 _NEVER = 2**62  # a change counter no store reaches: "no version known yet"
@@ -45,6 +43,8 @@ _NEVER = 2**62  # a change counter no store reaches: "no version known yet"
 class ChangeTracking(RowStore):
     """The change tracking half of ``PostgresStore`` (which sets these attributes)."""
 
+    target: PostgresTarget
+    _kwargs: dict[str, Any]  # how its connections are made
     schema: str
     timeout: float
     _version: int | None
@@ -187,7 +187,7 @@ class ChangeTracking(RowStore):
         unsubscribe = self._add_subscriber(callback)
         with self._lock:
             if self._listener is None:
-                self._listener = _Listener(cast("PostgresStore", self))
+                self._listener = _Listener(self)
                 self._listener.start()
                 self._listener.ready.wait(self.timeout)
         return unsubscribe

@@ -10,7 +10,7 @@ import socket
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -20,9 +20,6 @@ from .._core.secrets import redact_all
 from .._errors import ConnectionLost, StoreError
 from .rows import Cursor
 from .urls import PostgresTarget
-
-if TYPE_CHECKING:
-    from .postgres import PostgresStore
 
 logger = logging.getLogger("slotmagic")
 
@@ -162,13 +159,31 @@ def error_line(target: PostgresTarget, exc: BaseException) -> str:
     return f"PostgreSQL store {target.shown}: {detail}"
 
 
+class Listened(Protocol):
+    """What a listener asks of its store (a :class:`~slotmagic._store.postgres.PostgresStore`)
+    and tells it: named here so that the store's connections do not import the store."""
+
+    target: PostgresTarget
+    _kwargs: dict[str, Any]
+
+    def channels(self) -> set[str]: ...
+
+    def _caught_up(self, version: int) -> None: ...
+
+    def _notified(self, payloads: Sequence[str]) -> None: ...
+
+    def _retell_if_due(self) -> None: ...
+
+    def _retell_in(self) -> float: ...
+
+
 class _Listener(threading.Thread):
     """LISTENs on its own connection and hands each notification to the store. It sleeps in
     ``select`` until the server sends one or it is woken (``wake``: stopped, the store follows
     another session, a read to retry): an idle kernel's listener costs no CPU (psycopg's own
     wait wakes ten times a second, 50 kernels' listeners 500 times)."""
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: Listened) -> None:
         super().__init__(name="slotmagic-listen", daemon=True)
         self._store = store
         self._halt = threading.Event()

@@ -19,7 +19,8 @@ from .._core.usage import Usage
 from ._base import Completion, Provider, StreamEvent, TextDelta
 from ._registry import REGISTRY, KeyedEndpoint, ProviderSpec, Registry, SettingSpec
 from ._registry import load_plugins as _load_plugins
-from ._windows import DEFAULT_CONTEXT_WINDOW, FixedWindow, Window, model_window, window_for
+from ._window_rules import FixedWindow, Window
+from ._windows import DEFAULT_CONTEXT_WINDOW, model_window, window_for
 
 # The providers installed packages add (the ``slotmagic.providers`` entry point group), once the
 # names a provider's module imports from here are bound, and before the settings class is made

@@ -22,14 +22,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .._errors import ConfigError, MissingAPIKey
-from ._endpoint import Endpoint, checked_url
-
-if TYPE_CHECKING:
-    from ._registry import Lookup, ProviderSpec
+from ._endpoint import Endpoint, Lookup, Registration, checked_url
 
 __all__ = ["API_V1", "AzureEndpoint", "chat_path", "check_deployments", "check_version", "deployments"]
 
@@ -46,7 +42,7 @@ class AzureEndpoint:
     key: str  # the setting holding the api-key
     token: str  # the setting holding a Microsoft Entra token
 
-    def resolve(self, spec: ProviderSpec, lookup: Lookup) -> Endpoint:
+    def resolve(self, spec: Registration, lookup: Lookup) -> Endpoint:
         url = lookup(self.url)
         if url is None:
             raise ConfigError(

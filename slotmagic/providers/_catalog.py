@@ -39,13 +39,9 @@ class DatabaseModel:
     family: bool = False  # found by family, not by name
 
 
-def provider_ids(provider: str, base_url: str | None = None) -> tuple[str, ...]:
-    """The genai-prices providers to search for a model of slotmagic's ``provider``, most
-    specific first: the one the base URL belongs to (OpenRouter …), then the provider's own."""
-    from ._registry import REGISTRY
-
-    spec = REGISTRY.get(provider)
-    own = spec.catalog if spec is not None else None
+def provider_ids(own: str | None, base_url: str | None = None) -> tuple[str, ...]:
+    """The genai-prices providers to search for a model, most specific first: the one the base
+    URL belongs to (OpenRouter …), then ``own``, its provider's (the registration's ``catalog``)."""
     found: list[str] = []
     if base_url:  # a server the database knows by its URL (OpenRouter behind openai:)
         by_url = _provider_by_url(base_url)

@@ -10,13 +10,34 @@ show them. Any text that quotes a URL a user gave goes through :func:`masked_url
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 from urllib.parse import quote, unquote, urlsplit
 
 from .._core.secrets import masked_url
 from .._errors import ConfigError
 
 DEFAULT_OLLAMA_PORT = 11434
+
+# (value, where it came from) for a setting, or None when neither the setting nor its
+# environment variable is set.
+Lookup = Callable[[str], tuple[str, str] | None]
+
+
+class Setting(Protocol):
+    @property
+    def env(self) -> str: ...  # the environment variable that holds it
+
+
+class Registration(Protocol):
+    """What an endpoint rule reads of its provider's registration (a
+    :class:`~slotmagic.providers.ProviderSpec`): its name, and its settings' variables for messages."""
+
+    @property
+    def name(self) -> str: ...
+
+    def setting(self, name: str) -> Setting: ...
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ._windows import Window, model_window
+from ._window_rules import Window
+from ._windows import model_window
 
 __all__ = ["LIMITS", "ModelLimits", "model_limits", "output_limit"]
 

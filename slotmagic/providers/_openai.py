@@ -65,8 +65,9 @@ from ._endpoint import Endpoint
 from ._model_names import DEFAULT_OPENAI_REASONING_MODELS, matches_model, model_patterns
 from ._registry import DEFAULT_OPENAI_BASE_URL
 from ._responses import ResponsesAssembler, responses_body, responses_only
+from ._sse import parse_event_json, stream_error
 from ._structured import response_format
-from ._transport import HTTPProvider, SSECall, parse_event_json, stream_error
+from ._transport import HTTPProvider, SSECall
 from ._wire import bare_tools, json_arguments, refuse
 
 REASONING_SETTING = "openai_reasoning_models"

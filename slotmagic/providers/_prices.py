@@ -119,7 +119,8 @@ def cost_of(
 def _catalog_ids(provider: str, base_url: str | None) -> tuple[str, ...]:
     """The provider's ids in the database, most specific first: the host ``base_url`` belongs
     to (OpenRouter …), then the registration's ``catalog``."""
-    return catalog.provider_ids(provider, base_url)
+    spec = REGISTRY.get(provider)
+    return catalog.provider_ids(spec.catalog if spec is not None else None, base_url)
 
 
 def priced(model: str, usage: Usage, settings: Any) -> tuple[float | None, float | None]:

@@ -38,10 +38,10 @@ from .._core.secrets import masked_url, redact_all
 from .._errors import ConfigError, MissingAPIKey, ProviderError, SlotMagicError, UnknownModel, exception_text
 from ..tokens._counter import count_exactly
 from ._azure import AzureEndpoint, check_deployments, check_version
-from ._endpoint import Endpoint, checked_url, ollama_base_url
+from ._endpoint import Endpoint, Lookup, checked_url, ollama_base_url
 from ._model_names import DEFAULT_OPENAI_REASONING_MODELS, model_patterns
 from ._plugins import group_may_be_named
-from ._windows import ECHO_WINDOW, FixedWindow, ServedWindow, WindowRule
+from ._window_rules import ECHO_WINDOW, FixedWindow, ServedWindow, WindowRule
 
 logger = logging.getLogger("slotmagic")
 
@@ -50,10 +50,6 @@ ENTRY_POINTS = "slotmagic.providers"  # the group a package registers a provider
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai"
-
-# (value, where it came from) for a setting, or None when neither the setting nor its
-# environment variable is set.
-Lookup = Callable[[str], tuple[str, str] | None]
 
 
 @dataclass(frozen=True)

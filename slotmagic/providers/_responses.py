@@ -39,7 +39,7 @@ from .._errors import MalformedReply, StreamInterrupted
 from . import _wire as wire
 from ._base import Completion, StreamEvent, TextDelta
 from ._responses_models import RESPONSES_ONLY
-from ._transport import parse_event_json, stream_error
+from ._sse import parse_event_json, stream_error
 from ._wire import bare_tools
 
 __all__ = ["RESPONSES", "ResponsesAssembler", "responses_body", "responses_only"]

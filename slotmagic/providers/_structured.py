@@ -7,7 +7,7 @@
 - Anthropic Messages: a tool named after the schema whose input is the answer, forced with
   ``tool_choice: {"type": "tool"}`` (``{"type": "any"}`` when other tools are offered, so the
   model may call them first; ``auto`` with extended thinking, which refuses a forced choice).
-  The engine makes that tool's call the reply's text (``_engine/structured.py``).
+  The engine makes that tool's call the reply's text (``_engine/run/structured.py``).
 """
 
 from __future__ import annotations

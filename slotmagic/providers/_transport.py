@@ -14,8 +14,8 @@ Limits on one reply, whatever the server does:
   deadline by a timer that shuts the socket down; async reads are awaited with
   ``asyncio.timeout``;
 - ``max_reply_bytes``: the bytes read for the reply, counted as they arrive, so even one
-  giant SSE line cannot hold more than that in memory (:class:`SSEReader` splits lines
-  itself and feeds them to httpx-sse's decoder; an error body is read up to 64 KiB).
+  giant SSE line cannot hold more than that in memory (:class:`~._sse.SSEReader` splits
+  lines itself and feeds them to httpx-sse's decoder; an error body is read up to 64 KiB).
 
 Credentials in a base URL never reach httpx: the request goes to the bare URL and they are
 sent as a Basic ``Authorization`` header set here (see :mod:`.endpoint`).
@@ -29,9 +29,7 @@ cancellation) closes the HTTP response at once.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
 import socket
 import ssl
 import sys
@@ -45,10 +43,8 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 from httpx_sse import ServerSentEvent
-from httpx_sse._decoders import SSEDecoder  # fed by SSEReader, which bounds what it buffers
 
 from .._core.request import ChatRequest
-from .._core.secrets import redact_all
 from .._errors import (
     MalformedReply,
     ProviderConnectionError,
@@ -56,21 +52,19 @@ from .._errors import (
     ProviderHTTPError,
     ProviderTimeout,
     RateLimited,
-    ReplyTooLarge,
     StreamInterrupted,
 )
 from . import _pacing as pacing
 from ._base import Completion, StreamEvent
 from ._endpoint import Endpoint
-from ._error_page import html_page
 from ._registry import REGISTRY, Registry
 from ._retry import RetryPolicy, is_retryable, retry_after_seconds
 from ._settings import ProviderSettings
+from ._sse import SSEReader, error_detail, one_line
 
 logger = logging.getLogger(__name__.rpartition(".")[0])  # "slotmagic.providers"
 
 USER_AGENT = "slotmagic"
-MAX_DETAIL = 300  # characters of a server's error text worth showing in one line
 # The error types (OpenAI's "code") of a 429 that is the account's quota or credit, not a rate.
 OUT_OF_QUOTA = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
 MAX_ERROR_BODY = 64 * 1024  # bytes of an error response read for its message
@@ -211,80 +205,6 @@ class _Watchdog:
             self._done = True
         if self._timer is not None:
             self._timer.cancel()
-
-
-# -- reading a reply within its byte budget ----------------------------------------------------------
-
-_LINE_END = re.compile(rb"[\r\n]")
-
-
-class SSEReader:
-    """Server-sent events from a reply's bytes, holding at most ``limit`` bytes of it.
-
-    Lines end at CRLF, LF or CR (the SSE rule); each complete line goes to httpx-sse's
-    ``SSEDecoder``. Bytes are counted as they arrive, so a reply, or one line of it, longer
-    than ``limit`` raises ``ReplyTooLarge`` once ``limit`` is passed, never later.
-    """
-
-    def __init__(self, limit: int, label: str) -> None:
-        self.limit = limit
-        self.label = label
-        self.total = 0
-        self._buffer = bytearray()
-        self._scan = 0  # where to look for the next line end
-        self._decoder = SSEDecoder()
-
-    def feed(self, data: bytes) -> list[ServerSentEvent]:
-        self.total += len(data)
-        if self.total > self.limit:
-            self._buffer = bytearray()
-            raise ReplyTooLarge(
-                f"{self.label}: the reply passed max_reply_bytes ({_size(self.limit)}) before it was complete; "
-                f"the connection was closed and the partial reply discarded (raise max_reply_bytes for longer replies)"
-            )
-        self._buffer += data
-        return self._events(final=False)
-
-    def close(self) -> list[ServerSentEvent]:
-        """The events still held at the end of the body (an unterminated last line counts)."""
-        events = self._events(final=True)
-        if self._buffer:
-            event = self._decoder.decode(self._buffer.decode("utf-8", "replace"))
-            self._buffer.clear()
-            if event is not None:
-                events.append(event)
-        return events
-
-    def _events(self, *, final: bool) -> list[ServerSentEvent]:
-        buffer = self._buffer
-        events: list[ServerSentEvent] = []
-        start = 0
-        while True:
-            match = _LINE_END.search(buffer, self._scan)
-            if match is None:
-                break
-            at = match.start()
-            if buffer[at] == 0x0D:  # CR: a CRLF may be split across reads
-                if at + 1 == len(buffer) and not final:
-                    break
-                end = at + 2 if at + 1 < len(buffer) and buffer[at + 1] == 0x0A else at + 1
-            else:
-                end = at + 1
-            event = self._decoder.decode(buffer[start:at].decode("utf-8", "replace"))
-            if event is not None:
-                events.append(event)
-            start = self._scan = end
-        del buffer[:start]
-        self._scan = len(buffer) - 1 if buffer.endswith(b"\r") else len(buffer)
-        return events
-
-
-def _size(n: int) -> str:
-    if n >= 1024 * 1024 and n % (1024 * 1024) == 0:
-        return f"{n // (1024 * 1024)} MiB"
-    if n >= 1024 and n % 1024 == 0:
-        return f"{n // 1024} KiB"
-    return f"{n} bytes"
 
 
 # -- the transport -----------------------------------------------------------------------------------
@@ -456,7 +376,7 @@ class SSETransport:
         instead (None: do not retry)."""
         status = response.status_code
         retry_after = retry_after_seconds(response.headers)
-        error_type, detail = _error_detail(text, response.reason_phrase, call.endpoint.secrets)
+        error_type, detail = error_detail(text, response.reason_phrase, call.endpoint.secrets)
         reason = self.policy.gives_up(status, attempt, retry_after)
         if status == 429 and error_type in OUT_OF_QUOTA:  # billing, not a rate: waiting does not help
             reason = "not retried: the account has no quota or credit left; check its plan and billing"
@@ -573,66 +493,3 @@ async def _aerror_text(response: httpx.Response) -> str:
     finally:
         await _aclose(chunks)
     return bytes(body).decode(response.encoding or "utf-8", "replace")
-
-
-def _error_detail(text: str, reason_phrase: str, secrets: tuple[str, ...]) -> tuple[str | None, str]:
-    """(the API's error type, its message) from an error response's body, as safe one-line text.
-
-    Understands OpenAI's ``{"error": {"message", "type", "code"}}``, Anthropic's
-    ``{"type": "error", "error": {"type", "message"}}`` and Ollama's ``{"error": "..."}``.
-    """
-    error_type: str | None = None
-    detail = text
-    try:
-        body = json.loads(text)
-    except (ValueError, RecursionError):
-        body = None
-        page = html_page(text)
-        if page is not None:  # a proxy's or gateway's error page: what it is called, not its markup
-            detail = f"an error page: {page}" if page else "an error page"
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            # OpenAI's "code" (invalid_api_key) says more than its "type" (invalid_request_error)
-            code = error.get("code")
-            error_type = code if isinstance(code, str) else error.get("type")
-            detail = str(error.get("message") or error.get("detail") or text)
-        elif isinstance(error, str):
-            detail = error
-    error_type = one_line(error_type, secrets) if isinstance(error_type, str) else None
-    return error_type, one_line(detail, secrets) or one_line(reason_phrase, secrets) or "no details"
-
-
-def stream_error(label: str, error: Any, secrets: tuple[str, ...]) -> ProviderHTTPError:
-    """An error event inside a reply stream (both APIs send ``{"error": {"type", "message"}}``)."""
-    error_type = error.get("type") if isinstance(error, dict) else None
-    message = error.get("message") if isinstance(error, dict) else error
-    error_type = one_line(error_type, secrets) if isinstance(error_type, str) else None
-    return ProviderHTTPError(
-        f"{label} reported an error in the middle of the reply"
-        f"{f' ({error_type})' if error_type else ''}: "
-        f"{one_line(str(message), secrets) or 'no details'}; the partial reply was discarded",
-        error_type=error_type,
-    )
-
-
-def parse_event_json(label: str, event: ServerSentEvent) -> Any:
-    try:
-        return json.loads(event.data)
-    except ValueError as exc:
-        raise MalformedReply(
-            f"{label}: an event in the reply is not valid JSON ({exc}); the partial reply was discarded"
-        ) from None
-    except RecursionError:
-        raise MalformedReply(
-            f"{label}: an event in the reply nests JSON deeper than can be read; the partial reply was discarded"
-        ) from None
-
-
-def one_line(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` on one line, at most ``MAX_DETAIL`` characters, with every secret redacted (the
-    request's, and the environment's: a server may echo another key it was sent)."""
-    text = redact_all(re.sub(r"\s+", " ", text[: 4 * MAX_DETAIL]).strip(), secrets)
-    if len(text) > MAX_DETAIL:
-        text = text[: MAX_DETAIL - 1].rstrip() + "…"
-    return text

@@ -29,52 +29,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from .._errors import ConfigError
+from ._registry import REGISTRY
+from ._window_rules import Window
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
-    "ECHO_WINDOW",
-    "FixedWindow",
-    "ServedWindow",
-    "Window",
-    "WindowRule",
     "model_window",
     "window_for",
 ]
 
-ECHO_WINDOW = 8_192
 # A provider the database does not list, with no window stated: as large as the largest
 # windows the database knows (1M), so nothing a model would accept is refused here.
 DEFAULT_CONTEXT_WINDOW = 1_048_576
 
 # "-20250929", "-2024-07-18", "-latest": the names providers publish beside an alias
 _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """A model's context window, whether it is known, and where it came from."""
-
-    tokens: int
-    known: bool
-    source: str
-    small: bool = False  # a conservative guess (a server of one's own), not the largest known
-
-    def note(self, model: str) -> str:
-        """One line saying the window is a guess, by which rule, and how to state it."""
-        if self.small:
-            return (
-                f"{model}: context window unknown; assuming {self.tokens:,} tokens ({self.source}), so compaction "
-                f"starts early rather than never (%config SlotMagic.context_windows = {{{model!r}: N}} sets its "
-                "real size)"
-            )
-        return (
-            f"{model}: context window unknown; assuming {self.tokens:,} tokens, {self.source}, so nothing it "
-            f"would take is refused here (%config SlotMagic.context_windows = {{{model!r}: N}} sets its real size)"
-        )
 
 
 def model_window(model: str, overrides: Mapping[str, int] | None = None, settings: Any = None) -> Window:
@@ -89,15 +61,14 @@ def model_window(model: str, overrides: Mapping[str, int] | None = None, setting
     for candidate in candidates:
         if candidate in table:
             return Window(table[candidate], True, "context_windows")
-    from ._registry import REGISTRY
-
     spec = REGISTRY.get(provider if sep else model)
     if spec is not None and spec.window is not None and (sep or spec.bare):
-        return spec.window.window(spec.name, name if sep else model, settings)
+        served = None if settings is None else (lambda: REGISTRY.endpoint(settings, spec.name))
+        return spec.window.window(spec.name, name if sep else model, served)
     from . import _catalog as catalog  # the database loads only when a model needs it
 
     base_url = base_url_of(settings, provider)
-    ids = catalog.provider_ids(provider, base_url) if sep else ()
+    ids = catalog.provider_ids(spec.catalog if spec is not None else None, base_url) if sep else ()
     family = None
     for provider_id in ids:
         found = catalog.find_model(provider_id, name)
@@ -124,42 +95,9 @@ def window_for(model: str, overrides: Mapping[str, int] | None = None, settings:
     return found.tokens, found.known
 
 
-class WindowRule(Protocol):
-    """How a provider knows its models' windows (a :class:`ProviderSpec`'s ``window``)."""
-
-    def window(self, provider: str, name: str, settings: Any) -> Window: ...
-
-
-@dataclass(frozen=True, slots=True)
-class FixedWindow:
-    """Every model of the provider takes ``tokens``."""
-
-    tokens: int
-    source: str
-
-    def window(self, provider: str, name: str, settings: Any) -> Window:
-        return Window(self.tokens, True, self.source)
-
-
-@dataclass(frozen=True, slots=True)
-class ServedWindow:
-    """What an Ollama server serves the model with, asked once; its default without settings."""
-
-    def window(self, provider: str, name: str, settings: Any) -> Window:
-        from ._ollama import OLLAMA_DEFAULT_CONTEXT, served_context
-
-        if settings is None:
-            return Window(OLLAMA_DEFAULT_CONTEXT, True, "Ollama's default context length")
-        from ._registry import REGISTRY
-
-        served = served_context(REGISTRY.endpoint(settings, provider), name)
-        return Window(served.tokens, True, served.how)
-
-
 def _own_server(settings: Any, provider: str, name: str) -> Window:
     """The window a server the database does not know says it serves ``name`` with, else
     :data:`._served.UNKNOWN_SERVER_WINDOW` (see :mod:`._served`)."""
-    from ._registry import REGISTRY
     from ._served import UNKNOWN_SERVER_WINDOW, served_window
 
     endpoint = REGISTRY.endpoint(settings, provider)
@@ -173,11 +111,9 @@ def _own_server(settings: Any, provider: str, name: str) -> Window:
 
 def base_url_of(settings: Any, provider: str) -> str | None:
     """The base URL ``settings`` point ``provider`` at (None: none can be made yet)."""
-    from ._registry import REGISTRY
-
-    if settings is None:
+    spec = REGISTRY.get(provider)
+    if settings is None or spec is None or spec.endpoint is None:  # no server to point at (echo)
         return None
-
     try:
         return REGISTRY.endpoint(settings, provider).base_url
     except Exception:  # no key yet, a URL that cannot work: the request says so; the window does not care

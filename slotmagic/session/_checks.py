@@ -10,7 +10,7 @@ from .._core.checks import check_text, check_whole
 from .._core.definition import describe_difference
 from .._core.messages import Message
 from .._core.slots import Slot, SlotConfig, validate_slot_id
-from .._engine.turn import TurnOptions
+from .._engine.run.turn import TurnOptions
 from .._errors import ConfigError, SlotConflict
 from ..providers import parse_model
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from .._core.checks import check_flag, check_optional_text, check_text, check_whole
 from .._core.compaction import Compaction
 from .._core.slots import SlotMode
-from .._engine.next_view import next_view
-from .._engine.review import Draft, drop_draft, keep_draft, kept_draft
-from .._engine.turn import TurnEngine
-from .._engine.view import View
+from .._engine.compaction.review import Draft, drop_draft, keep_draft, kept_draft
+from .._engine.run.turn import TurnEngine
+from .._engine.view.next_view import next_view
+from .._engine.view.view import View
 from .._errors import ConfigError, SlotReadonly
 from .._store.base import History
 from ._checks import check_model, optional_slot

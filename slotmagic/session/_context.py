@@ -14,8 +14,8 @@ from .._contextbook import ContextBook
 from .._core.checks import check_flag, check_whole
 from .._core.context import WorkingContext
 from .._core.slots import Slot
-from .._engine.turn import TurnEngine
-from .._engine.view import View
+from .._engine.run.turn import TurnEngine
+from .._engine.view.view import View
 from ..tools import Tool
 from ..tools._context import context_tools
 
@@ -71,6 +71,10 @@ class SessionContext(ContextBook):
         update tools when ``updates`` is on; none when the working context is off."""
         if self.turns is None or not slot.config.working_context:
             return []
-        if not self.updates and not any(e.kind == "context" for e in view.entries):
-            return []
+        if not self.updates:
+            for entry in view.entries:  # a loop, not any() over a generator: every turn asks
+                if entry.kind == "context":
+                    break
+            else:
+                return []
         return list(self.tools(slot.id, updates=self.updates))

@@ -12,7 +12,7 @@ The session is the public façade: it checks what it is given and delegates. Its
 are what a user does most (turns, slots, what the next request holds); the rest is grouped by
 concern: ``session.context`` (_context.py), ``session.workflows`` (_workflows.py),
 ``session.history`` (_history.py), ``session.compactions`` (_compactions.py) and
-``session.options`` (_options.py). Turns run in the turn engine (``_engine/turn.py``).
+``session.options`` (_options.py). Turns run in the turn engine (``_engine/run/turn.py``).
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ from .._core.slots import (
 )
 from .._core.usage import Usage
 from .._core.users import check_user
-from .._engine.budgeting import SlotBudget, cache_totals
-from .._engine.cells import CellBook
-from .._engine.fanout import FanOut, FanOutResult, plan_fan_out
-from .._engine.next_view import next_view
-from .._engine.reply import Reply
-from .._engine.turn import AsyncTurnStream, TurnEngine, TurnStream, counted
-from .._engine.view import View
-from .._engine.warm import warm_up
+from .._engine.plan.cells import CellBook
+from .._engine.run.fanout import FanOut, FanOutResult, plan_fan_out
+from .._engine.run.reply import Reply
+from .._engine.run.turn import AsyncTurnStream, TurnEngine, TurnStream, counted
+from .._engine.run.warm import warm_up
+from .._engine.view.budgeting import SlotBudget, cache_totals
+from .._engine.view.next_view import next_view
+from .._engine.view.view import View
 from .._errors import ConfigError, SlotNotEmpty, StoreError
 from .._snapshot import LastUserCache
 from .._store import Store, open_store
@@ -452,7 +452,7 @@ class Session:
         unchanged text leaves the session as that cell left it the first time: the stored
         reply (no model call) and, for a turn on the current slot, the slot it ran on made
         current again. Edited text (or ``rerun``) forks a sibling just before the earlier turn
-        and runs there (see :mod:`slotmagic._engine.plan`). Without ``cell_id`` turns append.
+        and runs there (see :mod:`slotmagic._engine.plan.cell_turn`). Without ``cell_id`` turns append.
         """
         return TurnStream(
             self._engine, *self._engine.start(text, turn_options(options, self.options.namespace_threshold))

@@ -22,8 +22,8 @@ from .._core.messages import Message
 from .._core.records import TurnRecord
 from .._core.slots import validate_slot_id
 from .._diff import BranchDiff, diff_slots
-from .._engine.reply import Reply
-from .._engine.turn import TurnEngine
+from .._engine.run.reply import Reply
+from .._engine.run.turn import TurnEngine
 from .._explore import Explorer, Merge
 from .._export import export_slot
 from .._store.base import GcReport, Mark, SearchHit, UndoStep

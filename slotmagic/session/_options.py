@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._core.checks import check_flag, check_whole
-from .._engine.fanout import MAX_CONCURRENCY
-from .._engine.turn import AUTO_COMPACT, TurnEngine
+from .._engine.run.fanout import MAX_CONCURRENCY
+from .._engine.run.turn import AUTO_COMPACT, TurnEngine
 from .._errors import ConfigError
 from ..tools._variables import READ_VARIABLE, read_variable_tool
 from ._checks import check_model, check_windows

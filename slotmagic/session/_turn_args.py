@@ -4,7 +4,7 @@
 arguments; their ``**options`` is typed ``Unpack[TurnArgs]`` (PEP 692), so a misspelt or
 mistyped option (``temprature=0.2``, ``max_tokens="many"``) is an error in mypy and the
 editor, as well as a ``ConfigError`` at run time. Every option may be left out or given as
-None (the default); each is checked when the turn is planned (``_engine/pending.py``'s
+None (the default); each is checked when the turn is planned (``_engine/plan/pending.py``'s
 ``TurnOptions``, which holds the same names: ``tests/test_turn_args.py`` keeps the two alike).
 
 An option is added in three places: a field of ``TurnOptions``, a key here (of ``FanOutArgs``

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 from traitlets import Dict
 
-from .._engine.budgeting import budget_data, budget_html
+from .._engine.view.budgeting import budget_data, budget_html
 from ._base import asset
 from ._slotview import SlotViewWidget
 
 if TYPE_CHECKING:
-    from .._engine.view import View
+    from .._engine.view.view import View
     from ..session import Session
 
 __all__ = ["SlotBudgetWidget"]
@@ -20,7 +20,7 @@ __all__ = ["SlotBudgetWidget"]
 class SlotBudgetWidget(SlotViewWidget):
     """The budget of ``slot`` (None: whichever slot is current), by category, against the
     model's window, with the compaction threshold marked. ``budget`` is
-    :func:`slotmagic._engine.budgeting.budget_data` of :meth:`Session.budget`."""
+    :func:`slotmagic._engine.view.budgeting.budget_data` of :meth:`Session.budget`."""
 
     _esm = asset("static.js", "budget.js")
     _css = asset("common.css", "budget.css")

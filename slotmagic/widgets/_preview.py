@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from traitlets import Dict
 
-from .._engine.view import View, view_data, view_html, view_summary
+from .._engine.view.view import View, view_data, view_html, view_summary
 from .._render import describe_mode
 from ._base import asset
 from ._slotview import SlotViewWidget
@@ -19,7 +19,7 @@ __all__ = ["SlotPreviewWidget"]
 
 class SlotPreviewWidget(SlotViewWidget):
     """The view of ``slot`` (None: whichever slot is current) as :meth:`Session.preview` gives
-    it. ``view`` is :func:`slotmagic._engine.view.view_data` plus a ``summary`` line."""
+    it. ``view`` is :func:`slotmagic._engine.view.view.view_data` plus a ``summary`` line."""
 
     _esm = asset("static.js", "preview.js")
     _css = asset("common.css", "preview.css")

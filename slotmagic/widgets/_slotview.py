@@ -9,7 +9,7 @@ from .._errors import SlotMagicError
 from ._base import SessionSource, SessionWidget
 
 if TYPE_CHECKING:
-    from .._engine.view import View
+    from .._engine.view.view import View
     from ..session import Session
     from ._live import LiveWidgets
 

@@ -1,7 +1,7 @@
 """A widget as of its cell: what a replayed cell shows in place of its live widget.
 
 A cell that reads the session (``%slot tree``, ``%slot budget``, ``%workflow show``...) shows,
-while a Run All retraces the notebook's recorded run, what it showed then (_engine/cells.py).
+while a Run All retraces the notebook's recorded run, what it showed then (_engine/plan/cells.py).
 Its widget is rebuilt from the cell record: the same view (the widget's own ES module and
 style sheet) over the state it had, with a line saying it is as of that cell. When the
 session has changed since, the line offers *follow live*: the command runs again, quietly,

@@ -15,7 +15,8 @@ from slotmagic._errors import ProviderHTTPError, ProviderTimeout, ReplyTooLarge
 from slotmagic.providers import ChatRequest, ProviderSettings
 from slotmagic.providers._anthropic import AnthropicProvider
 from slotmagic.providers._openai import OpenAIProvider
-from slotmagic.providers._transport import MAX_ERROR_BODY, SSEReader
+from slotmagic.providers._sse import SSEReader
+from slotmagic.providers._transport import MAX_ERROR_BODY
 
 from .support import Drain, drain_async, drain_sync
 from .wire_server import (

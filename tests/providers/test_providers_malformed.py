@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from slotmagic._core.messages import Message
 from slotmagic._errors import MalformedReply, ProviderError
 from slotmagic.providers import ChatRequest, ProviderSettings
-from slotmagic.providers._anthropic import AnthropicProvider, EventAssembler
+from slotmagic.providers._anthropic import AnthropicProvider
+from slotmagic.providers._anthropic_stream import EventAssembler
 from slotmagic.providers._openai import ChunkAssembler, OpenAIProvider
 
 from .support import Drain

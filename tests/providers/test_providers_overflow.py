@@ -16,7 +16,7 @@ import pytest
 
 from slotmagic import Message, Reply, Session
 from slotmagic._core.compaction import COMPACTION_MARKER
-from slotmagic._engine.overflow import is_overflow, learned_window, overflow_numbers
+from slotmagic._engine.compaction.overflow import is_overflow, learned_window, overflow_numbers
 from slotmagic._errors import CompactionNeeded, OverBudget, ProviderHTTPError
 from slotmagic.providers import ProviderSettings
 

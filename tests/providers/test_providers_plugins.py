@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slotmagic.providers._registry import ENTRY_POINTS, REGISTRY, ProviderSpec, Registry, group_may_be_named
-from slotmagic.providers._windows import FixedWindow
+from slotmagic.providers._window_rules import FixedWindow
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import pytest
 
 from slotmagic import Session
 from slotmagic._core.messages import Message
-from slotmagic._engine.loop import server_steps
+from slotmagic._engine.run.loop import server_steps
 from slotmagic.providers import ChatRequest, ProviderSettings
 from slotmagic.providers._anthropic import AnthropicProvider
 from slotmagic.providers._anthropic import request_body as anthropic_body

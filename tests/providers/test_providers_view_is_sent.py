@@ -22,7 +22,7 @@ from slotmagic._core.images import Image
 from slotmagic._core.messages import Message, Thinking, ToolCall
 from slotmagic._core.repair import NOT_RUN
 from slotmagic._core.request import ToolSpec
-from slotmagic._engine.inputs import Counting
+from slotmagic._engine.view.inputs import Counting
 from slotmagic.providers import ProviderSettings
 from slotmagic.providers._wire import EARLIER
 from slotmagic.tokens import TokenCounter

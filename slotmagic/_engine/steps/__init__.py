@@ -1,8 +1,8 @@
 """The steps of the view pipeline: what a step is, and the steps that live in a module of their own.
 
-A step is a function over a :class:`~slotmagic._engine.view.ViewBuild`, made a :class:`Step`
+A step is a function over a :class:`~slotmagic._engine.view.view.ViewBuild`, made a :class:`Step`
 by :func:`step`, which names the inputs it reads (fields of
-:class:`~slotmagic._engine.inputs.ViewInputs`). The inputs are the key a preview is kept under,
+:class:`~slotmagic._engine.view.inputs.ViewInputs`). The inputs are the key a preview is kept under,
 so a step that read something else would leave previews stale: ``tests/test_view_inputs.py``
 runs every step and checks it reads only what it declares. Adding a step is one module here
 and one line in ``pipeline.STEPS`` (see docs/development.md, "How to add a view step").
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..inputs import INPUTS
-from ..view import ViewBuild
+from ..view.inputs import INPUTS
+from ..view.view import ViewBuild
 
 Run = Callable[[ViewBuild], None]
 

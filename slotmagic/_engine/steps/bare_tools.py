@@ -16,7 +16,7 @@ name every tool a result answers), and before the budget is read.
 from __future__ import annotations
 
 from ...providers._wire import bare_tools as definitions
-from ..view import ViewBuild
+from ..view.view import ViewBuild
 from . import step
 
 BARE_TOOLS = frozenset({"openai", "anthropic"})  # the request formats whose wire modules add them

@@ -16,7 +16,7 @@ provider of its own format (echo) any reasoning keeps the message, as it always 
 from __future__ import annotations
 
 from ...providers._wire import sends_nothing
-from ..view import Omitted, ViewBuild
+from ..view.view import Omitted, ViewBuild
 from . import step
 
 

@@ -4,7 +4,7 @@ A Claude reply can hold blocks besides its text and tool calls: a server tool's 
 results (web search), a server-side compaction. They are kept with the message and sent back
 whole only to a request that offers that server tool (``params={"tools": [...]}``) or asks for
 server-side compaction (``context_management``); any other request is sent what they say, as
-text in the message where they came (:func:`~slotmagic.providers._anthropic.blocks_as_text`).
+text in the message where they came (:func:`~slotmagic.providers._anthropic_plan.blocks_as_text`).
 That text is what the model reads, so here, for models whose provider speaks Anthropic's format,
 it is put in the view's message and counted, and a preview shows it. A block sent whole is not
 text of the message, but the API reads it as input (a search's results, a compaction's summary:
@@ -23,7 +23,7 @@ from ..._core.messages import Message
 from ...providers._anthropic_plan import blocks_as_text as told
 from ...providers._anthropic_plan import request_plan
 from ...providers._wire import sends_nothing
-from ..view import Omitted, ViewBuild, ViewEntry
+from ..view.view import Omitted, ViewBuild, ViewEntry
 from . import step
 
 

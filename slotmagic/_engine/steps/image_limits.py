@@ -12,15 +12,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...providers._image_limits import fitted, image_limits, target
-from ..view import ViewBuild, ViewEntry
+from ..view.view import ViewBuild, ViewEntry
 from . import step
 
 
 @step("wire", "counting")
 def images_within_limits(build: ViewBuild) -> None:
     limits = image_limits(build.wire)
+    if limits is None:
+        return
     with_images = [i for i, e in enumerate(build.conversation) if e.message.images]
-    if limits is None or not with_images:
+    if not with_images:
         return
     count = sum(len(build.conversation[i].message.images) for i in with_images)
     side, size = target(limits, count)

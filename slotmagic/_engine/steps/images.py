@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..._core.vision import takes_images
-from ..view import ViewBuild, ViewEntry
+from ..view.view import ViewBuild, ViewEntry
 from . import step
 
 

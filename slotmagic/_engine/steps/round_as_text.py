@@ -4,7 +4,7 @@ Anthropic's API, with extended thinking on, refuses a request that ends in a too
 assistant message does not open with thinking ("Expected thinking or redacted_thinking, but
 found tool_use"): calls another provider made, or a round made while thinking was off, carry
 none, and no signature can be made up. It takes the same calls and results told as text
-(:func:`~slotmagic.providers._anthropic.round_as_text`). Whether thinking is on is the turn's
+(:func:`~slotmagic.providers._anthropic_plan.round_as_text`). Whether thinking is on is the turn's
 ``params`` (``ViewInputs.params``), so a preview made with them (``Session.preview(params=…)``)
 shows and counts the round as the turn sends it: ``told`` entries at the round's positions.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ...providers._anthropic_plan import request_plan
 from ...providers._anthropic_plan import round_as_text as told
-from ..view import ViewBuild, ViewEntry
+from ..view.view import ViewBuild, ViewEntry
 from . import step
 
 

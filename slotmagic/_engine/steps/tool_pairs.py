@@ -16,7 +16,7 @@ directly); on a list repaired here that changes nothing.
 from __future__ import annotations
 
 from ..._core.repair import repair_plan
-from ..view import Omitted, ViewBuild, ViewEntry
+from ..view.view import Omitted, ViewBuild, ViewEntry
 from . import step
 
 

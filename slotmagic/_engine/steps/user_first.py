@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..._core.messages import Message
 from ...providers._wire import EARLIER
-from ..view import ViewBuild, ViewEntry
+from ..view.view import ViewBuild, ViewEntry
 from . import step
 
 USER_FIRST = frozenset({"anthropic"})  # the request formats that want a user message first

@@ -8,7 +8,7 @@ threshold (seed T1). No active workflow, nothing added: the request is what it w
 from __future__ import annotations
 
 from ..._core.messages import Message
-from ..view import ViewBuild
+from ..view.view import ViewBuild
 from . import step
 
 

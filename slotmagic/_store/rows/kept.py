@@ -59,7 +59,7 @@ class KeptRows(RowsBase):
             )
             return value
 
-    # -- cell records (_engine/cells.py) -------------------------------------------------------
+    # -- cell records (_engine/plan/cells.py) -------------------------------------------------------
 
     def cell_record(self, session_id: str, key: str) -> CellRecord | None:
         """What the cell named ``key`` did when it first ran; None if it never ran. A record that
