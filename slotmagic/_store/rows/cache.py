@@ -8,7 +8,7 @@ when the caches are dropped).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 from ..._core.compaction import Compaction
 from ..._core.context import ContextEvent
 from ..._core.messages import ROLES, Message, fields_from_extra
-from ..._core.records import TurnRecord
+from ..._core.records import TurnInfo, TurnRecord
 from ..._core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotSource
 from ..history import Mark
 
@@ -60,6 +60,16 @@ def messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list
                 setters[name](message, value)
         append(message)
     return out
+
+
+# The columns a turn record is read from (what a turn holds beyond them is TurnInfo's JSON).
+TURN_COLUMNS = ("number", "start", "count", "info", "created_at")
+
+
+def turn_record(key: int, got: Sequence[Any]) -> TurnRecord:
+    """The record of turn row ``got`` (of ``TURN_COLUMNS``) of slot row ``key``."""
+    number, start, count, info, created_at = got
+    return TurnRecord(number, start, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number))
 
 
 @dataclass(slots=True)

@@ -26,7 +26,11 @@ COPIED_SESSION_TABLES: dict[str, tuple[str, ...]] = {
     "workflows": ("session_id", "name", "record", "active", "created_at"),
     "cells": ("session_id", "key", "seq", "record", "created_at"),
 }
-_TEXT_COLUMNS = {"messages": 4, "namespace": 3}  # columns that may hold any text (NUL included)
+# The column of each table that may hold any text (NUL included), by its place in the table's list.
+_TEXT_COLUMNS = {
+    table: {**COPIED_SLOT_TABLES, **COPIED_SESSION_TABLES}[table].index("content")
+    for table in ("messages", "namespace")
+}
 # A slot row's columns, as a dump holds them: SlotRow's (a new one is copied with no line here).
 _SLOT_COLUMNS = tuple(SLOT_COLUMNS.values())
 
