@@ -182,7 +182,8 @@ def test_the_column_example_migrates_a_postgres_schema(postgres_url: str, monkey
 
 
 # The page's three pieces put where it says, in a copy of the package; then a slot's color is
-# written, read back as a slot row's field by a store opened afresh, and copied to a new store.
+# written, kept through an undo, read back as a slot row's field by a store opened afresh, and
+# copied to a new store.
 _COLORS = """
 import json, sys
 from slotmagic import Session
@@ -195,11 +196,14 @@ with Session.open("col", db_path=source) as session:
     session.derive_slot("draft")
     with session.store._write() as db:
         db.execute("UPDATE slots SET color = ? WHERE name = ?", ("teal", "draft"))
+    session.submit_turn("more", slot="draft")
+    session.history.undo("draft")  # the slot's name moves to a new row, which keeps the color
 copy_sessions(source, copy)
 seen = {}
 for target in (source, copy):
     with open_store(target) as store, store._read() as db:
-        seen[target] = {row.name: row.color for row in store._rows(db, "col").rows.values()}
+        rows = store._rows(db, "col").rows.values()
+        seen[target] = {row.name: row.color for row in rows if row.live}
 print(json.dumps(list(seen.values())))
 """
 
