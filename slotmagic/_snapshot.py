@@ -1,11 +1,11 @@
 """What the JupyterLab sidebar shows of a session, built from the public Session API.
 
 Plain Python (no IPython): ``session_snapshot(session)`` is the ``state`` message the kernel
-sends the sidebar (see :mod:`slotmagic._magics.sidebar` for the protocol)::
+sends the sidebar (its types: :mod:`slotmagic._core.sidebar_protocol`)::
 
     {"type": "state", "protocol": 1, "session": "notes.ipynb", "current": "default",
      "model": "echo", "workflow": None,
-     "budget": {"window": 8192, "total": 8192, "used": 35, "threshold": 5120, "compactions": 0,
+     "budget": {"window": 8192, "total": 8192, "used": 35, "threshold": 5120,
                 "parts": {"system": {"used": 0, "limit": 512}, "history": {"used": 35, "limit": 5120}, ...}},
      "slots": [{"id": "default", "parent": None, "mode": "full", "source": "new",
                 "messages": 2, "tokens": 31, "turns": 1, "current": True,
@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from ._core.sidebar_protocol import PROTOCOL, BudgetInfo, BudgetPart, StateMessage, WorkflowInfo
 from ._errors import DamagedRecord, SlotMagicError
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LAST_USER_CHARS",
-    "PROTOCOL",
     "HistoryReader",
     "LastUserCache",
     "SessionReader",
@@ -42,7 +42,6 @@ __all__ = [
     "session_snapshot",
 ]
 
-PROTOCOL = 1
 LAST_USER_CHARS = 80
 _SPACE = re.compile(r"\s+")
 
@@ -153,7 +152,7 @@ def _read_last_user(session: SessionReader, slot: Slot) -> str | None:
     return None if message is None else last_user_text(message.content)
 
 
-def session_snapshot(session: SessionReader, cache: LastUserCache | None = None) -> dict[str, Any]:
+def session_snapshot(session: SessionReader, cache: LastUserCache | None = None) -> StateMessage:
     """The sidebar's ``state`` message for ``session``: JSON-ready, no message bodies beyond
     the first words of each slot's last user message."""
     cache = cache if cache is not None else LastUserCache()
@@ -188,24 +187,25 @@ def session_snapshot(session: SessionReader, cache: LastUserCache | None = None)
     }
 
 
-def _budget(session: SessionReader, slot: str) -> dict[str, Any] | None:
+def _budget(session: SessionReader, slot: str) -> BudgetInfo | None:
     """The current slot's next request against its budget, as the panel draws it."""
     try:
         budget = session.budget(slot)
     except SlotMagicError:  # e.g. a model whose counting cannot be set up: no bar, no error
         return None
-    parts = {name: {"used": use.used, "limit": use.allowed} for name, use in budget.report.categories.items()}
+    parts: dict[str, BudgetPart] = {
+        name: {"used": use.used, "limit": use.allowed} for name, use in budget.report.categories.items()
+    }
     return {
         "window": budget.window,
         "total": budget.budget.total,  # the slot's own budget, else the model's window
         "used": budget.report.used,
         "parts": parts,
         "threshold": budget.threshold,
-        "compactions": len(budget.compactions),
     }
 
 
-def _workflow(session: SessionReader) -> dict[str, Any] | None:
+def _workflow(session: SessionReader) -> WorkflowInfo | None:
     """The active workflow as the panel shows it (name, current step, done of total, next)."""
     try:
         workflow = session.workflows.active()

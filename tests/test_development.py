@@ -7,8 +7,11 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import json
+import os
 import re
 import sqlite3
+import subprocess
 import sys
 import textwrap
 import types
@@ -141,7 +144,7 @@ def test_the_subcommand_example_runs_in_the_magic(
 
 
 def column_migrations() -> tuple[Any, tuple[str, ...]]:
-    sqlite_code, postgres_code = examples("How to add a store column")
+    sqlite_code, postgres_code, _ = examples("How to add a store column")
     namespace: dict[str, Any] = {"sqlite3": sqlite3}
     exec(compile(sqlite_code, f"<{PAGE.name}: migration>", "exec"), namespace)
     [step] = [v for k, v in namespace.items() if k.startswith("_v")]
@@ -178,6 +181,84 @@ def test_the_column_example_migrates_a_postgres_schema(postgres_url: str, monkey
         assert db.execute(f"SELECT name, color FROM {schema}.slots").fetchall() == [("default", "teal")]
 
 
+# The page's three pieces put where it says, in a copy of the package; then a slot's color is
+# written, kept through an undo, read back as a slot row's field by a store opened afresh, and
+# copied to a new store.
+_COLORS = """
+import json, sys
+from slotmagic import Session
+from slotmagic._copy import copy_sessions
+from slotmagic._store import open_store
+
+source, copy = sys.argv[1:3]
+with Session.open("col", db_path=source) as session:
+    session.submit_turn("kept")
+    session.derive_slot("draft")
+    with session.store._write() as db:
+        db.execute("UPDATE slots SET color = ? WHERE name = ?", ("teal", "draft"))
+    session.submit_turn("more", slot="draft")
+    session.history.undo("draft")  # the slot's name moves to a new row, which keeps the color
+copy_sessions(source, copy)
+seen = {}
+for target in (source, copy):
+    with open_store(target) as store, store._read() as db:
+        rows = store._rows(db, "col").rows.values()
+        seen[target] = {row.name: row.color for row in rows if row.live}
+print(json.dumps(list(seen.values())))
+"""
+
+
+def with_column(tmp_path: Path) -> Path:
+    """A copy of the package with the page's three pieces where it puts them: the migrations at
+    the end of each store's ``MIGRATIONS``, the field after ``SlotRow.stored_undo``."""
+    import shutil
+
+    sqlite_code, postgres_code, field_code = examples("How to add a store column")
+    root = tmp_path / "package"
+    ignored = shutil.ignore_patterns("__pycache__", "labextension")
+    shutil.copytree(ROOT / "slotmagic", root / "slotmagic", ignore=ignored)
+    store = root / "slotmagic" / "_store"
+
+    def edit(path: Path, before: str, after: str, code: str) -> None:
+        """``code`` put at the first ``after`` that follows ``before`` (before the ``after``)."""
+        text = path.read_text(encoding="utf-8")
+        at = text.index(after, text.index(before))
+        path.write_text(text[:at] + code + text[at:], encoding="utf-8")
+
+    [step] = re.findall(r"^def (\w+)", sqlite_code, re.M)
+    edit(store / "migrations.py", "MIGRATIONS: tuple[Migration", "\n)\n", f"\n    {step},")
+    edit(store / "migrations.py", "", "MIGRATIONS: tuple[Migration", f"{sqlite_code}\n\n")
+    edit(store / "postgres_schema.py", "MIGRATIONS: tuple[tuple", "\n)\n", f"\n    {postgres_code.strip()},")
+    edit(store / "rows" / "cache.py", "    stored_undo:", "\n    ", f"\n    {field_code.strip()}")
+    return root
+
+
+def colors_in_a_copy(tmp_path: Path, source: str, copy: str) -> list[dict[str, str | None]]:
+    root = with_column(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", _COLORS, source, copy],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    found: list[dict[str, str | None]] = json.loads(done.stdout)
+    return found
+
+
+def test_the_column_example_is_one_field_read_and_copied_on_sqlite(tmp_path: Path) -> None:
+    seen = colors_in_a_copy(tmp_path, str(tmp_path / "a.sqlite3"), str(tmp_path / "b.sqlite3"))
+    assert seen == [{"default": None, "draft": "teal"}] * 2
+
+
+def test_the_column_example_is_one_field_read_and_copied_on_postgres(tmp_path: Path, postgres_url: str) -> None:
+    seen = colors_in_a_copy(tmp_path, postgres_url, str(tmp_path / "b.sqlite3"))
+    assert seen == [{"default": None, "draft": "teal"}] * 2
+
+
 # -- the sidebar's protocol ----------------------------------------------------------------------
 
 
@@ -187,5 +268,5 @@ def test_the_paths_the_typescript_names_exist() -> None:
         for source in (ROOT / "labextension" / "src").glob("*.ts")
         for path in re.findall(r"slotmagic/[\w/]+\.py", source.read_text(encoding="utf-8"))
     }
-    assert "slotmagic/_magics/sidebar.py" in named
+    assert "slotmagic/_core/sidebar_protocol.py" in named  # the types protocol.ts copies
     assert [p for p in sorted(named) if not (ROOT / p).is_file()] == []

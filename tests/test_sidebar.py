@@ -12,7 +12,8 @@ import pytest
 
 import slotmagic
 from slotmagic import FocusedConfig, Message, Session, SlotConfig
-from slotmagic._magics.sidebar import TARGET, Sidebar, attach_sidebar
+from slotmagic._core.sidebar_protocol import TARGET
+from slotmagic._magics.sidebar import Sidebar, attach_sidebar
 from slotmagic._snapshot import LastUserCache, last_user_text, session_snapshot
 from slotmagic._store.base import History
 from slotmagic.session import SessionHistory
@@ -50,7 +51,6 @@ def test_snapshot_of_a_tree(session: Session) -> None:
         "total": 8192,
         "used": budget.report.used,
         "threshold": budget.threshold,
-        "compactions": 0,
         "parts": {name: {"used": u.used, "limit": u.allowed} for name, u in budget.report.categories.items()},
     }
     slots = {s["id"]: s for s in state["slots"]}

@@ -1,6 +1,9 @@
 /**
- * The sidebar's comm protocol, version 1: the front end's copy of the design in
- * `slotmagic/_magics/sidebar.py` (the kernel side's docstring). Pure: no JupyterLab imports.
+ * The sidebar's comm protocol, version 1: the front end's copy of the kernel's types in
+ * `slotmagic/_core/sidebar_protocol.py` (each interface here is a TypedDict there;
+ * tests/test_protocol.py checks their fields and the constants below against each other).
+ * When the kernel sends what is the docstring of `slotmagic/_magics/sidebar.py`. Pure: no
+ * JupyterLab imports.
  *
  * Target `slotmagic.sidebar`, in the kernel: it registers it on `%load_ext slotmagic` and never
  * opens a comm itself (where no front end listens, that would be logged as unhandled). The
@@ -41,6 +44,7 @@ export interface IBudget {
   /** The slot's budget: its own (`--budget`), else the model's window. */
   total?: number | null;
   used: number | null;
+  /** Sent keyed by name ({name: part}); `parseBudget` lists them in the order sent. */
   parts: { name: string; part: IBudgetPart }[];
   /** Where compaction starts: history and tool results past this many tokens (null: not sent). */
   threshold?: number | null;
@@ -80,13 +84,40 @@ export interface IErrorMessage {
 
 export type KernelMessage = IStateMessage | IErrorMessage;
 
+/** Front end → kernel: send the state again. */
+export interface IRefreshAction {
+  type: 'refresh';
+}
+
+/** Front end → kernel: make `slot` the current slot. */
+export interface ISwitchAction {
+  type: 'switch';
+  slot: string;
+}
+
+/** Front end → kernel: derive `new` from `slot` and switch to it, as `%slot derive` does. */
+export interface IDeriveAction {
+  type: 'derive';
+  slot: string;
+  new: string;
+}
+
+/** Front end → kernel: rename `slot` to `new`. */
+export interface IRenameAction {
+  type: 'rename';
+  slot: string;
+  new: string;
+}
+
+/** Front end → kernel: delete `slot`; `force` also when it holds turns no other slot shares. */
+export interface IDeleteAction {
+  type: 'delete';
+  slot: string;
+  force: boolean;
+}
+
 /** Front end → kernel. Each is answered with a `state` or an `error`. */
-export type Action =
-  | { type: 'refresh' }
-  | { type: 'switch'; slot: string }
-  | { type: 'derive'; slot: string; new: string }
-  | { type: 'rename'; slot: string; new: string }
-  | { type: 'delete'; slot: string; force: boolean };
+export type Action = IRefreshAction | ISwitchAction | IDeriveAction | IRenameAction | IDeleteAction;
 
 export type FrontMessage = Action & { request?: number };
 

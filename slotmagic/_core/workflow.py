@@ -34,6 +34,7 @@ from typing import Any
 from .._errors import ConfigError, closest
 from .checks import check_text
 from .context import STEP_STATUSES, StepStatus
+from .sidebar_protocol import WorkflowInfo
 
 _NAME = re.compile(r"[\w.-]{1,64}\Z")  # a step's or a workflow's name (\w: letters of any script)
 _LABELED = re.compile(r"(?P<target>.*?)\s*\[(?P<label>[^\[\]]*)\]\s*\Z", re.DOTALL)
@@ -356,7 +357,7 @@ class Workflow:
             "edges": [{"from": e.source, "to": e.target, "label": e.label} for e in self.edges],
         }
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> WorkflowInfo:
         """What the JupyterLab sidebar shows (its ``workflow`` field)."""
         nxt = [e.target for depth, e in self.next_steps(1)]
         return {

@@ -1,8 +1,6 @@
 """The kernel side of the JupyterLab "Slots" sidebar: one Jupyter comm target.
 
-Protocol 1 — the front end's copy of these types is ``labextension/src/protocol.ts``.
-
-**Target** ``slotmagic.sidebar``, on both sides.
+**Target** ``slotmagic.sidebar`` (``TARGET``), on both sides.
 
 - ``%load_ext slotmagic`` registers the target with the kernel's comm manager
   (``comm.get_comm_manager()``). The kernel never opens a comm itself: where no front end
@@ -16,40 +14,21 @@ Protocol 1 — the front end's copy of these types is ``labextension/src/protoco
 - Unloading the extension unregisters the target and closes every comm: the panel shows the
   hint again.
 
-**Kernel → front end** (comm data)::
+**The messages** are typed in :mod:`slotmagic._core.sidebar_protocol`, whose front-end copy
+is ``labextension/src/protocol.ts``: the kernel sends a ``StateMessage`` (the whole state:
+the session, its slots in creation order, so a parent comes before its children, the current
+slot's budget and the active workflow) or an ``ErrorMessage``; the front end sends an
+``Action``: ``refresh``, ``switch``, ``derive`` (and switch to it, as ``%slot derive`` does),
+``rename`` or ``delete``. A slot's ``last_user`` is the first words (at most 80 characters,
+one line) of its last user message; no other message text is sent.
 
-    {"type": "state", "protocol": 1, "session": str, "current": str, "model": str,
-     "slots": [{"id": str, "parent": str | None, "mode": "full" | "focused" | "readonly",
-                "source": "new" | "derived" | "static", "messages": int, "tokens": int,
-                "turns": int, "current": bool, "last_user": str | None}],
-     "budget": None | {...}, "workflow": None | {...}, "request"?: int}
-    {"type": "error", "message": "one line", "kind"?: str, "request"?: int}
-
-``last_user`` is the first words (at most 80 characters, one line) of the slot's last user
-message; no other message text is sent. ``slots`` is in creation order, so a parent comes
-before its children. ``budget`` is None until later work fills it; ``workflow`` is the
-session's active workflow (None when none is active). The panel renders them when present.
-Their shapes (the panel ignores what it does not know)::
-
-    budget:   {"window": int, "total": int, "used": int,  # total: the slot's own budget, else window
-               "parts": {name: {"used": int, "limit": int}}}  # system, history, tools, ...
-    workflow: {"name": str, "current": str | None, "completed": int, "total": int,
-               "next": [str]}
-
-**Front end → kernel**::
-
-    {"type": "refresh"}
-    {"type": "switch", "slot": id}
-    {"type": "derive", "slot": parent, "new": id}      # and switch to it, as %slot derive does
-    {"type": "rename", "slot": id, "new": id}
-    {"type": "delete", "slot": id, "force": bool}
-
-Each may carry ``"request": int``, echoed in its answer so the front end can tell the answer
-from a push. Each is answered with a ``state`` (sent to every open comm) or with an
+Each action may carry ``"request": int``, echoed in its answer so the front end can tell the
+answer from a push. Each is answered with a ``state`` (sent to every open comm) or with an
 ``error`` (to the asking comm only): slotmagic's one-line ``SlotMagicError`` messages, with
 the error's class name as ``kind`` — e.g. ``SlotNotEmpty`` for ``delete`` with
 ``force: false`` of a slot holding turns no other slot shares, which the panel then offers
-to delete anyway.
+to delete anyway. What the kernel is sent is checked before it is acted on (``_action``):
+the front end is another program.
 
 **When the kernel pushes**: after each cell execution (IPython's ``post_execute``) when the
 state differs from the last one sent, and right after answering an action. Every send goes
@@ -67,13 +46,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from .._core.sidebar_protocol import TARGET, Action, ErrorMessage, KernelMessage
 from .._errors import SlotMagicError
 from .._snapshot import LastUserCache, session_snapshot
 from ..session import Session
 
-__all__ = ["TARGET", "Sidebar", "attach_sidebar", "detach_sidebar"]
-
-TARGET = "slotmagic.sidebar"
+__all__ = ["Sidebar", "attach_sidebar", "detach_sidebar"]
 
 
 def _one_line(text: str) -> str:
@@ -94,7 +72,7 @@ class Sidebar:
         self._manager = manager
         self._comms: list[Any] = []
         self._cache = LastUserCache()
-        self._last: dict[str, Any] | None = None  # the last message sent to every comm
+        self._last: KernelMessage | None = None  # the last message sent to every comm
 
     # -- life ------------------------------------------------------------------------------
 
@@ -123,7 +101,8 @@ class Sidebar:
             return
         self._last = message
         if request is not None:
-            message = {**message, "request": request}
+            message = message.copy()
+            message["request"] = request
         for comm in list(self._comms):
             comm.send(message)
 
@@ -132,7 +111,7 @@ class Sidebar:
         if self._comms:
             self.push()
 
-    def _message(self) -> dict[str, Any]:
+    def _message(self) -> KernelMessage:
         try:
             return session_snapshot(self._session(), self._cache)
         except (SlotMagicError, UsageError) as exc:  # e.g. a store that cannot be opened
@@ -161,9 +140,9 @@ class Sidebar:
         request = data.get("request") if isinstance(data, Mapping) else None
         request = request if isinstance(request, int) and not isinstance(request, bool) else None
         try:
-            self._act(data)
+            self._act(_action(data))
         except (SlotMagicError, UsageError, ValueError) as exc:
-            error: dict[str, Any] = {"type": "error", "message": _one_line(str(exc))}
+            error: ErrorMessage = {"type": "error", "message": _one_line(str(exc))}
             if isinstance(exc, SlotMagicError):
                 error["kind"] = type(exc).__name__
             if request is not None:
@@ -175,25 +154,38 @@ class Sidebar:
             with suppress(Exception):  # the panel's answer is sent; the rest is best effort
                 self._on_action()
 
-    def _act(self, data: object) -> None:
+    def _act(self, action: Action) -> None:
         """Carry out one front-end action through the public Session API."""
-        if not isinstance(data, Mapping):
-            raise ValueError("the sidebar sent a message that is not an object")
-        kind = data.get("type")
-        if kind == "refresh":
+        if action["type"] == "refresh":
             return
         session = self._session()
-        if kind == "switch":
-            session.switch_slot(_text(data, "slot"))
-        elif kind == "derive":
-            session.derive_slot(_text(data, "new"), parent=_text(data, "slot"))
-            session.switch_slot(_text(data, "new"))  # as %slot derive does
-        elif kind == "rename":
-            session.rename_slot(_text(data, "slot"), _text(data, "new"))
-        elif kind == "delete":
-            session.delete_slot(_text(data, "slot"), force=data.get("force") is True)
-        else:
-            raise ValueError(f"the sidebar sent an unknown action {kind!r}")
+        if action["type"] == "switch":
+            session.switch_slot(action["slot"])
+        elif action["type"] == "derive":
+            session.derive_slot(action["new"], parent=action["slot"])
+            session.switch_slot(action["new"])  # as %slot derive does
+        elif action["type"] == "rename":
+            session.rename_slot(action["slot"], action["new"])
+        elif action["type"] == "delete":
+            session.delete_slot(action["slot"], force=action["force"])
+
+
+def _action(data: object) -> Action:
+    """What the front end sent, as the action it names, its fields checked (ValueError: not one)."""
+    if not isinstance(data, Mapping):
+        raise ValueError("the sidebar sent a message that is not an object")
+    kind = data.get("type")
+    if kind == "refresh":
+        return {"type": "refresh"}
+    if kind == "switch":
+        return {"type": "switch", "slot": _text(data, "slot")}
+    if kind == "derive":
+        return {"type": "derive", "slot": _text(data, "slot"), "new": _text(data, "new")}
+    if kind == "rename":
+        return {"type": "rename", "slot": _text(data, "slot"), "new": _text(data, "new")}
+    if kind == "delete":
+        return {"type": "delete", "slot": _text(data, "slot"), "force": data.get("force") is True}
+    raise ValueError(f"the sidebar sent an unknown action {kind!r}")
 
 
 def _text(data: Mapping[str, Any], key: str) -> str:

@@ -24,15 +24,14 @@ from .postgres_connection import _Connection, _Listener
 from .postgres_schema import CHANNEL, session_channel
 from .rows import Connection, RowStore
 from .rows.cache import SessionRows, SlotRow
-from .rows.common import ROW_COLUMNS
+from .rows.common import SLOT_SELECT
 from .urls import PostgresTarget
 
 # A session's rows changed since a version: the current slot, the last write that removed one
-# of its rows, and the rows written since.
+# of its rows, and the rows written since (SlotRow(*got[2:])).
 _SESSION_AND_SLOTS_SINCE = (
-    "SELECT sessions.current_slot, sessions.removed, "
-    + ", ".join(f"slots.{name}" for name in ROW_COLUMNS.split(", "))
-    + " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id AND slots.changed > ? WHERE sessions.id = ?"
+    f"SELECT sessions.current_slot, sessions.removed, {SLOT_SELECT}"
+    " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id AND slots.changed > ? WHERE sessions.id = ?"
 )
 
 __all__ = ["ChangeTracking"]
@@ -135,10 +134,9 @@ class ChangeTracking(RowStore):
             return super()._rows(db, session_id, every)
         rows = dict(kept.rows)
         for got in found:
-            if got[2] is not None and (kept.partial_of is None or got[2] in rows):
-                row = rows[got[2]] = SlotRow(*got[2:12])
-                if got[12] is not None:
-                    row.undo = json.loads(got[12])
+            row = SlotRow(*got[2:])
+            if row.key is not None and (kept.partial_of is None or row.key in rows):
+                rows[row.key] = row
         current = found[0][0]
         if kept.partial_of is not None and (
             (current is not None and current not in rows)

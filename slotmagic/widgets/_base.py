@@ -21,6 +21,7 @@ from traitlets import Bool, Dict, Unicode
 
 from .._errors import SlotMagicError
 from ._live import LiveWidgets, live_widgets
+from ._messages import ActionStatus
 from ._static import StaticForms
 
 if TYPE_CHECKING:
@@ -182,31 +183,38 @@ class SessionWidget(StaticForms):
         if action == "follow":
             self.follow()
             return
-        answer: dict[str, Any] = {"action": action, "seq": next(self._seq)}
+        said: ActionStatus = {"kind": "error", "text": "", "seq": next(self._seq), "action": action}
         if isinstance(content.get("slot"), str):
-            answer["slot"] = content["slot"]
+            said["slot"] = content["slot"]
         if self._pinned is not None:
             if self._changed_since():  # what the view shows is not the session now: nothing to act on
-                text = (
+                said["text"] = (
                     f"Not done: this view is as of {self._where} and the session has changed since. "
                     "Follow live to act on the session now."
                 )
-                self.status = {**answer, "kind": "error", "text": text, "error": "AsOfCell"}
+                said["error"] = "AsOfCell"
+                self._say(said)
                 return
             self.follow()  # the session now is what it shows: act, and follow from now on
         try:
             text = self._act(self._source(), content)
         except Exception as exc:  # one line in the widget, never a traceback in the log
-            text = getattr(exc, "widget_text", None) or one_line(exc)  # a widget may say it better
-            self.status = {**answer, "kind": "error", "text": text, "error": type(exc).__name__}
+            said["text"] = getattr(exc, "widget_text", None) or one_line(exc)  # a widget may say it better
+            said["error"] = type(exc).__name__
+            self._say(said)
             return
+        said["kind"], said["text"] = "ok", text
         # the current slot the action left: once another changes it, the line is stale
-        current = getattr(self._source(), "current_slot", None)
-        self.status = {**answer, "kind": "ok", "text": text, "current": current}
+        said["current"] = getattr(self._source(), "current_slot", None)
+        self._say(said)
         if self._live is not None:
             self._live.changed()
         else:
             self.refresh()
+
+    def _say(self, said: ActionStatus) -> None:
+        # set_trait: the Dict trait is typed dict[str, Any], which a TypedDict is not to mypy
+        self.set_trait("status", said)
 
 
 def text_of(content: Mapping[str, Any], key: str) -> str:

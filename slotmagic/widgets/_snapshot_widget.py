@@ -22,6 +22,7 @@ from IPython.display import display
 from traitlets import Bool, HasTraits, TraitError, Unicode, dlink
 
 from .._errors import DamagedRecord, SlotMagicError
+from ._messages import ActionStatus
 from ._static import StaticForms, _in_kernel
 
 __all__ = ["SnapshotWidget", "checked_widget", "widget_state"]
@@ -171,10 +172,9 @@ class SnapshotWidget(StaticForms):
             text = f"Not done: this view is as of {where} and the session has changed since. Follow live to act on it."
         if not self.has_trait("status"):
             return
-        said: Any = {"kind": "error", "text": text, "error": "AsOfCell", "seq": -next(self._refusals)}
-        if isinstance(getattr(self, "status", None), str):  # the summary editor's one line
-            said = text
+        refused: ActionStatus = {"kind": "error", "text": text, "error": "AsOfCell", "seq": -next(self._refusals)}
+        one_line = isinstance(getattr(self, "status", None), str)  # the summary editor's status is its line
         with self.hold_sync():
-            self.set_trait("status", said)
+            self.set_trait("status", text if one_line else refused)
             if self.has_trait("failed"):
                 self.set_trait("failed", True)

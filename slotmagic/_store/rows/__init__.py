@@ -21,7 +21,7 @@ The parts, each a class over ``common.RowsBase`` (the connection, the caches, sl
 from __future__ import annotations
 
 from .annotations import AnnotationRows
-from .common import MESSAGE_COLUMNS, ROW_COLUMNS, Connection, Cursor, Dialect, RowsBase
+from .common import MESSAGE_COLUMNS, Connection, Cursor, Dialect, RowsBase
 from .dump import COPIED_SESSION_TABLES, COPIED_SLOT_TABLES, DumpRows, SessionDump
 from .kept import KeptRows
 from .search import MAX_SEARCH_WORDS, SearchRows, search_words
@@ -35,7 +35,6 @@ __all__ = [
     "COPIED_SLOT_TABLES",
     "MAX_SEARCH_WORDS",
     "MESSAGE_COLUMNS",
-    "ROW_COLUMNS",
     "SLOT_TABLES",
     "AnnotationRows",
     "Connection",

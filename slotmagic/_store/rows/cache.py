@@ -8,15 +8,15 @@ when the caches are dropped).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
 from ..._core.compaction import Compaction
 from ..._core.context import ContextEvent
 from ..._core.messages import ROLES, Message, fields_from_extra
-from ..._core.records import TurnRecord
+from ..._core.records import TurnInfo, TurnRecord
 from ..._core.slots import DEFAULT_SLOT, Slot, SlotConfig, SlotMeta, SlotSource
 from ..history import Mark
 
@@ -62,24 +62,59 @@ def messages_from_rows(rows: Iterable[tuple[str, str, int, str | None]]) -> list
     return out
 
 
+# The columns a turn record is read from (what a turn holds beyond them is TurnInfo's JSON).
+TURN_COLUMNS = ("number", "start", "count", "info", "created_at")
+
+
+def turn_record(key: int, got: Sequence[Any]) -> TurnRecord:
+    """The record of turn row ``got`` (of ``TURN_COLUMNS``) of slot row ``key``."""
+    number, start, count, info, created_at = got
+    return TurnRecord(number, start, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number))
+
+
 @dataclass(slots=True)
 class SlotRow:
-    """One row of the slots table, as cached."""
+    """One row of the slots table, as cached.
 
-    key: int
+    The fields ``__init__`` takes are the table's columns, in the order ``SLOT_COLUMNS`` lists
+    them: the statements that read slot rows select that list, and a row is made of what they
+    read (``SlotRow(*got)``). A new column of slots is one field here (its migrations aside):
+    reading it, caching it and copying it (``rows/dump.py``) follow. The other fields are
+    what is worked out from the columns, kept.
+    """
+
+    # A field's column is the one of its name, unless its metadata names another.
+    key: int = field(metadata={"column": "id"})
     name: str
     parent: int | None
     fork_at: int
     length: int
     tokens: int
     turns: int
-    stored_config: dict[str, Any] | str  # the JSON text as read, parsed when first asked
+    # the JSON text as read, parsed when first asked
+    stored_config: dict[str, Any] | str = field(metadata={"column": "config"})
     created_at: float
     deleted_at: float | None
-    undo: dict[str, Any] | None = None  # set on a row hidden by %slot undo (see migrations v7)
-    parsed: tuple[str | None, SlotConfig] | None = None  # (parent name, config), parsed once
-    shown: tuple[tuple[Any, ...], Slot] | None = None  # the Slot last made of it, and from what
-    marked: tuple[tuple[Any, ...], tuple[str, str]] | None = None  # its part of the state marker (as JSON, escaped)
+    # set on a row hidden by %slot undo (see migrations v7): the JSON text as read, parsed when first asked
+    stored_undo: dict[str, Any] | str | None = field(default=None, metadata={"column": "undo"})
+    # worked out from the columns: (parent name, config), parsed once; the Slot last made of it,
+    # and from what; its part of the state marker (as JSON, escaped)
+    parsed: tuple[str | None, SlotConfig] | None = field(default=None, init=False)
+    shown: tuple[tuple[Any, ...], Slot] | None = field(default=None, init=False)
+    marked: tuple[tuple[Any, ...], tuple[str, str]] | None = field(default=None, init=False)
+
+    @property
+    def undo(self) -> dict[str, Any] | None:
+        """What hid this row (``{"by": the row that replaced it, ...}``), or None."""
+        stored = self.stored_undo
+        if isinstance(stored, str):
+            stored = self.stored_undo = json.loads(stored)
+        assert stored is None or isinstance(stored, dict)
+        return stored
+
+    @undo.setter
+    def undo(self, value: dict[str, Any] | None) -> None:
+        self.stored_undo = value
 
     @property
     def live(self) -> bool:
@@ -108,6 +143,11 @@ class SlotRow:
             )
             self.parsed = (parent_name, made)
         return self.parsed[1]
+
+
+# SlotRow's column fields and the slots columns they hold, in SlotRow's order: the one list the
+# statements that read or copy slot rows are made from.
+SLOT_COLUMNS: dict[str, str] = {f.name: f.metadata.get("column", f.name) for f in fields(SlotRow) if f.init}
 
 
 @lru_cache(maxsize=4_096)
@@ -224,7 +264,8 @@ def tree_order(rows: SessionRows) -> list[SlotRow]:
     its slots as the first run did. Kept until a row's place changes (a turn changes none)."""
     assert rows.partial_of is None, "the order of a session's slots needs all its rows"
     shape = [
-        (r.key, r.name, r.parent, r.fork_at, r.deleted_at, r.undo and r.undo.get("by")) for r in rows.rows.values()
+        (r.key, r.name, r.parent, r.fork_at, r.deleted_at, r.stored_undo and r.undo and r.undo.get("by"))
+        for r in rows.rows.values()
     ]
     if rows.order is None or rows.order[0] != shape:
         rows.order = (shape, _order(rows))

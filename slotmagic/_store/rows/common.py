@@ -13,7 +13,6 @@ are slot rows read again (``_others_wrote``).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -26,19 +25,20 @@ from ..._core.users import current_user
 from ..._core.workflow import Workflow
 from ..._errors import DamagedRecord, SlotNotFound, StoreError
 from ..history import Piece
-from .cache import Segment, SessionRows, SlotRow, live_ancestor, made_slot, messages_from_rows
+from .cache import SLOT_COLUMNS, Segment, SessionRows, SlotRow, live_ancestor, made_slot, messages_from_rows
 
 logger = logging.getLogger("slotmagic")
 
 Dialect = Literal["sqlite", "postgresql"]
 T = TypeVar("T")
 
-ROW_COLUMNS = "id, name, parent, fork_at, length, tokens, turns, config, created_at, deleted_at, undo"
+# The slots columns a slot row is made of (SlotRow's, in its order), as a select list.
+SLOT_SELECT = ", ".join(f"slots.{column}" for column in SLOT_COLUMNS.values())
 MESSAGE_COLUMNS = "role, content, tokens, extra"
+# A session's current slot, then its slot rows: SlotRow(*got[1:]) of each row with a slot.
 _SESSION_AND_SLOTS = (
-    "SELECT sessions.current_slot, "
-    + ", ".join(f"slots.{name}" for name in ROW_COLUMNS.split(", "))
-    + " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id WHERE sessions.id = ?"
+    f"SELECT sessions.current_slot, {SLOT_SELECT}"
+    " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id WHERE sessions.id = ?"
 )
 # The rows a cell on one slot needs: the current slot's and its ancestors' (then, for each other
 # slot named, that slot's and its ancestors', _CHAIN_OF), along the primary key.
@@ -46,20 +46,20 @@ _UP = " UNION SELECT slots.parent FROM slots JOIN chain ON slots.id = chain.id W
 _SESSION_AND_CURRENT = (
     "WITH RECURSIVE chain(id) AS (SELECT current_slot FROM sessions WHERE id = ?"
     + _UP
-    + " SELECT sessions.current_slot, "
-    + ", ".join(f"slots.{name}" for name in ROW_COLUMNS.split(", "))
-    + " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id AND slots.id IN (SELECT id FROM chain)"
+    + f" SELECT sessions.current_slot, {SLOT_SELECT}"
+    " FROM sessions LEFT JOIN slots ON slots.session_id = sessions.id AND slots.id IN (SELECT id FROM chain)"
     " WHERE sessions.id = ?"
 )
+# Slot rows alone: SlotRow(*got).
 _CHAIN_OF = (
     "WITH RECURSIVE chain(id) AS (SELECT id FROM slots WHERE session_id = ? AND name = ? AND deleted_at IS NULL"
     + _UP
-    + f" SELECT {ROW_COLUMNS} FROM slots WHERE id IN (SELECT id FROM chain)"
+    + f" SELECT {SLOT_SELECT} FROM slots WHERE id IN (SELECT id FROM chain)"
 )
 _CHAIN_OF_KEY = (
     "WITH RECURSIVE chain(id) AS (SELECT id FROM slots WHERE session_id = ? AND id = ?"
     + _UP
-    + f" SELECT {ROW_COLUMNS} FROM slots WHERE id IN (SELECT id FROM chain)"
+    + f" SELECT {SLOT_SELECT} FROM slots WHERE id IN (SELECT id FROM chain)"
 )
 
 
@@ -257,19 +257,18 @@ class RowsBase:
         return loaded
 
     def _read_slot_rows(self, session_id: str, found: Iterable[Sequence[Any]], *, partial: bool) -> SessionRows | None:
-        """Rows of ``(current_slot, *ROW_COLUMNS)`` as the session's rows, cached when the
+        """Rows of ``(current_slot, *SLOT_SELECT)`` as the session's rows, cached when the
         session is known; None for a partial read that met a row hidden by undo (the slot
         that replaced it may be anywhere in the session: read it all)."""
         known, current, rows = False, None, {}
         for got in found:
-            known, current, key = True, got[0], got[1]
-            if key is None:
+            known, current = True, got[0]
+            row = SlotRow(*got[1:])
+            if row.key is None:
                 continue  # a session with no slot yet
-            row = rows[key] = SlotRow(*got[1:11])
-            if got[11] is not None:
-                row.undo = json.loads(got[11])
-                if partial and not row.live:
-                    return None
+            rows[row.key] = row
+            if partial and row.stored_undo is not None and not row.live:
+                return None
         for row in rows.values():
             self._row_read(row)
         loaded = SessionRows(rows, current, partial_of=session_id if partial else None)
@@ -293,18 +292,17 @@ class RowsBase:
         return rows.rows.get(key)
 
     def _read_chain(self, rows: SessionRows, found: list[Any]) -> None:
-        """Rows of ``ROW_COLUMNS`` (a slot's and its ancestors') added to a partial set; a row
+        """Rows of ``SLOT_SELECT`` (a slot's and its ancestors') added to a partial set; a row
         hidden by undo among them makes the set whole."""
         session_id = rows.partial_of
         assert session_id is not None
-        if any(got[10] is not None and got[9] is not None for got in found):
-            found = [got[1:] for got in self._db.execute(_SESSION_AND_SLOTS, (session_id,)) if got[1] is not None]
+        made = [SlotRow(*got) for got in found]
+        if any(row.stored_undo is not None and not row.live for row in made):
+            whole = (SlotRow(*got[1:]) for got in self._db.execute(_SESSION_AND_SLOTS, (session_id,)))
+            made = [row for row in whole if row.key is not None]
             rows.partial_of = None
-        for got in found:
-            if got[0] not in rows.rows:
-                row = SlotRow(*got[:10])
-                if got[10] is not None:
-                    row.undo = json.loads(got[10])
+        for row in made:
+            if row.key not in rows.rows:
                 self._row_read(row)
                 rows.add(row)
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._errors import StoreError
-from .common import ROW_COLUMNS, RowsBase
+from .cache import SLOT_COLUMNS
+from .common import RowsBase
 
 # What a session is, table by table, for copying it between stores (``dump_session``): the
 # tables keyed by slot (their first column) and by session id. A new table joins here.
@@ -25,7 +26,13 @@ COPIED_SESSION_TABLES: dict[str, tuple[str, ...]] = {
     "workflows": ("session_id", "name", "record", "active", "created_at"),
     "cells": ("session_id", "key", "seq", "record", "created_at"),
 }
-_TEXT_COLUMNS = {"messages": 4, "namespace": 3}  # columns that may hold any text (NUL included)
+# The column of each table that may hold any text (NUL included), by its place in the table's list.
+_TEXT_COLUMNS = {
+    table: {**COPIED_SLOT_TABLES, **COPIED_SESSION_TABLES}[table].index("content")
+    for table in ("messages", "namespace")
+}
+# A slot row's columns, as a dump holds them: SlotRow's (a new one is copied with no line here).
+_SLOT_COLUMNS = tuple(SLOT_COLUMNS.values())
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,7 @@ class SessionDump:
     session_id: str
     created_at: float
     current: int | None
-    slots: list[tuple[Any, ...]]  # ROW_COLUMNS, id and parent as ranks
+    slots: list[tuple[Any, ...]]  # the slots columns SlotRow holds, in its order; id and parent as ranks
     tables: dict[str, list[tuple[Any, ...]]]
 
     def message_digests(self) -> list[str]:
@@ -45,7 +52,7 @@ class SessionDump:
         content, token count, extra fields and time."""
         import hashlib  # here, as in checksum: only a copy's check digests a session
 
-        names = {row[0]: row[1] for row in self.slots}
+        names = {row["id"]: row["name"] for row in (dict(zip(_SLOT_COLUMNS, r, strict=True)) for r in self.slots)}
         return [
             hashlib.sha256(
                 json.dumps([names[row[0]], *row], ensure_ascii=False).encode("utf-8", "surrogatepass")
@@ -75,10 +82,14 @@ class DumpRows(RowsBase):
             found = db.execute("SELECT created_at, current_slot FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if found is None:
                 raise StoreError(f"there is no session {session_id!r} to copy")
-            rows = db.execute(f"SELECT {ROW_COLUMNS} FROM slots WHERE session_id = ? ORDER BY id", (session_id,))
-            slots = [tuple(r) for r in rows.fetchall()]
-            rank = {row[0]: i for i, row in enumerate(slots)}
-            ranked = [(rank[r[0]], r[1], None if r[2] is None else rank[r[2]], *r[3:]) for r in slots]
+            rows = db.execute(
+                f"SELECT {', '.join(_SLOT_COLUMNS)} FROM slots WHERE session_id = ? ORDER BY id", (session_id,)
+            )
+            slots = [dict(zip(_SLOT_COLUMNS, r, strict=True)) for r in rows.fetchall()]
+            rank = {row["id"]: i for i, row in enumerate(slots)}
+            for row in slots:
+                row["id"], row["parent"] = rank[row["id"]], None if row["parent"] is None else rank[row["parent"]]
+            ranked = [tuple(row.values()) for row in slots]
             tables: dict[str, list[tuple[Any, ...]]] = {}
             for table, columns in COPIED_SLOT_TABLES.items():
                 out: list[tuple[Any, ...]] = []
@@ -111,12 +122,14 @@ class DumpRows(RowsBase):
                 raise StoreError(f"session {dump.session_id!r} exists already in the destination; nothing was copied")
             db.execute("INSERT INTO sessions (id, created_at) VALUES (?, ?)", (dump.session_id, dump.created_at))
             keys: dict[int, int] = {}
-            for rank, name, parent, *rest in dump.slots:
+            for values in dump.slots:
+                row = dict(zip(_SLOT_COLUMNS, values, strict=True))
+                rank = row.pop("id")
+                row["parent"] = None if row["parent"] is None else keys[row["parent"]]
                 keys[rank] = int(
                     db.execute(
-                        "INSERT INTO slots (session_id, name, parent, fork_at, length, tokens, turns, config,"
-                        " created_at, deleted_at, undo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                        (dump.session_id, name, None if parent is None else keys[parent], *rest),
+                        f"INSERT INTO slots (session_id, {', '.join(row)}) VALUES (?{', ?' * len(row)}) RETURNING id",
+                        (dump.session_id, *row.values()),
                     ).fetchall()[0][0]
                 )
             if dump.current is not None:

@@ -137,8 +137,9 @@ def _marked(row: SlotRow, names: dict[int, str], current: int | None) -> tuple[s
     recorded cell asks for the marker, and a session of 10,000 slots has a turn change one."""
     parent = names.get(row.parent) if row.parent is not None else None
     config = row.config  # parsed once: ``stored_config`` is this dict from now on
+    undo = row.stored_undo and row.undo  # most rows have none: not asked of the property
     # its config and undo compared by identity first (a change sets new ones): no JSON made again
-    state = (row.name, parent, row.fork_at, row.length, row.turns, config, row.deleted_at, row.undo, row.key == current)
+    state = (row.name, parent, row.fork_at, row.length, row.turns, config, row.deleted_at, undo, row.key == current)
     if row.marked is None or row.marked[0] != state:
         text = json.dumps(
             [
@@ -149,7 +150,7 @@ def _marked(row: SlotRow, names: dict[int, str], current: int | None) -> tuple[s
                 row.turns,
                 config,
                 row.deleted_at is not None,
-                row.undo,
+                undo,
                 row.key == current,
             ],
             sort_keys=True,

@@ -16,11 +16,11 @@ from typing import Any, Literal
 from ..._core.compaction import Compaction
 from ..._core.context import ContextEvent
 from ..._core.messages import Message
-from ..._core.records import TurnInfo, TurnRecord
+from ..._core.records import TurnRecord
 from ..._errors import DamagedRecord
 from ..history import MARKS, History, Mark, Tip
 from ..postgres_schema import CACHED_SQL as POSTGRES_CACHED_SQL
-from .cache import Segment, SessionRows, SlotRow
+from .cache import TURN_COLUMNS, Segment, SessionRows, SlotRow, turn_record
 from .common import MESSAGE_COLUMNS, Dialect, RowsBase
 
 # A turn some of whose input the provider's prompt cache served (the budget's savings line): the
@@ -107,9 +107,9 @@ class SegmentRows(RowsBase):
             segment = self._segment(key, lo)
             if hi > segment.turns_until:
                 segment.turns.extend(
-                    TurnRecord(number, start, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number))
-                    for number, start, count, info, created_at in self._db.execute(
-                        "SELECT number, start, count, info, created_at FROM turns"
+                    turn_record(key, got)
+                    for got in self._db.execute(
+                        f"SELECT {', '.join(TURN_COLUMNS)} FROM turns"
                         " WHERE slot = ? AND start >= ? AND start < ? ORDER BY start",
                         (key, segment.turns_until, hi),
                     )
@@ -130,9 +130,9 @@ class SegmentRows(RowsBase):
                     segment.cached.extend(t for t in new if t.info.usage is not None and t.info.usage.cached_tokens)
                 else:
                     segment.cached.extend(
-                        TurnRecord(number, at, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number))
-                        for number, at, count, info, created_at in self._db.execute(
-                            "SELECT number, start, count, info, created_at FROM turns"
+                        turn_record(key, got)
+                        for got in self._db.execute(
+                            f"SELECT {', '.join(TURN_COLUMNS)} FROM turns"
                             " WHERE slot = ? AND start >= ? AND start < ?"
                             f" AND {CACHED_SQL[self._DIALECT]} ORDER BY start",
                             (key, start, hi),

@@ -188,7 +188,10 @@ class SlotRows(TurnRows):
             raise SlotExists(slot_id) from None
         rows = self._sessions.get(session_id)
         if rows is not None:
-            rows.rows[key] = SlotRow(key, slot_id, parent, fork_at, fork_at, tokens, turns, config_dict, now, None)
+            rows.rows[key] = SlotRow(
+                key=key, name=slot_id, parent=parent, fork_at=fork_at, length=fork_at, tokens=tokens, turns=turns,
+                stored_config=config_dict, created_at=now, deleted_at=None,
+            )  # fmt: skip
             rows.by_name[slot_id] = key
         self._created[key] = now
         self._segments.pop(key, None)  # an id SQLite handed out again

@@ -18,7 +18,7 @@ from ..._errors import SlotMoved, SlotReadonly, StoreError
 from ..base import CellTurn
 from ..history import History, Tip
 from ..postgres_schema import CELL_ID_SQL as POSTGRES_CELL_ID_SQL
-from .cache import SessionRows, SlotRow, tree_order
+from .cache import TURN_COLUMNS, SessionRows, SlotRow, tree_order, turn_record
 from .common import Connection, Dialect
 from .segments import SegmentRows
 
@@ -57,7 +57,7 @@ class TurnRows(SegmentRows):
     def cell_turns(self, session_id: str, cell_id: str, slot_id: str) -> list[CellTurn]:
         with self._read() as db:
             found = db.execute(
-                "SELECT turns.slot, number, start, count, info, turns.created_at FROM turns"
+                f"SELECT turns.slot, {', '.join(f'turns.{c}' for c in TURN_COLUMNS)} FROM turns"
                 " JOIN slots ON slots.id = turns.slot"
                 f" WHERE {CELL_ID_SQL[self._DIALECT]} = ? AND slots.session_id = ?"
                 " ORDER BY turns.created_at, turns.slot, number",
@@ -68,7 +68,9 @@ class TurnRows(SegmentRows):
             rows = self._rows(db, session_id, every=False)  # the rows of the turns' slots, not all
             mine = self._pieces(rows, self._row(rows, slot_id))
             out = []
-            for key, number, start, count, info, created_at in found:
+            for key, *got in found:
+                record = turn_record(key, got)
+                start = record.start
                 held = any(p.key == key and p.lo <= start < p.hi for p in mine)
                 owner = self._row_of(rows, key)
                 assert owner is not None  # joined with its session's slots above
@@ -76,9 +78,6 @@ class TurnRows(SegmentRows):
                     rows = self._rows(db, session_id)
                 home = owner.name if owner.live else slot_id if held else self._any_holder(rows, key, start)
                 if home is not None:
-                    record = TurnRecord(
-                        number, start, count, TurnInfo.from_dict(json.loads(info)), created_at, (key, number)
-                    )
                     out.append(CellTurn(record, owner.name if owner.live else None, home, held))
             return out
 

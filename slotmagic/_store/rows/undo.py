@@ -11,12 +11,20 @@ import time
 from ..._core.slots import SlotConfig
 from ..._errors import ConfigError
 from ..base import UndoStep
-from .cache import SessionRows, SlotRow, replacement
+from .cache import SLOT_COLUMNS, SessionRows, SlotRow, replacement
 from .common import Connection
 from .slots import SlotRows
 
 # Whether any row of the session was hidden by an undo (an undo step may be anyone's).
 _ANY_UNDONE = "SELECT 1 FROM slots WHERE session_id = ? AND undo IS NOT NULL LIMIT 1"
+# The row that takes a slot's name on an undo is given these, and keeps every other column of the
+# row it hides (a column added later too), but its id, deleted_at and undo: it is a live row of its own.
+_UNDO_SETS = ("session_id", "name", "parent", "fork_at", "length", "tokens", "turns", "config", "created_at")
+_UNDO_KEEPS = [c for c in SLOT_COLUMNS.values() if c not in (*_UNDO_SETS, "id", "deleted_at", "undo")]
+_UNDO_ROW = (
+    f"INSERT INTO slots ({', '.join([*_UNDO_SETS, *_UNDO_KEEPS])})"
+    f" SELECT {', '.join(['?'] * len(_UNDO_SETS) + _UNDO_KEEPS)} FROM slots WHERE id = ? RETURNING id"
+)
 
 
 class UndoRows(SlotRows):
@@ -53,13 +61,8 @@ class UndoRows(SlotRows):
             now = time.time()
             # Hide the old row first: a slot's name is unique among live rows.
             db.execute("UPDATE slots SET deleted_at = ? WHERE id = ?", (now, row.key))
-            key = int(
-                db.execute(
-                    "INSERT INTO slots (session_id, name, parent, fork_at, length, tokens, turns, config, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                    (session_id, row.name, row.key, at, at, tokens, last, json.dumps(row.config), now),
-                ).fetchall()[0][0]
-            )
+            made = (session_id, row.name, row.key, at, at, tokens, last, json.dumps(row.config), now, row.key)
+            key = int(db.execute(_UNDO_ROW, made).fetchall()[0][0])
             undo = {"by": key, "turns": turns, "at": at, "cell": cell}
             db.execute("UPDATE slots SET undo = ? WHERE id = ?", (json.dumps(undo), row.key))
             if rows.current == row.key:
