@@ -61,8 +61,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a focused slot sends no system message from its history's tail",
         'for i, m in enumerate(tail) if m.role != "system")',
         "for i, m in enumerate(tail))",
-        "tests/test_session.py::test_focused_derive_shares_history_and_filters_the_view",
-        "tests/test_explore.py::test_a_pinned_message_survives_compaction_and_the_focused_filter",
+        f"{INV}::test_a_focused_slot_sends_its_historys_system_message_once",
     ),
     _m(
         "focused-exclusions-shrink",
@@ -83,7 +82,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a turn on a readonly slot is refused before the model is called",
         "        if slot.mode is SlotMode.READONLY:\n            raise SlotReadonly(slot.id)",
         "        pass",
-        "tests/test_session.py::test_readonly_slot_refuses_turns_and_appends",
+        f"{INV}::test_a_turn_on_a_readonly_slot_is_refused_before_a_stream_starts",
     ),
     _m(
         "excluded-still-sent",
@@ -108,13 +107,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/test_session.py::test_derive_at_an_earlier_point",
     ),
     _m(
-        "fork-point-mid-turn",
-        "a fork point must be a turn boundary",
+        "fork-point-past-end",
+        "a fork point past the parent's end is refused in one line",
         "        if not 0 <= at <= parent.length:",
         "        if not 0 <= at <= parent.length + 1:",
-        "tests/test_session.py::test_derive_at_an_earlier_point",
-        "tests/test_bad_input.py",
-        k="fork",
+        f"{INV}::test_a_fork_point_past_the_parents_end_is_one_line",
+    ),
+    _m(
+        "fork-point-mid-turn",
+        "a fork point inside a turn is refused, naming the boundaries around it",
+        "            return\n        before, after = self._db.execute(",
+        "            return\n        return\n        before, after = self._db.execute(",
+        "tests/test_bad_input.py::test_fork_points_must_be_whole_turn_boundaries",
     ),
     _m(
         "turn-on-moved-slot",
@@ -219,11 +223,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     _m(
         "compaction-replaced-count",
-        "a compaction says how many messages it replaced",
+        "a compaction covers and counts only what the one before it left",
         "replaced=fold.upto - fold.start,\n            note=",
         "replaced=fold.upto,\n            note=",
-        "tests/test_budgets.py",
-        k="compaction or compact",
+        f"{INV}::test_a_second_compaction_replaces_only_what_the_first_left",
     ),
     # -- budgets ----------------------------------------------------------------------------------
     _m(
@@ -238,8 +241,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tool results count in their own share of the budget",
         'tool_results = sum(e.tokens for e in build.conversation if e.message.role == "tool")',
         "tool_results = 0",
-        "tests/test_budget_is_request.py",
-        "tests/test_budgets.py::test_budget_report_and_threshold",
+        f"{INV}::test_tool_results_count_in_their_own_share_of_the_budget",
     ),
     _m(
         "tools-not-counted",
@@ -253,7 +255,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the turn's new message counts against the budget",
         '        build.conversation.append(ViewEntry(build.new, "new"))',
         "        pass",
-        "tests/test_budget_is_request.py",
+        f"{INV}::test_a_turns_new_message_counts_against_the_budget",
     ),
     _m(
         "max-tokens-not-lowered",
@@ -301,8 +303,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "namespace-other-session",
         "a reference from another session is refused",
-        "found = self.store.namespace_get(self.session_id, key)",
-        "found = self.store.namespace_get(self.session_id, key) or next(iter(self._cache.values()), None)",
+        '"SELECT content FROM namespace WHERE session_id = ? AND key = ?"',
+        '"SELECT content FROM namespace WHERE (session_id = ? OR 1 = 1) AND key = ?"',
         "tests/test_namespace.py::test_a_reference_from_another_session_is_refused",
     ),
     _m(
@@ -314,28 +316,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     # -- tool-result shelving when space is short -------------------------------------------------
     _m(
-        "aged-results-keep-latest",
-        "the latest turns' tool results stay whole while older ones can be shortened",
-        "recent = users[-KEEP_TOOL_RESULT_TURNS] if len(users) > KEEP_TOOL_RESULT_TURNS else 0",
-        "recent = len(build.conversation)",
-        "tests/test_fit.py",
-        "tests/providers/test_context_promise.py",
-    ),
-    _m(
-        "aged-results-pinned",
-        "a pinned tool result is never shortened",
-        'entry.message.role != "tool" or entry.position in build.pinned:',
-        'entry.message.role != "tool":',
-        "tests/test_fit.py",
-        "tests/providers/test_context_promise.py",
+        "aged-results-oldest-first",
+        "when space is short, the oldest tool results are shortened first (the latest turns' last)",
+        "for i in range(boundary):",
+        "for i in reversed(range(boundary)):",
+        f"{INV}::test_when_space_is_short_the_oldest_tool_result_is_shortened_first",
     ),
     _m(
         "aged-results-when-fits",
         "tool results are shortened only when the conversation is past the room",
         "    if conversation <= room:\n        return\n    users",
         "    if conversation < 0:\n        return\n    users",
-        "tests/test_fit.py",
-        "tests/providers/test_context_promise.py",
+        f"{INV}::test_when_space_is_short_the_oldest_tool_result_is_shortened_first",
     ),
     # -- working context --------------------------------------------------------------------------
     _m(
@@ -357,7 +349,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the first request after a compaction carries the whole working context once",
         "return everything or changed_at > turn - recent",
         "return changed_at > turn - recent",
-        "tests/test_context.py::test_done_and_resolved_items_show_while_fresh_then_only_what_is_open",
+        f"{INV}::test_after_a_compaction_the_block_carries_even_a_goal_completed_long_before",
     ),
     # -- workflow DAG -----------------------------------------------------------------------------
     _m(
