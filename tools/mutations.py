@@ -436,7 +436,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a script (and the like) in a stored output is dropped with all it holds",
         "        if tag in _DROPPED:\n            self._skipping.append(tag)\n            return",
         "        if False:\n            return",
-        "tests/test_stored_data.py::test_nothing_of_a_hostile_html_can_run_or_reach_out",
+        "tests/test_stored_data.py::test_what_a_dropped_tag_holds_is_left_out_with_it",
     ),
     _m(
         "stored-link-scheme",
