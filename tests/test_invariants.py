@@ -10,6 +10,9 @@ is changed (the mutations issue 27 lists).
 - a tool result of exactly the threshold stays in the history (_namespace.py, ``<=``)
 - the T1 trigger: a conversation of exactly the room left does not need compaction (``>``)
 - the reply's priming counts as history in the budget (_engine/pipeline.py, budgeted)
+
+The tests after those hold invariants the mutation check (``tools/mutations.py``, which lists
+each mutation with the tests that catch it) found unguarded; they go through the public API.
 """
 
 from __future__ import annotations
@@ -234,3 +237,10 @@ def test_after_a_compaction_the_block_carries_even_a_goal_completed_long_before(
     s.compactions.compact(keep=2, summary="Five questions about the deposit were answered.")
     block = next(e.message.content for e in s.preview().entries if e.kind == "context")
     assert "- g1 Recover the deposit (completed)" in block
+
+
+@pytest.mark.parametrize("password", ["hunter2-secret", "p@ss/w@rd:secret"])
+def test_a_urls_password_is_shown_in_no_refusal(password: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        Session.open("s", db_path=f"mysql://ann:{password}@db.example/state")
+    assert "secret" not in str(refused.value) and "mysql://***@db.example/state" in str(refused.value)

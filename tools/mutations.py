@@ -333,8 +333,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "context-fresh-window",
         "a kind of working context rides along for the turns after it changed, then only when asked",
-        'return everything or self.changed.get(kind, -1) > turn - recent',
-        'return everything or self.changed.get(kind, -1) >= turn - recent',
+        "return everything or self.changed.get(kind, -1) > turn - recent",
+        "return everything or self.changed.get(kind, -1) >= turn - recent",
         "tests/test_context.py::test_the_injection_rule_by_kind_and_turn",
     ),
     _m(
@@ -417,6 +417,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tests/test_explore.py::test_gc_after_deleting_branches_frees_space_and_keeps_what_is_reachable",
     ),
     _m(
+        "refused-store-writes",
+        "a store that refuses writes (read-only file, damage found, a view) stores nothing",
+        "            if self.refusal is not None:\n                raise StoreError(self.refusal)\n"
+        "            self._generation += 1",
+        "            self._generation += 1",
+        "tests/test_files.py::test_a_read_only_store_opens_for_reading_and_refuses_writes_in_one_line",
+        "tests/test_files.py::test_damage_found_by_a_read_stops_every_write",
+    ),
+    _m(
+        "state-file-private",
+        "the state file slotmagic creates is private (0600)",
+        "os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))",
+        "os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))",
+        "tests/test_files.py::test_folders_and_files_slotmagic_creates_are_private",
+    ),
+    _m(
         "search-like-wildcards",
         "% and _ are literal in the search of messages not indexed yet",
         r'.replace("%", "\\%").replace("_", "\\_")',
@@ -455,7 +471,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "stored-kinds",
         "only the kinds of output slotmagic shows are kept from a stored record",
-        'if isinstance(image, str) and _BASE64.fullmatch(image):',
+        "if isinstance(image, str) and _BASE64.fullmatch(image):",
         "if isinstance(image, str):",
         "tests/test_stored_data.py::test_a_bundle_keeps_only_what_slotmagic_shows",
     ),
@@ -472,23 +488,21 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a word holding a long piece of a key is redacted too",
         "if any(p in m[0] for p in pieces) else m[0]",
         "if False else m[0]",
-        "tests/providers/test_providers_secrets.py::test_planted_keys_and_url_passwords_appear_nowhere",
+        "tests/test_tools_run.py::test_an_error_quoting_a_secret_cut_short_is_redacted",
     ),
     _m(
         "redact-environment",
         "keys named in the environment are redacted from a third party's text",
         "for secret in (*secrets, *environment_secrets()):",
         "for secret in secrets:",
-        "tests/providers/test_providers_secrets.py::test_planted_keys_and_url_passwords_appear_nowhere",
-        "tests/test_tools_run.py",
+        "tests/test_tools_run.py::test_an_error_quoting_a_secret_of_the_environment_is_redacted",
     ),
     _m(
         "url-password-shown",
         "a URL's password is shown nowhere",
         'return (scheme + sep if sep else "") + "***@" + rest.rpartition("@")[2]',
         "return text",
-        "tests/test_bad_input.py",
-        k="url or password or postgres",
+        f"{INV}::test_a_urls_password_is_shown_in_no_refusal",
     ),
     # -- replay of magics -------------------------------------------------------------------------
     _m(
@@ -591,7 +605,7 @@ def located(mutation: Mutation, root: Path) -> Path:
     """The one file holding the snippet once; ValueError when it is not exactly one place."""
     found = occurrences(mutation, root)
     if len(found) != 1 or found[0][1] != 1:
-        where = ", ".join(f"{p.relative_to(root)} ×{n}" for p, n in found) or "nowhere"
+        where = ", ".join(f"{p.relative_to(root)} ({n} times)" for p, n in found) or "nowhere"
         raise ValueError(f"{mutation.id}: the snippet must occur once in {PACKAGE}/, found {where}")
     return found[0][0]
 
