@@ -10,6 +10,9 @@ is changed (the mutations issue 27 lists).
 - a tool result of exactly the threshold stays in the history (_namespace.py, ``<=``)
 - the T1 trigger: a conversation of exactly the room left does not need compaction (``>``)
 - the reply's priming counts as history in the budget (_engine/view/pipeline.py, budgeted)
+
+The tests after those hold invariants the mutation check (``tools/mutations.py``, which lists
+each mutation with the tests that catch it) found unguarded; they go through the public API.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from slotmagic import FocusedConfig, Message, Session
+from slotmagic import ConfigError, FocusedConfig, Message, OverBudget, Session, SlotMode, SlotReadonly, ToolCall
 from slotmagic._core.budget import ContextBudget
 from slotmagic._core.request import ChatRequest
 from slotmagic._engine.compaction.compactor import Fold, Summarizer
@@ -154,3 +157,90 @@ def test_a_percent_sign_is_literal_in_the_search_of_messages_not_indexed(s: Sess
     s.store.refusal = "the state file is read-only"  # as a read-only file sets it at open: no indexing
     assert [h.position for h in s.history.search("2024")] == [0]
     assert s.history.search("2%4") == [] and s.history.search("2_24") == []
+
+
+# -- held for the mutation check (tools/mutations.py) -------------------------------------------
+
+
+def test_a_focused_slot_sends_its_historys_system_message_once(s: Session) -> None:
+    s.append([Message.system("Reference: the lease text"), Message.user("question 0"), Message.assistant("a")])
+    s.append([Message.user("question 1"), Message.assistant("answer 1")])
+    s.derive_slot("near", strategy=FocusedConfig(recent_messages=8))
+    systems = [e for e in s.preview("near").entries if e.message.role == "system"]
+    assert [e.message.content for e in systems] == ["Reference: the lease text"]
+
+
+def test_a_turn_on_a_readonly_slot_is_refused_before_a_stream_starts(s: Session) -> None:
+    s.submit_turn("before")
+    s.configure_slot(mode=SlotMode.READONLY)
+    with pytest.raises(SlotReadonly):
+        s.stream_turn("after")  # refused when started: no model is asked
+
+
+def test_a_fork_point_past_the_parents_end_is_one_line(s: Session) -> None:
+    s.append([Message.user("question 0"), Message.assistant("answer 0")])
+    with pytest.raises(ConfigError, match=r"holds 2 messages \(use 0 to 2\)"):
+        s.derive_slot("far", at=3)
+    assert [slot.id for slot in s.list_slots()] == ["default"]
+
+
+def test_a_second_compaction_replaces_only_what_the_first_left(s: Session) -> None:
+    for i in range(6):
+        s.append([Message.user(f"question {i}"), Message.assistant(f"answer {i}")])
+    s.compactions.compact(keep=4, summary="Four questions about the deposit were answered.")
+    for i in range(6, 8):
+        s.append([Message.user(f"question {i}"), Message.assistant(f"answer {i}")])
+    s.compactions.compact(keep=2, summary="Seven questions about the deposit were answered.")
+    first, second = s.compactions()
+    assert (first.upto, first.replaced) == (8, 8)
+    assert (second.upto, second.replaced) == (14, 6)
+    assert "compacted 6 messages" in second.describe()
+
+
+def test_tool_results_count_in_their_own_share_of_the_budget(s: Session) -> None:
+    call = ToolCall("call_1", "fetch")
+    result = Message.tool("call_1", "the lease says the deposit is 900 " * 10, name="fetch")
+    s.append([Message.user("fetch the lease"), Message.assistant("", [call]), result, Message.assistant("900.")])
+    view = s.preview()
+    assert view.report is not None
+    results = sum(e.tokens for e in view.entries if e.message.role == "tool")
+    assert results > 0 and view.report.tool_results.used == results
+
+
+def test_a_turns_new_message_counts_against_the_budget(s: Session) -> None:
+    s.configure_slot(budget=ContextBudget(system=200, history=600, tools=0, tool_results=0, reserve=200), compact=False)
+    with pytest.raises(OverBudget):
+        s.submit_turn("the lease says " * 400)
+    assert s.messages() == []
+
+
+def test_when_space_is_short_the_oldest_tool_result_is_shortened_first(s: Session) -> None:
+    for i in range(4):
+        call = ToolCall(f"call_{i}", "fetch")
+        result = Message.tool(f"call_{i}", f"record {i} of the lease " * 40, name="fetch")
+        s.append([Message.user(f"fetch record {i}"), Message.assistant("", [call]), result, Message.assistant("ok")])
+    whole = s.preview()
+    assert whole.report is not None and not whole.report.needs_compaction
+    assert "elided" not in [e.kind for e in whole.entries]  # what fits is sent whole
+    used = whole.report.conversation_used + whole.report.system.used + whole.report.tools.used
+    s.configure_slot(budget=ContextBudget(system=0, history=used - 20, tools=0, tool_results=0, reserve=0))
+    kinds = [e.kind for e in s.preview().entries if e.message.role == "tool"]
+    assert kinds == ["elided", "history", "history", "history"]
+
+
+def test_after_a_compaction_the_block_carries_even_a_goal_completed_long_before(s: Session) -> None:
+    s.context.add_goal("Recover the deposit")
+    s.context.complete_goal("g1")
+    for i in range(5):
+        s.append([Message.user(f"question {i}"), Message.assistant(f"answer {i}")])
+    assert "context" not in [e.kind for e in s.preview().entries]  # the change is five turns old
+    s.compactions.compact(keep=2, summary="Five questions about the deposit were answered.")
+    block = next(e.message.content for e in s.preview().entries if e.kind == "context")
+    assert "- g1 Recover the deposit (completed)" in block
+
+
+@pytest.mark.parametrize("password", ["hunter2-secret", "p@ss/w@rd:secret"])
+def test_a_urls_password_is_shown_in_no_refusal(password: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        Session.open("s", db_path=f"mysql://ann:{password}@db.example/state")
+    assert "secret" not in str(refused.value) and "mysql://***@db.example/state" in str(refused.value)

@@ -41,6 +41,8 @@ HOSTILE = [
     '<meta http-equiv="refresh" content="0;url=https://e.example">',
     "<!--><img src=x onerror=alert(1)>-->",
     '<img src=x onerror="alert(1)"',
+    "&lt;img src=x onerror=alert(1)&gt;",  # markup as text: it stays text
+    """<img alt='x" onerror="alert(1)'>""",  # a quote in a kept attribute's value stays inside it
 ]
 
 
@@ -84,6 +86,11 @@ def test_nothing_of_a_hostile_html_can_run_or_reach_out(markup: str) -> None:
     assert "href" not in attributes(cleaned) and "src" not in attributes(cleaned), cleaned
     assert "url(" not in cleaned and "position" not in cleaned, cleaned
     assert clean_html(cleaned) == cleaned  # cleaning what is clean changes nothing
+
+
+@pytest.mark.parametrize("tag", ["script", "style", "textarea", "svg"])
+def test_what_a_dropped_tag_holds_is_left_out_with_it(tag: str) -> None:
+    assert clean_html(f"<p>before <{tag}><b>alert(1)</b></{tag}>after</p>") == "<p>before after</p>"
 
 
 def test_a_bundle_keeps_only_what_slotmagic_shows() -> None:

@@ -594,6 +594,21 @@ def test_an_error_quoting_a_secret_of_the_environment_is_redacted(
     assert content.count("[redacted]") == 2 and "a-long-enough-editor-name" in content
 
 
+def test_an_error_quoting_a_secret_cut_short_is_redacted(
+    registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server may echo part of a key: a word holding a long enough piece of it goes too."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-abcdefghijklmnopqrstuvwxyz")
+
+    @tool(registry=registry)
+    def cut_short() -> str:
+        """Fails quoting the key cut short."""
+        raise RuntimeError("unknown key 'sk-planted-abcdefghij…' (shown in part)")
+
+    content = run_both(registry, call("cut_short")).content
+    assert "abcdefghij" not in content and "[redacted]" in content and "shown in part" in content
+
+
 def test_which_environment_variables_are_secrets() -> None:
     from slotmagic._core.secrets import environment_secrets
 
