@@ -59,8 +59,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "focused-drops-system",
         "a focused slot sends no system message from its history's tail",
-        'for i, m in enumerate(tail) if m.role != "system")',
-        "for i, m in enumerate(tail))",
+        'tail, counts, strict=True)\n            if m.role != "system"',
+        "tail, counts, strict=True)\n            if True",
         f"{INV}::test_a_focused_slot_sends_its_historys_system_message_once",
     ),
     _m(
@@ -239,8 +239,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "tool-results-as-history",
         "tool results count in their own share of the budget",
-        'tool_results = sum(e.tokens for e in build.conversation if e.message.role == "tool")',
-        "tool_results = 0",
+        "tool_results += entry.tokens",
+        "tool_results += 0",
         f"{INV}::test_tool_results_count_in_their_own_share_of_the_budget",
     ),
     _m(
