@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from .._core.cells import CellRecord
 from .._core.compaction import Compaction
@@ -44,6 +44,7 @@ __all__ = [
     "Store",
     "SupportsChanges",
     "Tip",
+    "TreeSlot",
     "TurnRecord",
     "TurnStore",
     "UndoStep",
@@ -66,6 +67,25 @@ class CellTurn:
     owner: str | None
     home: str
     held: bool
+
+
+class TreeSlot(NamedTuple):
+    """A live slot as the slot tree shows it (``SlotStore.tree_slots``): its parent (the
+    nearest live ancestor), mode and source kind, its history's counts, its fork point,
+    whether it is the current slot, and when its row was made (with ``messages``, what says
+    its history is the same as before: histories only grow, an undo makes a new row). A
+    tuple: a tree of 10,000 slots makes 10,000 of them."""
+
+    id: str
+    parent: str | None
+    mode: str
+    source: str
+    messages: int
+    tokens: int
+    turns: int
+    fork_at: int
+    current: bool
+    created_at: float
 
 
 @dataclass(frozen=True)
@@ -152,6 +172,11 @@ class SlotStore(Protocol):
     def set_current_slot(self, session_id: str, slot_id: str) -> None: ...
 
     def slots(self, session_id: str) -> list[Slot]: ...
+
+    def tree_slots(self, session_id: str, *, questions: bool = False) -> tuple[list[TreeSlot], list[str | None]]:
+        """The live slots in the order ``slots`` lists them (depth first), as plain values,
+        and with ``questions`` the text of each one's last user message (None: it has none)
+        as ``last_messages`` finds it, in the same order (else no texts)."""
 
     def slot(self, session_id: str, slot_id: str | None) -> Slot:
         """The slot (the current one if None), or SlotNotFound."""
