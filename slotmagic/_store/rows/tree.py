@@ -26,17 +26,21 @@ class TreeRows(SegmentRows):
             rows = self._rows(db, session_id)
             order = tree_order(rows)
             current, by_key, new = rows.current, rows.rows, tuple.__new__
-            kinds: dict[int, tuple[str, str]] = {}  # id(config) -> (mode, source kind): rows share configs
+            kinds: dict[str, tuple[str, str]] = {}  # config text -> (mode, source kind)
             out = []
             for row in order:
                 parent = None if row.parent is None else by_key[row.parent]
                 if parent is not None and parent.deleted_at is not None:  # deleted or undone
                     parent = live_ancestor(rows, row)
                 parent_name = None if parent is None else parent.name
-                config = row.slot_config(parent_name)  # parsed once per row, kept on it
-                kind = kinds.get(id(config))
+                # most rows hold one of a few config texts: each text's mode and source kind made once
+                stored = row.stored_config
+                kind = kinds.get(stored) if isinstance(stored, str) else None
                 if kind is None:
-                    kind = kinds[id(config)] = (config.mode.value, config.source.kind)
+                    config = row.slot_config(parent_name)
+                    kind = (config.mode.value, config.source.kind)
+                    if isinstance(stored, str):
+                        kinds[stored] = kind
                 # made as a tuple is (TreeSlot(...) is a Python call, 3x the time)
                 out.append(
                     new(
@@ -76,10 +80,11 @@ class TreeRows(SegmentRows):
             walked: list[tuple[int, int]] = []
             answer = None
             while row is not None and hi > 0:
-                if (row.key, hi) in known:
-                    answer = known[(row.key, hi)]
+                step = (row.key, hi)
+                if step in known:
+                    answer = known[step]
                     break
-                walked.append((row.key, hi))
+                walked.append(step)
                 top = tops.get(row.key)
                 if top is not None and top[0] < hi:
                     answer = top[1]
@@ -94,10 +99,15 @@ class TreeRows(SegmentRows):
                 known[step] = answer
             return answer
 
-        out = []
+        out: list[Message | None] = []
         for row in asked:
-            top = tops.get(row.key)  # most rows: their own last one
-            out.append(top[1] if top is not None and top[0] < row.length else walk(row, row.length))
+            top = tops.get(row.key)
+            if top is not None and top[0] < row.length:  # most rows: their own last one
+                out.append(top[1])
+            elif top is None and row.parent is not None:  # none of its own: its parent's before the fork
+                out.append(walk(rows.rows[row.parent], min(row.length, row.fork_at)))
+            else:
+                out.append(walk(row, row.length))
         return out
 
     def _own_last(
