@@ -292,15 +292,15 @@ def _questions(
 
 
 def _shortened(texts: list[str | None]) -> list[str | None]:
-    """Each text's first words on one line; a text branches share (one string) is shortened once."""
-    done: dict[int, str] = {}
+    """Each text's first words on one line; a text branches share is shortened once."""
+    done: dict[str, str] = {}
     out: list[str | None] = []
     for text in texts:
         if text is None:
             out.append(None)
             continue
-        short = done.get(id(text))
+        short = done.get(text)
         if short is None:
-            short = done[id(text)] = last_user_text(text)
+            short = done[text] = last_user_text(text)
         out.append(short)
     return out

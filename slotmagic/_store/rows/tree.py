@@ -44,8 +44,8 @@ class TreeRows(SegmentRows):
                 # made as a tuple is (TreeSlot(...) is a Python call, 3x the time)
                 out.append(
                     new(
-                        TreeSlot, (row.name, parent_name, *kind, row.length, row.tokens, row.turns, row.fork_at,
-                        row.key == current, row.created_at),
+                        TreeSlot, (row.name, parent_name, kind[0], kind[1], row.length, row.tokens, row.turns,
+                        row.fork_at, row.key == current, row.created_at),
                     )
                 )  # fmt: skip
             if not questions:
