@@ -105,7 +105,8 @@ class TreeRows(SegmentRows):
             if top is not None and top[0] < row.length:  # most rows: their own last one
                 out.append(top[1])
             elif top is None and row.parent is not None:  # none of its own: its parent's before the fork
-                out.append(walk(rows.rows[row.parent], min(row.length, row.fork_at)))
+                step = (row.parent, min(row.length, row.fork_at))  # its siblings' too, most often
+                out.append(known[step] if step in known else walk(rows.rows[row.parent], step[1]))
             else:
                 out.append(walk(row, row.length))
         return out
