@@ -23,6 +23,7 @@ prints this tree's cost as a ratio to the other's, with the Python calls a turn 
     python bench/bench_scale.py            # the sizes above
     python bench/bench_scale.py --quick    # a tenth of them, fewer samples
     python bench/bench_scale.py --against /tmp/old --rounds 9
+    python bench/bench_scale.py --tree     # the tree's two lines alone
 """
 
 from __future__ import annotations
@@ -351,6 +352,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes, fewer samples")
     parser.add_argument("--against", type=Path, metavar="PATH", help="only the warm turn, beside this checkout's")
     parser.add_argument("--rounds", type=int, default=7, help="with --against: fresh processes a tree and size")
+    parser.add_argument("--tree", action="store_true", help="only session.tree() and %%slot tree")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -368,14 +370,15 @@ def main() -> int:
     print(f"{samples} fresh processes a figure, medians; raw: the baseline named, in the same process")
     checks: list[tuple[str, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="slotmagic-scale-") as tmp:
-        print(f"\n-- one slot among {' / '.join(f'{n:,}' for n in slots)} slots (load average {load()})")
+        among = "the tree of" if args.tree else "one slot among"
+        print(f"\n-- {among} {' / '.join(f'{n:,}' for n in slots)} slots (load average {load()})")
         paths = []
         for n in slots:
             paths.append(Path(tmp) / f"slots{n}.sqlite3")
             build_slots(paths[-1], n)
         time.sleep(0.1)  # the builders' records of the files as whole settle
         print(f"{'a new kernel, first':<24}" + "".join(f"{n:>10,}" for n in slots) + "   per 10x   raw read   ratio")
-        for op in OPS:
+        for op in () if args.tree else OPS:
             found = [fresh(samples, "op", str(p), op) for p in paths]
             ours = [f["ours"] for f in found]
             ratio = ours[-1] / found[-1]["raw"]
@@ -390,6 +393,9 @@ def main() -> int:
                   + f"   {growth(ours):6.2f}x  {trees[-1]['raw']:6.2f}ms  {ratio:6.1f}x  (raw: slot rows)")  # fmt: skip
             checks.append((f"{label}: growth per 10x slots <= 11 (linear)", growth(ours), 11.0))
             checks.append((f"{label}: / plain slot-rows query, {slots[-1]:,} slots <= 3", ratio, 3.0))
+        if args.tree:
+            report(checks)
+            return 0
 
         print(f"\n-- a warm turn on {' / '.join(f'{n:,}' for n in messages)} messages (load average {load()})")
         warm = []
@@ -433,11 +439,14 @@ def main() -> int:
     print(f"import slotmagic after IPython: +{imported['ours']:.0f} ms CPU, IPython's {imported['raw']:.0f} ms "
           f"({share:.2f}x)")  # fmt: skip
     checks.append(("import slotmagic CPU / import IPython's <= 0.55", share, 0.55))
+    report(checks)
+    return 0
 
+
+def report(checks: list[tuple[str, float, float]]) -> None:
     print(f"\ntargets (load average {load()}):")
     for label, value, limit in checks:
         print(f"  {'ok  ' if value <= limit else 'over'} {label:<62} {value:,.2f}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -61,8 +61,8 @@ class WorkflowReader(Protocol):
 
 
 class SessionReader(Protocol):
-    """What the sidebar and the tree read of a session: a :class:`~slotmagic.Session` is one.
-    (A protocol, so that neither module depends on the façade that builds them.)"""
+    """What the sidebar reads of a session: a :class:`~slotmagic.Session` is one. (A protocol,
+    so that the sidebar does not depend on the façade that builds it.)"""
 
     @property
     def session_id(self) -> str: ...

@@ -4,33 +4,34 @@
     print(tree)                      # the text form
     tree.node("court").children      # ("short",)
 
-Built from the slot list (one store query, counts kept by the store) and, for each slot, the
-first words of its last user message, read from the end of its history and cached per slot
-and history length (:class:`~slotmagic._snapshot.LastUserCache`), so a tree rebuilt after every
-cell reads only what changed.
+Built from the store's plain listing of the slots (``Store.tree_slots``: a few values of each
+slot row, in tree order) and the first words of each slot's last user message, read for every
+slot at once (``Store.last_messages``: one statement, and a walk back for the rare branch
+forked before its parent's last question). A tree made again after a change keeps the nodes
+of the slots that did not change, and the last questions of those whose history did not.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
 
-from ._core.slots import Slot
-from ._render import plural
-from ._snapshot import LastUserCache, SessionReader
+from ._render import plural, thousands
+from ._snapshot import last_user_text
+from ._store.base import TreeSlot, TreeStore
 
-__all__ = ["SlotTree", "TreeNode", "build_tree"]
+__all__ = ["SlotTree", "TreeNode", "TreeSource", "build_tree"]
 
 
-@dataclass(frozen=True, slots=True)
-class TreeNode:
+class TreeNode(NamedTuple):
     """One slot in the tree. ``fork_at`` is how many of its parent's messages it shares.
     For drawing connector lines: ``last`` says whether it is its parent's last child, and
     ``guides`` (one per ancestor below the root) whether that ancestor's line goes on past
-    this row, i.e. the ancestor has siblings still to come."""
+    this row, i.e. the ancestor has siblings still to come. A tuple: a tree of 10,000 slots
+    makes 10,000 of them."""
 
     id: str
     parent: str | None
@@ -48,8 +49,7 @@ class TreeNode:
     guides: tuple[bool, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        # by hand: dataclasses.asdict deep-copies every field, 100 µs a node
-        out = {name: getattr(self, name) for name in _FIELDS}
+        out = self._asdict()
         out["children"], out["guides"] = list(self.children), list(self.guides)
         return out
 
@@ -72,20 +72,18 @@ class TreeNode:
             raise ValueError("a tree node's children are not valid")
         if not isinstance(guides, list) or not all(isinstance(g, bool) for g in guides):
             raise ValueError("a tree node's guides are not valid")
-        fields = {name: value[name] for name in kinds}
-        return cls(**fields, children=tuple(children), guides=tuple(guides))
+        known = {name: value[name] for name in kinds}
+        return cls(**known, children=tuple(children), guides=tuple(guides))
 
     def describe(self) -> str:
         """One line: mode, counts, fork point and last question."""
-        parts = [self.mode if self.source != "static" else f"{self.mode}, static"]
-        parts.append(f"{plural(self.turns, 'turn')}, {plural(self.messages, 'message')}, {self.tokens:,} tokens")
+        text = (
+            f"{self.mode if self.source != 'static' else f'{self.mode}, static'} · {plural(self.turns, 'turn')}, "
+            f"{plural(self.messages, 'message')}, {thousands(self.tokens)} tokens"
+        )
         if self.parent is not None:
-            parts.append(f"forked at {plural(self.fork_at, 'message')}")
-        text = " · ".join(parts)
+            text += f" · forked at {plural(self.fork_at, 'message')}"
         return f"{text} · “{self.last_user}”" if self.last_user else text
-
-
-_FIELDS = tuple(f.name for f in fields(TreeNode))
 
 
 @dataclass(frozen=True)
@@ -122,12 +120,14 @@ class SlotTree:
     def to_text(self) -> str:
         """The tree drawn with box characters; ``*`` marks the current slot."""
         lines = [f"session {self.session} · {plural(len(self.nodes), 'slot')} · current slot {self.current}"]
+        leads: dict[tuple[bool, ...], str] = {}  # guides -> their drawing: siblings share theirs
         for node in self.nodes:
-            lead = "".join("│  " if on else "   " for on in node.guides)
+            lead = leads.get(node.guides)
+            if lead is None:
+                lead = leads[node.guides] = "".join("│  " if on else "   " for on in node.guides)
             if node.depth:
                 lead += "└─ " if node.last else "├─ "
-            mark = "* " if node.current else "  "
-            lines.append(f"{mark}{lead}{node.id}  ({node.describe()})")
+            lines.append(f"{'* ' if node.current else '  '}{lead}{node.id}  ({node.describe()})")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -159,110 +159,6 @@ def tree_html(tree: SlotTree) -> str:
     return f'<div class="slotmagic-tree"><div>{head}</div><ul>{items(None)}</ul></div>'
 
 
-def build_tree(
-    session: SessionReader,
-    cache: LastUserCache | None = None,
-    previous: tuple[list[Slot], SlotTree] | None = None,
-    slots: list[Slot] | None = None,
-) -> SlotTree:
-    """The session's tree now. Pass the same ``cache`` to later calls so that only slots whose
-    history changed are read again, and ``previous`` (the slot list and the tree made from it
-    last time) so that, when no slot was added, removed or moved, only the changed slots' nodes
-    are made again (a turn changes one: a tree of 5,000 slots is not rebuilt after each).
-    ``slots``: the slot list to build from, when the caller has just read it."""
-    cache = cache if cache is not None else LastUserCache()
-    slots = slots if slots is not None else session.list_slots()
-    texts = cache.texts(session, slots)
-    current = next((s.id for s in slots if s.current), None) or session.current_slot
-    if previous is not None:
-        updated = _updated(previous, slots, current, session, cache)
-        if updated is not None:
-            return updated
-    ids = {s.id for s in slots}
-    children: dict[str | None, list[str]] = {}
-    for slot in slots:  # the store's order within each parent
-        parent = slot.meta.parent_id if slot.meta.parent_id in ids else None
-        children.setdefault(parent, []).append(slot.id)
-    in_order = _in_order(slots, texts, current, ids, children)
-    if in_order is not None:
-        return SlotTree(session.session_id, current, session.model, tuple(in_order))
-    by_id = {s.id: (s, text) for s, text in zip(slots, texts, strict=True)}
-    nodes: list[TreeNode] = []
-    # Depth first without recursion (a chain of 5,000 derived slots is 5,000 deep): each entry
-    # is (slot id, parent, depth, guides, last), pushed in reverse so children come in order.
-    stack: list[tuple[str, str | None, int, tuple[bool, ...], bool]] = []
-    roots = children.get(None, [])
-    tops = [(root, None, 0, (), i == len(roots) - 1) for i, root in enumerate(roots)]
-    while True:
-        if not stack:
-            if tops:
-                stack.append(tops.pop(0))
-            elif by_id:  # unreachable (a cycle): shown at the top level all the same
-                stack.append((next(iter(by_id)), None, 0, (), True))
-            else:
-                break
-        slot_id, parent, depth, guides, last = stack.pop()
-        found = by_id.pop(slot_id, None)
-        if found is None:  # seen already (never for a store's tree; a guard against cycles)
-            continue
-        slot, text = found
-        kids = children.get(slot_id, [])
-        meta = slot.meta
-        nodes.append(
-            _node(
-                slot.id, parent, slot.config.mode.value, slot.config.source.kind, meta.message_count,
-                meta.total_tokens, meta.turns, meta.fork_at, slot.id == current, text, depth, tuple(kids), last,
-                guides,
-            )
-        )  # fmt: skip
-        below = (*guides, not last) if depth else ()
-        end = len(kids) - 1
-        stack.extend((kid, slot_id, depth + 1, below, i == end) for i, kid in reversed(list(enumerate(kids))))
-    return SlotTree(session.session_id, current, session.model, tuple(nodes))
-
-
-def _in_order(
-    slots: list[Slot], texts: list[str | None], current: str, ids: set[str], children: dict[str | None, list[str]]
-) -> list[TreeNode] | None:
-    """The nodes in one pass when ``slots`` are depth first already, as the store lists them
-    (each after its parent, every slot below a parent before that parent's next sibling, the
-    roots and each parent's children in their order): the walk below would visit them in that
-    very order. None when they are not (then the walk orders them)."""
-    nodes: list[TreeNode] = []
-    path: list[str] = []  # the ancestors of the slot at hand, nearest last
-    placed: dict[str, tuple[int, tuple[bool, ...]]] = {}  # id -> (depth, its children's guides)
-    roots = children.get(None, [])
-    next_root = 0
-    guides: tuple[bool, ...]
-    for slot, text in zip(slots, texts, strict=True):
-        meta = slot.meta
-        parent = meta.parent_id if meta.parent_id in ids else None
-        while path and path[-1] != parent:
-            path.pop()
-        if parent is None:
-            if next_root >= len(roots) or roots[next_root] != slot.id:
-                return None
-            next_root += 1
-            depth, guides, siblings = 0, (), roots
-        else:
-            if not path or parent not in placed:
-                return None  # not below its parent's line: not depth first
-            depth, guides = placed[parent][0] + 1, placed[parent][1]
-            siblings = children[parent]
-        last = siblings[-1] == slot.id
-        kids = children.get(slot.id, ())
-        nodes.append(
-            _node(
-                slot.id, parent, slot.config.mode.value, slot.config.source.kind, meta.message_count,
-                meta.total_tokens, meta.turns, meta.fork_at, slot.id == current, text, depth, tuple(kids), last,
-                guides,
-            )
-        )  # fmt: skip
-        placed[slot.id] = (depth, (*guides, not last) if depth else ())
-        path.append(slot.id)
-    return nodes if next_root == len(roots) else None
-
-
 @contextmanager
 def gc_deferred() -> Iterator[None]:
     """Python's cycle collector held off while a tree of thousands of slots is made: it makes
@@ -278,64 +174,133 @@ def gc_deferred() -> Iterator[None]:
             gc.enable()
 
 
-(
-    _ID, _PARENT, _MODE, _SOURCE, _MESSAGES, _TOKENS, _TURNS, _FORK_AT, _CURRENT, _LAST_USER, _DEPTH, _CHILDREN,
-    _LAST, _GUIDES,
-) = (getattr(TreeNode, name).__set__ for name in _FIELDS)  # fmt: skip
+class TreeSource(Protocol):
+    """What a tree is made from: a :class:`~slotmagic.Session` is one."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def current_slot(self) -> str: ...
+
+    @property
+    def store(self) -> TreeStore: ...
 
 
-def _node(
-    id: str, parent: str | None, mode: str, source: str, messages: int, tokens: int, turns: int, fork_at: int,
-    current: bool, last_user: str | None, depth: int, children: tuple[str, ...], last: bool,
-    guides: tuple[bool, ...],
-) -> TreeNode:  # fmt: skip
-    """A TreeNode of its fields' values, set straight into its slots one after the other: the
-    frozen dataclass's ``__init__`` sets each through ``object.__setattr__`` (~3x the time),
-    and a tree of 10,000 slots makes 10,000 of them."""
-    node = object.__new__(TreeNode)
-    _ID(node, id)
-    _PARENT(node, parent)
-    _MODE(node, mode)
-    _SOURCE(node, source)
-    _MESSAGES(node, messages)
-    _TOKENS(node, tokens)
-    _TURNS(node, turns)
-    _FORK_AT(node, fork_at)
-    _CURRENT(node, current)
-    _LAST_USER(node, last_user)
-    _DEPTH(node, depth)
-    _CHILDREN(node, children)
-    _LAST(node, last)
-    _GUIDES(node, guides)
-    return node
+def build_tree(
+    session: TreeSource,
+    listing: tuple[list[TreeSlot], list[str | None]] | None = None,
+    previous: tuple[list[TreeSlot], SlotTree] | None = None,
+) -> SlotTree:
+    """The session's tree now, from ``listing`` (``Store.tree_slots``, read with the last
+    questions when not given). With ``previous`` (the listing and the tree made from it last
+    time), the nodes of slots that did not change are kept, and so are the last questions of
+    slots whose history did not (a turn changes one slot: a tree of 5,000 slots is not made
+    again after each), and the listing need not hold the questions."""
+    slots, read = listing if listing is not None else session.store.tree_slots(session.session_id, questions=True)
+    current = next((s.id for s in slots if s.current), None) or session.current_slot
+    if previous is not None:
+        updated = _updated(session, slots, current, previous)
+        if updated is not None:
+            return updated
+    if read:
+        questions = _shortened(read)
+    else:
+        kept = {} if previous is None else _kept(previous[0], previous[1].nodes, range(len(previous[0])))
+        questions = _questions(session, slots, kept)
+    children: dict[str | None, list[str]] = {}
+    for slot in slots:
+        children.setdefault(slot.parent, []).append(slot.id)
+    # The store lists the slots depth first (each after its parent, a parent's subtree before
+    # its next sibling): one pass places each below its parent.
+    placed: dict[str | None, tuple[int, tuple[bool, ...], list[str]]] = {None: (0, (), children.get(None, []))}
+    nodes = []
+    new = tuple.__new__  # a node made as a tuple is (TreeNode(...) is a Python call, 3x the time)
+    for (slot_id, parent, mode, source, messages, tokens, turns, fork_at, is_current, _), question in zip(
+        slots, questions, strict=True
+    ):
+        depth, guides, siblings = placed[parent]  # its depth, guides and siblings, as its parent placed them
+        last = siblings[-1] == slot_id
+        kids = children.get(slot_id)
+        if kids is not None:
+            placed[slot_id] = (depth + 1, (*guides, not last) if depth else (), kids)
+        nodes.append(
+            new(
+                TreeNode, (slot_id, parent, mode, source, messages, tokens, turns, fork_at, is_current, question, depth,
+                () if kids is None else tuple(kids), last, guides),
+            )
+        )  # fmt: skip
+    return SlotTree(session.session_id, current, session.model, tuple(nodes))
 
 
 def _updated(
-    previous: tuple[list[Slot], SlotTree], slots: list[Slot], current: str, session: SessionReader, cache: LastUserCache
+    session: TreeSource, slots: list[TreeSlot], current: str, previous: tuple[list[TreeSlot], SlotTree]
 ) -> SlotTree | None:
     """The previous tree with the nodes of changed slots made again, or None when a slot was
-    added, removed or moved (the tree is then built whole). The store hands back the same
-    :class:`Slot` object while nothing it shows changed, so most slots cost an identity check."""
+    added, removed, renamed or moved (the tree is then made whole)."""
     old_slots, old_tree = previous
-    if len(old_slots) != len(slots) or len(old_tree.nodes) != len(slots):
+    if len(old_slots) != len(slots):
         return None
-    nodes = list(old_tree.nodes)
+    changed = []
     for i, (old, new) in enumerate(zip(old_slots, slots, strict=True)):
-        if old is new:
-            continue
-        node = nodes[i]
-        if (old.id, old.meta.parent_id, old.meta.fork_at) != (new.id, new.meta.parent_id, new.meta.fork_at):
-            return None
-        if node.id != new.id:
-            return None
-        nodes[i] = replace(
-            node,
-            mode=new.mode.value,
-            source=new.source.kind,
-            messages=new.meta.message_count,
-            tokens=new.meta.total_tokens,
-            turns=new.meta.turns,
-            current=new.id == current,
-            last_user=cache.get(session, new),
-        )
+        if old != new:
+            if (old.id, old.parent, old.fork_at) != (new.id, new.parent, new.fork_at):
+                return None
+            changed.append(i)
+    nodes = list(old_tree.nodes)
+    questions = _questions(session, [slots[i] for i in changed], _kept(old_slots, nodes, changed))
+    for i, question in zip(changed, questions, strict=True):
+        new = slots[i]
+        nodes[i] = nodes[i]._replace(
+            mode=new.mode, source=new.source, messages=new.messages, tokens=new.tokens, turns=new.turns,
+            current=new.current, last_user=question,
+        )  # fmt: skip
     return SlotTree(session.session_id, current, session.model, tuple(nodes))
+
+
+def _kept(
+    slots: Sequence[TreeSlot], nodes: Sequence[TreeNode], at: Iterable[int]
+) -> dict[str, tuple[float, int, str | None]]:
+    """Slot id -> (its row's creation, its length, its last question), of a tree made before."""
+    return {slots[i].id: (slots[i].created_at, slots[i].messages, nodes[i].last_user) for i in at}
+
+
+def _questions(
+    session: TreeSource, slots: Sequence[TreeSlot], kept: dict[str, tuple[float, int, str | None]]
+) -> list[str | None]:
+    """Each slot's last question: the one ``kept`` for the same history (the same row, as
+    long: histories only grow), else read, those of every such slot at once."""
+    out: list[str | None] = []
+    missing: dict[str, int] = {}
+    for slot in slots:
+        was = kept.get(slot.id)
+        if was is not None and was[0] == slot.created_at and was[1] == slot.messages:
+            out.append(was[2])
+        else:
+            missing[slot.id] = len(out)
+            out.append(None)
+    if missing:
+        found = session.store.last_messages(session.session_id, missing, "user")
+        for i, text in zip(
+            missing.values(), _shortened([None if m is None else m.content for m in found.values()]), strict=True
+        ):
+            out[i] = text
+    return out
+
+
+def _shortened(texts: list[str | None]) -> list[str | None]:
+    """Each text's first words on one line; a text branches share is shortened once."""
+    done: dict[str, str] = {}
+    out: list[str | None] = []
+    for text in texts:
+        if text is None:
+            out.append(None)
+            continue
+        short = done.get(text)
+        if short is None:
+            short = done[text] = last_user_text(text)
+        out.append(short)
+    return out

@@ -123,6 +123,36 @@ def test_one_slot_reads_the_same_among_10_or_10000_slots(
     assert large.rows < 60, large  # the slot's chain of rows and its few messages, not the session's
 
 
+def test_a_tree_reads_each_slot_row_and_each_last_question_once(
+    sessions: dict[int, Path], tmp_path: Path, reading: Callable[[Session, Callable[[], object]], Read]
+) -> None:
+    """``session.tree()`` (and ``%slot tree``, its text) in a new kernel: the session's slot rows
+    in one statement and each row's own last question in another, a row each, for 13 slots as
+    for 10,003; made again after a turn, the tree reads that slot's last question alone."""
+    again: dict[int, Read] = {}
+    for others, path in sessions.items():
+        copy = tmp_path / f"{others}.sqlite3"
+        copy.write_bytes(path.read_bytes())
+        with Session.open("scale", db_path=copy) as session:
+            first = reading(session, session.tree)
+            tree = session.tree()
+            session.submit_turn("one more", slot="work")
+            again[others] = reading(session, session.tree)
+            assert session.tree().node("work").last_user == "one more"
+        slots = others + 3
+        with_question = 2 + len(range(0, others, 3))  # default, work and every third s<i> asked one
+        selects = [s for s in first.statements if s.startswith("SELECT")]
+        assert len(tree) == slots and len(selects) == 2, first.statements
+        looks = first.statements.count("PRAGMA data_version")  # a row each: has another connection written?
+        assert first.rows == slots + with_question + looks, first
+        assert tree.node("s3").last_user == "a question of s3"
+        assert tree.node("s4").last_user == "the root question"  # none of its own: its parent's
+    small, large = again[10], again[10_000]
+    assert (large.rows, large.statements) == (small.rows, small.statements), (small, large)
+    assert [s for s in large.statements if s.startswith("SELECT")] == [large.statements[-1]]
+    assert large.rows - large.statements.count("PRAGMA data_version") == 2  # work's question, and default's
+
+
 def test_a_missing_slot_still_names_the_closest(sessions: dict[int, Path], tmp_path: Path) -> None:
     """Rows read in part still tell an unknown name's nearest, from every slot of the session."""
     copy = tmp_path / "state.sqlite3"

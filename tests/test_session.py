@@ -593,6 +593,44 @@ def test_last_message_reads_the_end_of_a_long_history(session: Session) -> None:
     assert session.history.last_message(role="tool") is None
 
 
+def test_the_tree_read_in_a_new_kernel_shows_each_slots_last_question(db_path: Path) -> None:
+    """The tree's listing and last questions (``Store.tree_slots``) agree with the slots listed
+    one by one, on either store: branches that share history, one forked before its parent's
+    last question, one whose parent was deleted, one undone, a question PostgreSQL stores
+    escaped; and after a turn, the tree made again is the tree made whole."""
+    from slotmagic._snapshot import last_user_text
+    from slotmagic._tree import build_tree
+
+    with reopen(db_path) as session:
+        session.submit_turn("the root question")
+        session.derive_slot("mid", "default")
+        session.submit_turn("on mid", slot="mid")
+        session.derive_slot("leaf", "mid")
+        session.submit_turn("after the fork \x00", slot="mid")
+        session.derive_slot("early", "mid", at=4)  # before mid's last question
+        session.derive_slot("gone", "default")
+        session.submit_turn("on gone", slot="gone")
+        session.derive_slot("orphan", "gone")
+        session.delete_slot("gone", force=True)
+        session.submit_turn("undone", slot="leaf")
+        session.history.undo("leaf")
+        session.switch_slot("early")
+    with reopen(db_path) as session:
+        tree = session.tree()
+        slots = session.list_slots()
+        asked = {s.id: session.history.last_message(s.id) for s in slots}
+        assert [(n.id, n.parent, n.messages, n.current) for n in tree.nodes] == [
+            (s.id, s.meta.parent_id, s.meta.message_count, s.current) for s in slots
+        ]
+        assert {n.id: n.last_user for n in tree.nodes} == {
+            slot: None if m is None else last_user_text(m.content) for slot, m in asked.items()
+        }
+        assert (tree.node("early").last_user, tree.node("leaf").last_user) == ("on mid", "on mid")
+        assert (tree.node("orphan").parent, tree.node("orphan").last_user) == ("default", "on gone")
+        session.submit_turn("one more", slot="orphan")
+        assert session.tree() == build_tree(session) and session.tree().node("orphan").last_user == "one more"
+
+
 def test_opening_a_session_of_many_slots_reads_none_of_them_until_asked(tmp_path: Path) -> None:
     path = tmp_path / "many.sqlite3"
     with Session.open("many", db_path=path) as session:

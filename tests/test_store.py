@@ -233,6 +233,7 @@ def test_messages_read_back_are_whole_and_small(db_path: Path) -> None:
 # Each role part of the Store protocol, and the part of RowStore that implements it.
 PARTS: list[tuple[type, type]] = [
     (base.SlotStore, rows.SlotRows),
+    (base.TreeStore, rows.TreeRows),
     (base.TurnStore, rows.TurnRows),
     (base.AnnotationStore, rows.AnnotationRows),
     (base.UndoStore, rows.UndoRows),

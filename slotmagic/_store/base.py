@@ -2,9 +2,9 @@
 
 The session never writes SQL: it talks to the ``Store`` protocol, which the SQLite and
 PostgreSQL stores implement. ``Store`` is made of role parts, one per concern, as the stores'
-``RowStore`` is (``rows/``): slots and the tree, turns and histories, annotations
-(compactions, working context, pins, workflows), undo and redo, search and gc, and the values
-kept beside them (large tool results, meta, cell records). Code that needs one concern can ask
+``RowStore`` is (``rows/``): slots, the slots as the tree lists them, turns and histories,
+annotations (compactions, working context, pins, workflows), undo and redo, search and gc, and
+the values kept beside them (large tool results, meta, cell records). Code that needs one concern can ask
 for its part alone. A slot's history is read lazily as a chain of stored pieces
 (``history.py``).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from .._core.cells import CellRecord
 from .._core.compaction import Compaction
@@ -44,6 +44,8 @@ __all__ = [
     "Store",
     "SupportsChanges",
     "Tip",
+    "TreeSlot",
+    "TreeStore",
     "TurnRecord",
     "TurnStore",
     "UndoStep",
@@ -66,6 +68,25 @@ class CellTurn:
     owner: str | None
     home: str
     held: bool
+
+
+class TreeSlot(NamedTuple):
+    """A live slot as the slot tree shows it (``TreeStore.tree_slots``): its parent (the
+    nearest live ancestor), mode and source kind, its history's counts, its fork point,
+    whether it is the current slot, and when its row was made (with ``messages``, what says
+    its history is the same as before: histories only grow, an undo makes a new row). A
+    tuple: a tree of 10,000 slots makes 10,000 of them."""
+
+    id: str
+    parent: str | None
+    mode: str
+    source: str
+    messages: int
+    tokens: int
+    turns: int
+    fork_at: int
+    current: bool
+    created_at: float
 
 
 @dataclass(frozen=True)
@@ -140,7 +161,7 @@ class CellRecords(Protocol):
 
 
 class SlotStore(Protocol):
-    """The store's part that keeps sessions, their slots and the slot tree."""
+    """The store's part that keeps sessions and their slots."""
 
     def ensure_session(self, session_id: str) -> None:
         """Create the session, with its ``default`` slot, unless it exists."""
@@ -157,9 +178,6 @@ class SlotStore(Protocol):
         """The slot (the current one if None), or SlotNotFound."""
 
     def has_slot(self, session_id: str, slot_id: str) -> bool: ...
-
-    def last_messages(self, session_id: str, slot_ids: Iterable[str], role: str) -> dict[str, Message | None]:
-        """The last message of ``role`` in each slot's history (None: it has none)."""
 
     def create_slot(
         self,
@@ -192,6 +210,18 @@ class SlotStore(Protocol):
 
     def delete_slot(self, session_id: str, slot_id: str) -> None:
         """Remove the slot; the history its derived slots share stays readable for them."""
+
+
+class TreeStore(Protocol):
+    """The store's part that lists the slots as the tree and the sidebar show them."""
+
+    def tree_slots(self, session_id: str, *, questions: bool = False) -> tuple[list[TreeSlot], list[str | None]]:
+        """The live slots in the order ``slots`` lists them (depth first), as plain values,
+        and with ``questions`` the text of each one's last user message (None: it has none)
+        as ``last_messages`` finds it, in the same order (else no texts)."""
+
+    def last_messages(self, session_id: str, slot_ids: Iterable[str], role: str) -> dict[str, Message | None]:
+        """The last message of ``role`` in each slot's history (None: it has none)."""
 
 
 class TurnStore(Protocol):
@@ -342,7 +372,9 @@ class ValueStore(Protocol):
         """Replace a value by ``update(old value)`` in one transaction."""
 
 
-class Store(SlotStore, TurnStore, AnnotationStore, UndoStore, SearchStore, ValueStore, CellRecords, Protocol):
+class Store(
+    SlotStore, TreeStore, TurnStore, AnnotationStore, UndoStore, SearchStore, ValueStore, CellRecords, Protocol
+):
     """What the session needs from a store: every role part, and the store as a whole."""
 
     refusal: str | None  # why this store refuses writes (read-only, damaged), or None

@@ -41,7 +41,7 @@ PAUSES = (0.05, 0.15, 0.4)  # seconds before the 2nd, 3rd and 4th tries: the ser
 # The store's calls (``rows/``): the reads, the writes (each one write transaction, or a read
 # and then one, as ``ensure_session``). ``update_meta`` settles a lost connection itself.
 READS = (
-    "sessions", "current_slot", "slots", "slot", "has_slot", "last_messages", "generation", "history",
+    "sessions", "current_slot", "slots", "tree_slots", "slot", "has_slot", "last_messages", "generation", "history",
     "messages", "turns", "tip", "cell_turns", "unshared_turns", "workflows", "damaged_workflows",
     "active_workflow", "undo_steps", "search", "namespace_get", "namespace_has", "meta", "cell_record",
     "state_marker", "dump_session", "read_messages", "read_turns", "read_cached_turns", "read_first_system",

@@ -44,8 +44,8 @@ from .._engine.view.budgeting import SlotBudget, cache_totals
 from .._engine.view.next_view import next_view
 from .._engine.view.view import View
 from .._errors import ConfigError, SlotNotEmpty, StoreError
-from .._snapshot import LastUserCache
 from .._store import Store, open_store
+from .._store.base import TreeSlot
 from .._tree import SlotTree, build_tree, gc_deferred
 from ..providers import ProviderSettings
 from ..providers._settings import default_settings
@@ -107,8 +107,8 @@ class Session:
         self.workflows = Workflows(store, session_id)
         self.history = SessionHistory(self._engine)
         self.compactions = Compactions(self._engine)
-        # (store generation, model), the slot list and the tree made of it: see tree()
-        self._tree: tuple[tuple[int, str], list[Slot], SlotTree] | None = None
+        # (store generation, model), the slots as the tree lists them and the tree made of them: see tree()
+        self._tree: tuple[tuple[int, str], list[TreeSlot], SlotTree] | None = None
         self.cells = CellBook(store, session_id)  # what notebook cells did, for replay
         store.ensure_session(session_id)
         self._warming = warm_up(self.model, self._engine.window)  # off the first turn's path
@@ -258,19 +258,19 @@ class Session:
     def list_slots(self) -> list[Slot]:
         return self.store.slots(self.session_id)
 
-    def tree(self, cache: LastUserCache | None = None) -> SlotTree:
+    def tree(self) -> SlotTree:
         """The slots as a tree (parents before children), each with its counts, fork point and
-        the first words of its last user message, the current slot marked. A ``cache`` kept
-        between calls rereads only the slots whose history changed; an unchanged store returns
-        the same tree (widgets on screen share it)."""
+        the first words of its last user message, the current slot marked. An unchanged store
+        returns the same tree (widgets on screen share it); after a change, only the slots that
+        changed are made again, and only those whose history changed read it."""
         key = (self.store.generation(), self.model)
         if self._tree is not None and self._tree[0] == key:
             return self._tree[2]
         previous = None if self._tree is None or self._tree[0][1] != key[1] else self._tree[1:]
         with gc_deferred():
-            slots = self.list_slots()
-            tree = build_tree(self, cache, previous, slots)
-        self._tree = (key, slots, tree)
+            listing = self.store.tree_slots(self.session_id, questions=previous is None)
+            tree = build_tree(self, listing, previous)
+        self._tree = (key, listing[0], tree)
         return tree
 
     def has_slot(self, slot: str) -> bool:

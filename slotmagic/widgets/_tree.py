@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from traitlets import Dict, List, Unicode
 
 from .._errors import SlotNotEmpty
-from .._snapshot import LastUserCache
 from ._base import SessionSource, SessionWidget, asset, text_of
 
 if TYPE_CHECKING:
@@ -40,7 +39,6 @@ class SlotTreeWidget(SessionWidget):
     collapsed = List(Unicode(), help="slots whose subtree is folded away (set by the front end)").tag(sync=True)
 
     def __init__(self, session: Session | SessionSource, *, live: LiveWidgets | None = None, **kwargs: Any) -> None:
-        self._cache = LastUserCache()
         self._tree: SlotTree | None = None
         super().__init__(session, live=live, **kwargs)
         assert self._tree is not None
@@ -54,7 +52,7 @@ class SlotTreeWidget(SessionWidget):
         return self._tree
 
     def _update(self, session: Session) -> None:
-        tree = session.tree(self._cache)
+        tree = session.tree()
         previous, self._tree = self._tree, tree
         if tree is previous:  # nothing changed since the last refresh (the session keeps it)
             return

@@ -11,6 +11,7 @@ The parts, each a class over ``common.RowsBase`` (the connection, the caches, sl
 - ``segments.py``: what a ``History`` reads, served from the segment cache;
 - ``turns.py``: turns and histories, and the concurrency rule (``append_turn(base=...)``);
 - ``slots.py``: sessions, slots and the slot tree;
+- ``tree.py``: the slots as the tree shows them, and the last message of a role in many slots;
 - ``annotations.py``: compactions, working context, pins and exclusions, workflows;
 - ``undo.py``: undo and redo;
 - ``search.py``: search and gc;
@@ -27,6 +28,7 @@ from .kept import KeptRows
 from .search import MAX_SEARCH_WORDS, SearchRows, search_words
 from .segments import SegmentRows
 from .slots import SLOT_TABLES, SlotRows
+from .tree import TreeRows
 from .turns import TurnRows
 from .undo import UndoRows
 
@@ -48,13 +50,14 @@ __all__ = [
     "SegmentRows",
     "SessionDump",
     "SlotRows",
+    "TreeRows",
     "TurnRows",
     "UndoRows",
     "search_words",
 ]
 
 
-class RowStore(UndoRows, SlotRows, TurnRows, AnnotationRows, SearchRows, DumpRows, KeptRows):
+class RowStore(UndoRows, SlotRows, TreeRows, TurnRows, AnnotationRows, SearchRows, DumpRows, KeptRows):
     """The store logic over slot rows and segments, every part of it, for a subclass that
     connects (see ``RowsBase``). Safe to share between threads: every call holds
     ``self._lock``."""

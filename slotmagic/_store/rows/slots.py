@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from ..._core.messages import Message
@@ -17,7 +17,7 @@ from ..._core.slots import DEFAULT_SLOT, Slot, SlotConfig
 from ..._errors import ConfigError, ProtectedSlot, SlotExists
 from ..history import Piece
 from .cache import SessionRows, SlotRow, tree_order
-from .common import MESSAGE_COLUMNS, Connection
+from .common import Connection
 from .turns import TurnRows
 
 # Every table that holds rows of a slot (keyed by ``slot``), children before parents.
@@ -74,85 +74,6 @@ class SlotRows(TurnRows):
         with self._read() as db:
             rows = self._rows(db, session_id)
             return [self._to_slot(rows, row) for row in tree_order(rows)]
-
-    def last_messages(self, session_id: str, slot_ids: Iterable[str], role: str) -> dict[str, Message | None]:
-        """The last stored message of ``role`` in each slot's history, reading only the end of
-        each row's own messages: slots that share a stretch of history (a branch with no turn
-        of its own since its fork) are answered by one read of it."""
-        with self._read() as db:
-            rows = self._rows(db, session_id)
-            slot_ids = list(slot_ids)
-            # Where each row's own last message of ``role`` is, for every row in one statement
-            # (backwards along the primary key, stopping at the first): most slots' answers.
-            tops: dict[int, int | None] = dict(
-                db.execute(
-                    "SELECT s.id, (SELECT m.seq FROM messages m WHERE m.slot = s.id AND m.role = ?"
-                    " ORDER BY m.seq DESC LIMIT 1) FROM slots s WHERE s.session_id = ?",
-                    (role, session_id),
-                )
-            )
-            # (row key, hi) -> where its answer is: (key, seq), or None when there is none.
-            places: dict[tuple[int, int], tuple[int, int] | None] = {}
-            walked_out: dict[tuple[int, int], Message | None] = {}  # answered by the chunked walk
-
-            def place(row: SlotRow | None, hi: int) -> tuple[int, int] | Message | None:
-                walked: list[tuple[int, int]] = []
-                answer: tuple[int, int] | Message | None = None
-                while row is not None and hi > 0:
-                    if (row.key, hi) in places:
-                        answer = places[(row.key, hi)]
-                        break
-                    if (row.key, hi) in walked_out:
-                        answer = walked_out[(row.key, hi)]
-                        break
-                    walked.append((row.key, hi))
-                    top = tops.get(row.key)
-                    if top is not None and top < hi:
-                        answer = (row.key, top)
-                        break
-                    if top is not None and hi > row.fork_at:  # its last one is past ``hi``: walk back
-                        message = self._last_below(row, hi, role)
-                        if message is not None:
-                            answer = message
-                            break
-                    hi = min(hi, row.fork_at)
-                    row = None if row.parent is None else rows.rows[row.parent]
-                for step in walked:
-                    if isinstance(answer, Message):
-                        walked_out[step] = answer
-                    else:
-                        places[step] = answer
-                return answer
-
-            answers = {slot_id: place((row := self._row(rows, slot_id)), row.length) for slot_id in slot_ids}
-            wanted = sorted({a for a in answers.values() if isinstance(a, tuple)})
-            read: dict[tuple[int, int], Message] = {}
-            for at in range(0, len(wanted), 400):  # SQLite binds at most 32,766 values
-                part = wanted[at : at + 400]
-                pairs = ", ".join("(?, ?)" for _ in part)
-                found = db.execute(
-                    f"SELECT slot, seq, {MESSAGE_COLUMNS} FROM messages WHERE (slot, seq) IN (VALUES {pairs})",
-                    [v for pair in part for v in pair],
-                ).fetchall()
-                for (key, seq), message in zip(
-                    [(r[0], r[1]) for r in found], self._messages([r[2:] for r in found]), strict=True
-                ):
-                    read[(key, seq)] = message
-            return {
-                slot_id: a if isinstance(a, Message) or a is None else read.get(a) for slot_id, a in answers.items()
-            }
-
-    def _last_below(self, row: SlotRow, hi: int, role: str) -> Message | None:
-        """The last message of ``role`` among the row's own messages below ``hi``, read back
-        from ``hi`` a chunk at a time (a branch forked before its parent's last question)."""
-        lo, end, chunk = row.fork_at, hi, 8
-        while end > lo:
-            start = max(lo, end - chunk)
-            message = next((m for m in reversed(self.read_messages(row.key, start, end)) if m.role == role), None)
-            if message is not None:
-                return message
-            end, chunk = start, chunk * 4
-        return None
 
     def slot(self, session_id: str, slot_id: str | None) -> Slot:
         with self._read() as db:
