@@ -371,7 +371,7 @@ def test_async_tools_run_concurrently(registry: ToolRegistry) -> None:
                 everyone.set()
             try:
                 await asyncio.wait_for(everyone.wait(), 10)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return f"{text} alone"
             return text
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from .._errors import ConfigError, InvalidSlotId
@@ -22,15 +22,12 @@ def validate_slot_id(slot_id: object) -> str:
     return slot_id
 
 
-class SlotMode(str, Enum):
+class SlotMode(StrEnum):
     """How a slot's history is turned into what the model sees."""
 
     FULL = "full"  # every message
     FOCUSED = "focused"  # a read-time filter: system prompt, summary, last N messages
     READONLY = "readonly"  # every message; turns and appends are refused
-
-    def __str__(self) -> str:
-        return self.value
 
     @classmethod
     def parse(cls, value: SlotMode | str) -> SlotMode:

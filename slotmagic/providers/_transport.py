@@ -32,7 +32,6 @@ import asyncio
 import logging
 import socket
 import ssl
-import sys
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Generator, Iterator, Mapping
@@ -351,13 +350,11 @@ class SSETransport:
         if remaining is None:
             return await awaitable
         try:
-            if sys.version_info >= (3, 11):
-                # Not wait_for: until 3.12 it swallows a cancellation that arrives as the read
-                # completes, and a cancelled turn would go on streaming.
-                async with asyncio.timeout(remaining):
-                    return await awaitable
-            return await asyncio.wait_for(awaitable, remaining)  # pragma: no cover (3.10)
-        except asyncio.TimeoutError:
+            # Not wait_for: until 3.12 it swallows a cancellation that arrives as the read
+            # completes, and a cancelled turn would go on streaming.
+            async with asyncio.timeout(remaining):
+                return await awaitable
+        except TimeoutError:
             raise self._deadline_error(call, started) from None
 
     # -- failures ----------------------------------------------------------------------------

@@ -16,7 +16,6 @@ before the next turn.
 
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager, suppress
@@ -33,8 +32,6 @@ if TYPE_CHECKING:  # asyncio and the SDK are imported where used: `import slotma
 
 T = TypeVar("T")
 _STOP_WAIT = 8.0  # seconds to let a server wind down (the SDK's own waits are bounded by ~6 s)
-# A wait that ran out: one class from Python 3.11 on, three before it (asyncio's, concurrent.futures').
-_TIMEOUTS = (TimeoutError, concurrent.futures.TimeoutError)
 
 
 class ServerDown(SlotMagicError):
@@ -124,7 +121,7 @@ class McpConnection:
             if isinstance(exc, ServerDown):
                 self.state = f"failed: {exc}"
                 raise
-            if isinstance(exc, _TIMEOUTS):
+            if isinstance(exc, TimeoutError):
                 why = f"did not answer within {self.config.timeout:g} s{detail}"
             elif isinstance(exc, ConfigError):
                 why = str(exc)
@@ -291,7 +288,7 @@ class McpConnection:
         future = asyncio.run_coroutine_threadsafe(make(client), loop)
         try:
             return future.result(timeout)
-        except _TIMEOUTS:
+        except TimeoutError:
             future.cancel()
             raise ServerDown(f"MCP server {self.config.name!r} did not {what} within {timeout:g} s") from None
         except Exception as exc:
