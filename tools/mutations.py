@@ -318,15 +318,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m(
         "aged-results-oldest-first",
         "when space is short, the oldest tool results are shortened first (the latest turns' last)",
-        "for i in range(boundary):",
-        "for i in reversed(range(boundary)):",
+        "for i, entry in enumerate(build.conversation):",
+        "for i, entry in reversed(list(enumerate(build.conversation))):",
         f"{INV}::test_when_space_is_short_the_oldest_tool_result_is_shortened_first",
     ),
     _m(
         "aged-results-when-fits",
         "tool results are shortened only when the conversation is past the room",
-        "    if conversation <= room:\n        return\n    users",
-        "    if conversation < 0:\n        return\n    users",
+        "    if conversation <= room:\n        return\n    # Oldest first",
+        "    if conversation < 0:\n        return\n    # Oldest first",
         f"{INV}::test_when_space_is_short_the_oldest_tool_result_is_shortened_first",
     ),
     # -- working context --------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """A step of the view pipeline: older tool results are the first thing to go when space is short.
 
 When the conversation (history and tool results) is past the compaction threshold, tool
-results older than the last ``KEEP_TOOL_RESULT_TURNS`` turns are replaced, oldest first, by
-their namespace reference and a one-line preview, until the conversation fits. Only then does
+results are replaced, oldest first (the latest turns' last), by their namespace reference and
+a one-line preview, until the conversation fits. Only then does
 the turn fold history into a summary. The full result stays readable: a result already kept
 aside is read with ``read_namespace`` as before; a smaller one is kept aside by the turn that
 sends the shortened form (:func:`to_shelve`), before the request leaves. A preview shows the
@@ -24,7 +24,6 @@ from ..run.reading import RECALL
 from ..steps import step
 from .view import ViewBuild, ViewEntry, tokens_of
 
-KEEP_TOOL_RESULT_TURNS = 2  # the results of the latest turns stay whole
 _PREVIEW = 100  # characters of the one-line preview
 _SHORTEST = 400  # bytes: a result this short costs about what its reference would
 
@@ -46,25 +45,21 @@ def aged_tool_results(build: ViewBuild) -> None:
     conversation = tokens_of(build.conversation) + build.counting.counter.priming
     if conversation <= room:
         return
-    users = [i for i, e in enumerate(build.conversation) if e.kind == "history" and e.message.role == "user"]
-    # Results older than the last turns first; when that is not enough, the latest turns' too
-    # (a shortened result is still read whole on request; a summary is not).
-    recent = users[-KEEP_TOOL_RESULT_TURNS] if len(users) > KEEP_TOOL_RESULT_TURNS else 0
-    for boundary in (recent, len(build.conversation)):
-        for i in range(boundary):
-            entry = build.conversation[i]
-            if entry.kind != "history" or entry.message.role != "tool" or entry.position in build.pinned:
-                continue
-            short = shortened(entry.message)
-            if short is None:
-                continue
-            tokens = build.counting.count(short)
-            if tokens >= entry.tokens:
-                continue
-            build.conversation[i] = ViewEntry(short, "elided", entry.position, tokens)
-            conversation -= entry.tokens - tokens
-            if conversation <= room:
-                return
+    # Oldest first: the latest turns' results, which the model is likeliest still to need, go
+    # last (a shortened result is still read whole on request; a summary is not).
+    for i, entry in enumerate(build.conversation):
+        if entry.kind != "history" or entry.message.role != "tool" or entry.position in build.pinned:
+            continue
+        short = shortened(entry.message)
+        if short is None:
+            continue
+        tokens = build.counting.count(short)
+        if tokens >= entry.tokens:
+            continue
+        build.conversation[i] = ViewEntry(short, "elided", entry.position, tokens)
+        conversation -= entry.tokens - tokens
+        if conversation <= room:
+            return
 
 
 _PAGE = re.compile(r"^\[(namespace://\S+) characters ([\d,]+) to ([\d,]+) of ([\d,]+)")
