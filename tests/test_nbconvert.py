@@ -52,6 +52,17 @@ STATIC_FORMS = {
     "08-mcp-servers-and-schemas": [],
 }
 
+# What a cell that names cells by execution count shows (nbval, which keeps no history, leaves
+# it out: see conftest.py), as text of the executed page.
+BY_EXECUTION_COUNT = {
+    "07-the-notebook-as-context": [
+        "last user message: The landlord deducts 200 EUR, computed by deductions = "
+        '{"paint": 120, "cleaning": 80} sum(deductions.values()) . Then I tried this: KeyError: \'carpet\'',
+        "Cell In[7]:",
+        "Variables it names: deductions: dict, length 2: {'paint': 120, 'cleaning': 80}",
+    ],
+}
+
 WIDGET_VIEW = '<script type="application/vnd.jupyter.widget-view+json">'
 STATIC = re.compile(r'<div class="slotmagic-static [^"]*">')
 
@@ -105,6 +116,10 @@ def test_nbconvert_execute_shows_each_widget_as_its_static_form(name: str, tmp_p
     for static, expected in zip(statics, STATIC_FORMS[name], strict=True):
         shown = text_of(page[static.end() : static.end() + 4000])
         assert shown.startswith(expected), (expected, shown[:200])
+
+    text = text_of(page)
+    for expected in BY_EXECUTION_COUNT.get(name, []):
+        assert expected in text, expected
 
     # The session is named after the notebook, in the store beside it.
     with sqlite3.connect(tmp_path / ".slotmagic" / "state.sqlite3") as db:
