@@ -130,13 +130,13 @@ class SlotTree:
         # A line is its lead (the mark and connectors), its id and its words: leads are made once
         # for the siblings sharing them and counts once for the slots sharing them (a tree of
         # 10,000 slots is 10,000 lines, each one format).
-        leads: dict[tuple[tuple[bool, ...], bool, bool], str] = {}
+        leads: dict[tuple[int, tuple[bool, ...], bool, bool], str] = {}
         for node in self.nodes:
             slot, parent, mode, source, messages, tokens, turns, fork_at, current, asked, depth, _, last, guides = node
-            lead = leads.get((guides, last, current))
+            lead = leads.get((depth, guides, last, current))
             if lead is None:
                 drawn = "".join("│  " if on else "   " for on in guides) + (("└─ " if last else "├─ ") if depth else "")
-                lead = leads[guides, last, current] = ("* " if current else "  ") + drawn
+                lead = leads[depth, guides, last, current] = ("* " if current else "  ") + drawn
             said = _counts(mode, source, messages, tokens, turns, None if parent is None else fork_at)
             lines.append(f"{lead}{slot}  ({said} · “{asked}”)" if asked else f"{lead}{slot}  ({said})")
         return "\n".join(lines)
