@@ -86,7 +86,9 @@ class SessionReader(Protocol):
 
 def last_user_text(text: str, limit: int = LAST_USER_CHARS) -> str:
     """The first words of a message on one line, at most ``limit`` characters (with "…" when cut)."""
-    flat = _SPACE.sub(" ", text).strip()
+    # most are one line with single spaces: no pattern to run (a text is printable only if its
+    # sole whitespace is the ASCII space)
+    flat = text.strip() if text.isprintable() and "  " not in text else _SPACE.sub(" ", text).strip()
     if len(flat) <= limit:
         return flat
     cut = flat[: limit - 1]

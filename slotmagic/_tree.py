@@ -17,6 +17,7 @@ import gc
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple, Protocol
 
 from ._render import plural, thousands
@@ -77,13 +78,19 @@ class TreeNode(NamedTuple):
 
     def describe(self) -> str:
         """One line: mode, counts, fork point and last question."""
-        text = (
-            f"{self.mode if self.source != 'static' else f'{self.mode}, static'} · {plural(self.turns, 'turn')}, "
-            f"{plural(self.messages, 'message')}, {thousands(self.tokens)} tokens"
-        )
-        if self.parent is not None:
-            text += f" · forked at {plural(self.fork_at, 'message')}"
+        fork_at = None if self.parent is None else self.fork_at
+        text = _counts(self.mode, self.source, self.messages, self.tokens, self.turns, fork_at)
         return f"{text} · “{self.last_user}”" if self.last_user else text
+
+
+@lru_cache(maxsize=4_096)  # a tree of 10,000 slots shows a few distinct ones, each made once
+def _counts(mode: str, source: str, messages: int, tokens: int, turns: int, fork_at: int | None) -> str:
+    """A node's mode, counts and fork point (None: a root), as its line says them."""
+    text = (
+        f"{mode if source != 'static' else f'{mode}, static'} · {plural(turns, 'turn')}, "
+        f"{plural(messages, 'message')}, {thousands(tokens)} tokens"
+    )
+    return text if fork_at is None else f"{text} · forked at {plural(fork_at, 'message')}"
 
 
 @dataclass(frozen=True)
@@ -120,14 +127,18 @@ class SlotTree:
     def to_text(self) -> str:
         """The tree drawn with box characters; ``*`` marks the current slot."""
         lines = [f"session {self.session} · {plural(len(self.nodes), 'slot')} · current slot {self.current}"]
-        leads: dict[tuple[bool, ...], str] = {}  # guides -> their drawing: siblings share theirs
+        # A line is its lead (the mark and connectors), its id and its words: leads are made once
+        # for the siblings sharing them and counts once for the slots sharing them (a tree of
+        # 10,000 slots is 10,000 lines, each one format).
+        leads: dict[tuple[int, tuple[bool, ...], bool, bool], str] = {}
         for node in self.nodes:
-            lead = leads.get(node.guides)
+            slot, parent, mode, source, messages, tokens, turns, fork_at, current, asked, depth, _, last, guides = node
+            lead = leads.get((depth, guides, last, current))
             if lead is None:
-                lead = leads[node.guides] = "".join("│  " if on else "   " for on in node.guides)
-            if node.depth:
-                lead += "└─ " if node.last else "├─ "
-            lines.append(f"{'* ' if node.current else '  '}{lead}{node.id}  ({node.describe()})")
+                drawn = "".join("│  " if on else "   " for on in guides) + (("└─ " if last else "├─ ") if depth else "")
+                lead = leads[depth, guides, last, current] = ("* " if current else "  ") + drawn
+            said = _counts(mode, source, messages, tokens, turns, None if parent is None else fork_at)
+            lines.append(f"{lead}{slot}  ({said} · “{asked}”)" if asked else f"{lead}{slot}  ({said})")
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -153,6 +153,43 @@ def test_a_tree_reads_each_slot_row_and_each_last_question_once(
     assert large.rows - large.statements.count("PRAGMA data_version") == 2  # work's question, and default's
 
 
+@pytest.fixture
+def scale_kernel(sessions: dict[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The session of 10,003 slots as the store a new kernel opens (asked for before ``ip``)."""
+    (tmp_path / "state.sqlite3").write_bytes(sessions[10_000].read_bytes())  # _private_store's file
+    monkeypatch.setenv("SLOTMAGIC_SESSION", "scale")
+    return 10_000 + 3
+
+
+def test_slot_tree_as_text_reads_as_the_tree_and_makes_each_words_once(
+    scale_kernel: int,
+    ip: Any,
+    reading: Callable[[Session, Callable[[], object]], Read],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``%slot tree`` as text, the first cell after ``%load_ext`` on 10,003 slots: the tree's two
+    statements and its rows, a line a slot, and the words of those lines (mode, counts, fork
+    point) made once for the slots that share them, not once a line."""
+    from slotmagic._magics import SlotMagic
+    from slotmagic._tree import _counts
+
+    ip.run_cell("%config SlotMagic.widgets = False")
+    session = next(c for c in ip.configurables if isinstance(c, SlotMagic)).session()
+    _counts.cache_clear()
+    capsys.readouterr()
+    found = reading(session, lambda: ip.run_cell("%slot tree"))
+    lines = capsys.readouterr().out.splitlines()
+    selects = [s for s in found.statements if s.startswith("SELECT")]
+    assert len(selects) == 2, found.statements
+    with_question = 2 + len(range(0, scale_kernel - 3, 3))
+    assert found.rows == scale_kernel + with_question + found.statements.count("PRAGMA data_version"), found
+    assert lines[0] == f"session scale · {scale_kernel:,} slots · current slot default"
+    assert len(lines) == 1 + scale_kernel
+    assert "  │  └─ work  (full · 2 turns, 4 messages, " in lines[3] and lines[3].endswith("“work's question”)")
+    made = _counts.cache_info()
+    assert made.hits + made.misses == scale_kernel and made.misses < 10, made
+
+
 def test_a_missing_slot_still_names_the_closest(sessions: dict[int, Path], tmp_path: Path) -> None:
     """Rows read in part still tell an unknown name's nearest, from every slot of the session."""
     copy = tmp_path / "state.sqlite3"

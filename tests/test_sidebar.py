@@ -90,6 +90,8 @@ def test_an_empty_slot_has_no_last_user(session: Session) -> None:
 
 def test_last_user_text() -> None:
     assert last_user_text("  one\n two\tthree ") == "one two three"
+    assert last_user_text(" one two ") == "one two"  # single spaces: no pattern run
+    assert last_user_text("one\u00a0two\u2028three") == "one two three"  # other spaces are not printable
     assert last_user_text("x" * 80) == "x" * 80
     assert last_user_text("x" * 81) == "x" * 79 + "…"  # no space to end on: cut inside
     cut = last_user_text("word " * 40)

@@ -10,6 +10,7 @@ own since its fork has its parent's (read once for all the branches that share i
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ..._core.messages import Message
 from ..base import TreeSlot
@@ -50,8 +51,7 @@ class TreeRows(SegmentRows):
                 )  # fmt: skip
             if not questions:
                 return out, []
-            lasts = self._last_of(db, session_id, rows, order, "user")
-            return out, [None if m is None else m.content for m in lasts]
+            return out, self._last_of(db, session_id, rows, order, "user", texts=True)
 
     def last_messages(self, session_id: str, slot_ids: Iterable[str], role: str) -> dict[str, Message | None]:
         with self._read() as db:
@@ -65,17 +65,18 @@ class TreeRows(SegmentRows):
             return dict(zip(asked, self._last_of(db, session_id, rows, list(asked.values()), role), strict=True))
 
     def _last_of(
-        self, db: Connection, session_id: str, rows: SessionRows, asked: list[SlotRow], role: str
-    ) -> list[Message | None]:
-        """The last message of ``role`` in the history of each row of ``asked``: the row's own
-        last one (``_own_last``), else the one before its fork point in its parent's, and so
-        on up; a stretch of history several rows share is looked at once."""
+        self, db: Connection, session_id: str, rows: SessionRows, asked: list[SlotRow], role: str, texts: bool = False
+    ) -> list[Any]:
+        """The last message of ``role`` in the history of each row of ``asked`` (with ``texts``,
+        its content alone: no message is made, and a tree asks for 10,000): the row's own last
+        one (``_own_last``), else the one before its fork point in its parent's, and so on up;
+        a stretch of history several rows share is looked at once."""
         if not asked:
             return []
-        tops = self._own_last(db, session_id, rows, asked, role)
-        known: dict[tuple[int, int], Message | None] = {}  # (row key, hi) -> the answer there
+        tops = self._own_last(db, session_id, rows, asked, role, texts)
+        known: dict[tuple[int, int], Any] = {}  # (row key, hi) -> the answer there
 
-        def walk(row: SlotRow | None, hi: int) -> Message | None:
+        def walk(row: SlotRow | None, hi: int) -> Any:
             """The last one below ``hi`` in the row's messages, else in its ancestors'."""
             walked: list[tuple[int, int]] = []
             answer = None
@@ -90,8 +91,9 @@ class TreeRows(SegmentRows):
                     answer = top[1]
                     break
                 if top is not None and hi > row.fork_at:  # its last one is past ``hi``: walk back
-                    answer = self._last_below(row, hi, role)
-                    if answer is not None:
+                    below = self._last_below(row, hi, role)
+                    if below is not None:
+                        answer = below.content if texts else below
                         break
                 hi = min(hi, row.fork_at)
                 row = None if row.parent is None else rows.rows[row.parent]
@@ -99,7 +101,7 @@ class TreeRows(SegmentRows):
                 known[step] = answer
             return answer
 
-        out: list[Message | None] = []
+        out: list[Any] = []
         for row in asked:
             top = tops.get(row.key)
             if top is not None and top[0] < row.length:  # most rows: their own last one
@@ -112,12 +114,13 @@ class TreeRows(SegmentRows):
         return out
 
     def _own_last(
-        self, db: Connection, session_id: str, rows: SessionRows, asked: list[SlotRow], role: str
-    ) -> dict[int, tuple[int, Message]]:
-        """Row key -> (position, message): the last message of ``role`` among each row's own,
-        for the rows of ``asked`` and their ancestors, in one statement (each found backwards
-        along the primary key, stopping at the first). A few slots' rows are named; past 400
-        (the statement's bound values stay few), every row of the session is read."""
+        self, db: Connection, session_id: str, rows: SessionRows, asked: list[SlotRow], role: str, texts: bool
+    ) -> dict[int, tuple[int, Any]]:
+        """Row key -> (position, message, or its content with ``texts``): the last message of
+        ``role`` among each row's own, for the rows of ``asked`` and their ancestors, in one
+        statement (each found backwards along the primary key, stopping at the first). A few
+        slots' rows are named; past 400 (the statement's bound values stay few), every row of
+        the session is read."""
         keys: set[int] = set()
         for row in asked if len(asked) <= 400 else ():
             up: SlotRow | None = row
@@ -133,7 +136,8 @@ class TreeRows(SegmentRows):
             + " AND s.length > s.fork_at",  # a row with no message of its own has none of them
             [role, *keys] if named else [role, session_id],
         ).fetchall()
-        messages = self._messages([got[2:] for got in found])
+        text_out = self._text_out
+        messages = [text_out(got[3]) for got in found] if texts else self._messages([got[2:] for got in found])
         return {got[0]: (got[1], message) for got, message in zip(found, messages, strict=True)}
 
     def _last_below(self, row: SlotRow, hi: int, role: str) -> Message | None:
