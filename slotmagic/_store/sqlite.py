@@ -67,6 +67,7 @@ class SQLiteStore(RowStore):
             raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
         self._init_caches()
         self._data_version: int | None = None
+        self._scope = threading.local()  # this thread's consistent() block: open, and whether it looked
         self._watcher: _Watcher | None = None
         self._others_polled = 0
         self.timeout = timeout
@@ -228,6 +229,21 @@ class SQLiteStore(RowStore):
                 raise
             db.execute("COMMIT")
 
+    @contextmanager
+    def consistent(self) -> Iterator[None]:
+        """See ``Store.consistent``: in the block, this thread's first read asks whether others
+        wrote (``PRAGMA data_version``) and the rest read on from there. A write transaction
+        still asks again once it holds the write lock."""
+        scope = self._scope
+        if getattr(scope, "open", False):
+            yield  # within an enclosing block
+            return
+        scope.open, scope.looked = True, False
+        try:
+            yield
+        finally:
+            scope.open = scope.looked = False
+
     def _sync(self) -> None:
         version = self._db.execute("PRAGMA data_version").fetchone()[0]
         if version == self._data_version:
@@ -326,7 +342,11 @@ class _Reading:
         store = self._store
         store._lock.acquire()
         try:
-            store._sync()
+            scope = store._scope
+            if not getattr(scope, "looked", False):  # in a consistent() block, the first read looks
+                store._sync()
+                if getattr(scope, "open", False):
+                    scope.looked = True
         except BaseException:
             store._lock.release()
             raise

@@ -227,12 +227,6 @@ class RowsBase:
         """See ``Store.retried``: a file's connection is not lost, so once."""
         return call()
 
-    @contextmanager
-    def consistent(self) -> Iterator[None]:
-        """See ``Store.consistent``: here every read looks (a file's ``PRAGMA data_version``
-        costs no round trip); the PostgreSQL store looks once per block."""
-        yield
-
     # -- cached rows -----------------------------------------------------------------------
 
     def _rows(self, db: Connection, session_id: str, every: bool = True) -> SessionRows:
