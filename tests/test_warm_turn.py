@@ -204,7 +204,9 @@ def test_a_warm_turn_does_a_fixed_amount_of_work(
     writes = [s for s in work.statements if s.split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE")]
     assert len(selects) <= 1, selects
     assert len(writes) == 4, writes  # the user's message, the reply, the turn, the slot's counters
-    assert len(work.statements) <= 9, work.statements  # BEGIN, COMMIT, and one PRAGMA before the reads, one in the write
+    assert len(work.statements) <= 9, (
+        work.statements
+    )  # BEGIN, COMMIT, and one PRAGMA before the reads, one in the write
     assert (work.limits, work.countings, work.readers) == (1, 0, 0)
     assert work.calls <= WARM_TURN_CALLS, work.calls
 
