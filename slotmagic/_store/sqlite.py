@@ -229,20 +229,11 @@ class SQLiteStore(RowStore):
                 raise
             db.execute("COMMIT")
 
-    @contextmanager
-    def consistent(self) -> Iterator[None]:
+    def consistent(self) -> _Consistent:
         """See ``Store.consistent``: in the block, this thread's first read asks whether others
         wrote (``PRAGMA data_version``) and the rest read on from there. A write transaction
         still asks again once it holds the write lock."""
-        scope = self._scope
-        if getattr(scope, "open", False):
-            yield  # within an enclosing block
-            return
-        scope.open, scope.looked = True, False
-        try:
-            yield
-        finally:
-            scope.open = scope.looked = False
+        return _Consistent(self._scope)
 
     def _sync(self) -> None:
         version = self._db.execute("PRAGMA data_version").fetchone()[0]
@@ -327,6 +318,26 @@ class SQLiteStore(RowStore):
             full, self._opened_whole = self._opened_whole, None
             if full is not None and not self.damaged and not self.readonly:
                 closed_whole(self.path, full, FileInfo(len(MIGRATIONS), False, marked=True, wal=True))
+
+
+class _Consistent:
+    """``SQLiteStore.consistent``: a class, not a generator, as ``_Reading`` (a turn enters one)."""
+
+    __slots__ = ("_outer", "_scope")
+
+    def __init__(self, scope: threading.local) -> None:
+        self._scope = scope
+        self._outer = False
+
+    def __enter__(self) -> None:
+        scope = self._scope
+        self._outer = not getattr(scope, "open", False)  # an enclosing block keeps its look
+        if self._outer:
+            scope.open, scope.looked = True, False
+
+    def __exit__(self, *exc: object) -> None:
+        if self._outer:
+            self._scope.open = self._scope.looked = False
 
 
 class _Reading:

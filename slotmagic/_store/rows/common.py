@@ -227,6 +227,10 @@ class RowsBase:
         """See ``Store.retried``: a file's connection is not lost, so once."""
         return call()
 
+    def consistent(self) -> AbstractContextManager[None]:
+        """See ``Store.consistent``: each store looks for others' writes its own way."""
+        raise NotImplementedError
+
     # -- cached rows -----------------------------------------------------------------------
 
     def _rows(self, db: Connection, session_id: str, every: bool = True) -> SessionRows:
