@@ -4,12 +4,14 @@ the store's parts by concern."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 
-from slotmagic import Message, Session, SQLiteStore, StoreError, ToolCall
+from slotmagic import Message, Session, SlotMoved, SQLiteStore, StoreError, ToolCall
 from slotmagic._core.cells import CellRecord
+from slotmagic._core.records import TurnInfo
 from slotmagic._core.slots import SlotConfig
 from slotmagic._store import base, rows
 from slotmagic._store.history import SegmentReader
@@ -258,3 +260,33 @@ def test_each_store_method_is_in_one_role_part_and_its_row_part() -> None:
     for protocol, part in PARTS:
         assert methods(protocol) <= methods(part), (protocol.__name__, methods(protocol) - methods(part))
     assert methods(rows.RowStore) == set()  # RowStore only composes the parts
+
+
+def test_a_consistent_block_asks_the_file_once_and_a_write_still_sees_others(db_path: Path) -> None:
+    """In ``consistent()`` this thread's first read asks whether others wrote (``PRAGMA
+    data_version``) and the rest read on from there (a turn's start: one look); another
+    thread's reads, reads after the block, and a write inside it still look, so a turn
+    written on a history another kernel moved meanwhile is refused, not stored over it."""
+    looks: list[str] = []
+    with SQLiteStore(db_path) as mine, SQLiteStore(db_path) as theirs:
+        mine.ensure_session("c")
+        theirs.ensure_session("c")
+        theirs.derive_slot("c", "x", "default", theirs.slot("c", "default").config, 0)
+        mine._db.set_trace_callback(lambda sql: looks.append(sql) if "data_version" in sql else None)
+        with mine.consistent():
+            assert [s.id for s in mine.slots("c")] == ["default", "x"]  # the first read looked
+            theirs.derive_slot("c", "y", "default", theirs.slot("c", "default").config, 0)
+            tip = mine.history("c", "default").tip
+            assert [s.id for s in mine.slots("c")] == ["default", "x"]  # as of that look
+            assert len(looks) == 1
+            elsewhere: list[list[str]] = []
+            reader = threading.Thread(target=lambda: elsewhere.append([s.id for s in mine.slots("c")]))
+            reader.start()
+            reader.join()
+            assert elsewhere == [["default", "x", "y"]]  # another thread's read looks
+            theirs.append_turn("c", "default", [Message.user("theirs").with_tokens(1)], TurnInfo(kind="append"))
+            with pytest.raises(SlotMoved):  # the write looks again, holding the write lock
+                mine.append_turn("c", "default", [Message.user("mine").with_tokens(1)], TurnInfo(), base=tip)
+        looks.clear()
+        assert [m.content for m in mine.history("c", "default").messages()] == ["theirs"]
+        assert len(looks) == 1  # after the block, every read looks

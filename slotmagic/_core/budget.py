@@ -60,9 +60,10 @@ class ContextBudget:
         tool definitions): the history and tool-result budgets less them, and never more than
         the budget's total less the reply (``reply``: what it may take, at least the reserve).
         A conversation past this is what compaction must fold away; one within it always fits."""
-        for name, value in (("system-side tokens", system_side), ("reply tokens", reply)):
-            if not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{name} must be a whole number >= 0, got {value!r}")
+        if type(system_side) is not int or type(reply) is not int or system_side < 0 or reply < 0:
+            for name, value in (("system-side tokens", system_side), ("reply tokens", reply)):
+                if not isinstance(value, int) or value < 0:
+                    raise ConfigError(f"{name} must be a whole number >= 0, got {value!r}")
         room = min(self.history + self.tool_results, self.request_limit(reply))
         return max(0, room - system_side)
 
@@ -77,18 +78,20 @@ class ContextBudget:
         """How much of each part a request uses. ``system`` counts every system-side token but
         the tool definitions (``tools``); ``reserve`` is what the reply may take (its
         ``max_tokens``, when one is set)."""
-        used = {"system": system, "history": history, "tools": tools, "tool_results": tool_results, "reserve": reserve}
-        for name, value in used.items():
-            if not isinstance(value, int) or value < 0:
-                raise ConfigError(f"tokens used by {name} must be a whole number >= 0, got {value!r}")
+        values = (system, history, tools, tool_results, reserve)
+        if set(map(type, values)) != {int} or min(values) < 0:  # the check by name only when it may fail
+            used = dict(zip(_DEFAULT_SPLIT, values, strict=True))
+            for name, value in used.items():
+                if not isinstance(value, int) or value < 0:
+                    raise ConfigError(f"tokens used by {name} must be a whole number >= 0, got {value!r}")
         return BudgetReport(
-            system=CategoryUse(system, self.system),
-            history=CategoryUse(history, self.history),
-            tools=CategoryUse(tools, self.tools),
-            tool_results=CategoryUse(tool_results, self.tool_results),
-            reserve=CategoryUse(reserve, self.reserve),
-            history_available=self.history_available(system + tools, reserve),
-            limit=self.request_limit(reserve),
+            CategoryUse(system, self.system),
+            CategoryUse(history, self.history),
+            CategoryUse(tools, self.tools),
+            CategoryUse(tool_results, self.tool_results),
+            CategoryUse(reserve, self.reserve),
+            self.history_available(system + tools, reserve),
+            self.request_limit(reserve),
         )
 
 

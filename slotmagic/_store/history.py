@@ -269,7 +269,10 @@ class History:
         while True:
             # Within what is loaded: skip what is beyond the count, then widen back over
             # tool results. Done when that needs nothing before the loaded part.
-            surplus = sum(1 for m in loaded if m.role != "system") - count
+            surplus = -count
+            for m in loaded:  # a loop, not sum() over a generator: a warm turn runs it
+                if m.role != "system":
+                    surplus += 1
             cut = 0
             while surplus > 0:
                 if loaded[cut].role != "system":

@@ -67,6 +67,7 @@ class SQLiteStore(RowStore):
             raise StoreError(f"unknown durability {durability!r}; use 'normal' or 'full'")
         self._init_caches()
         self._data_version: int | None = None
+        self._scope = threading.local()  # this thread's consistent() block: open, and whether it looked
         self._watcher: _Watcher | None = None
         self._others_polled = 0
         self.timeout = timeout
@@ -228,6 +229,12 @@ class SQLiteStore(RowStore):
                 raise
             db.execute("COMMIT")
 
+    def consistent(self) -> _Consistent:
+        """See ``Store.consistent``: in the block, this thread's first read asks whether others
+        wrote (``PRAGMA data_version``) and the rest read on from there. A write transaction
+        still asks again once it holds the write lock."""
+        return _Consistent(self._scope)
+
     def _sync(self) -> None:
         version = self._db.execute("PRAGMA data_version").fetchone()[0]
         if version == self._data_version:
@@ -313,6 +320,26 @@ class SQLiteStore(RowStore):
                 closed_whole(self.path, full, FileInfo(len(MIGRATIONS), False, marked=True, wal=True))
 
 
+class _Consistent:
+    """``SQLiteStore.consistent``: a class, not a generator, as ``_Reading`` (a turn enters one)."""
+
+    __slots__ = ("_outer", "_scope")
+
+    def __init__(self, scope: threading.local) -> None:
+        self._scope = scope
+        self._outer = False
+
+    def __enter__(self) -> None:
+        scope = self._scope
+        self._outer = not getattr(scope, "open", False)  # an enclosing block keeps its look
+        if self._outer:
+            scope.open, scope.looked = True, False
+
+    def __exit__(self, *exc: object) -> None:
+        if self._outer:
+            self._scope.open = self._scope.looked = False
+
+
 class _Reading:
     """``SQLiteStore._read``: the store's lock held and its caches brought up to date. A class,
     not a generator: every read of the store enters one."""
@@ -326,7 +353,11 @@ class _Reading:
         store = self._store
         store._lock.acquire()
         try:
-            store._sync()
+            scope = store._scope
+            if not getattr(scope, "looked", False):  # in a consistent() block, the first read looks
+                store._sync()
+                if getattr(scope, "open", False):
+                    scope.looked = True
         except BaseException:
             store._lock.release()
             raise

@@ -23,6 +23,11 @@ from . import step
 @step("counting")
 def tool_pairs(build: ViewBuild) -> None:
     entries = build.conversation
+    for entry in entries:  # a loop, not any(): most views hold no tool exchange to repair
+        if entry.message.tool_calls or entry.message.role == "tool":
+            break
+    else:
+        return
     plan = repair_plan([e.message for e in entries])
     if plan is None:
         return

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +66,14 @@ class Counting:
             return self.scale(self.counter.count_message(message) - images) + images
         tokens = message.tokens or self.counter.count_message(message)
         return tokens if self.factor == 1.0 else self.scale(tokens)  # (scale inlined: once per message)
+
+    def count_all(self, messages: Sequence[Message]) -> list[int]:
+        """``count`` of each message, in one call: a view's messages are counted together."""
+        if self.counter.exact or self.factor != 1.0:
+            return [self.count(m) for m in messages]
+        count = self.counter.count_message
+        # an estimate, not scaled: a message's stored count, or the estimate (images as ``count``)
+        return [self.count(m) if m.images else m.tokens or count(m) for m in messages]
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -37,6 +37,7 @@ from ..._core.request import ToolSpec
 from ..._core.slots import SlotConfig, SlotMode
 from ..._core.workflow import Workflow
 from ..._store.base import History
+from ..._store.history import Mark
 from ..steps import Step, step
 from ..steps.bare_tools import bare_tools
 from ..steps.blank import blank_messages
@@ -108,7 +109,7 @@ def mode_filter(build: ViewBuild) -> None:
         build.system.insert(0, kept_system)
     if focus.summary_override:
         build.system.append(build.inject(Message.system(SUMMARY_PREFIX + focus.summary_override), "summary"))
-    start, tail = _tail_without_exclusions(history, focus.recent_messages)
+    start, tail = _tail_without_exclusions(history, build.marks(), focus.recent_messages)
     if start < build.start:  # never reach back into what a compaction folded
         tail, start = tail[build.start - start :], build.start
     # Counted on the way, as ``counted`` would (it keeps history entries that carry tokens)
@@ -116,7 +117,7 @@ def mode_filter(build: ViewBuild) -> None:
     if counting.counter.exact:
         counts = history.token_counts(start, start + len(tail), counting.counts_key, counting.count)
     else:
-        counts = [counting.count(m) for m in tail]
+        counts = counting.count_all(tail)
     build.conversation.extend(
         [
             ViewEntry(m, "history", p, c)
@@ -166,10 +167,10 @@ def _in_reach(build: ViewBuild) -> tuple[int, list[int] | None]:
     return start, [c for block in reversed(blocks) for c in block]
 
 
-def _tail_without_exclusions(history: History, count: int) -> tuple[int, list[Message]]:
+def _tail_without_exclusions(history: History, marks: dict[int, Mark], count: int) -> tuple[int, list[Message]]:
     """The tail holding ``count`` non-system messages, excluded ones not counted: excluding
     a message never shrinks what a focused slot sends."""
-    excluded = {p for p, mark in history.marks().items() if mark == "exclude"}
+    excluded = {p for p, mark in marks.items() if mark == "exclude"}
     if not excluded:
         return history.tail(count)
     extra = 0
@@ -206,7 +207,7 @@ def _gaps(kept: Sequence[int], start: int, length: int) -> list[tuple[int, int]]
 def pins_and_exclusions(build: ViewBuild) -> None:
     """An excluded message is never sent; a pinned one is sent even when the focused filter
     or a compaction left it out, at its place in the conversation."""
-    marks = build.history.marks()
+    marks = build.marks()
     if not marks:
         return
     excluded = {p for p, m in marks.items() if m == "exclude"}
@@ -375,15 +376,20 @@ def _copied(build: ViewBuild, inputs: ViewInputs) -> ViewBuild:
 def make_view(inputs: ViewInputs, steps: Sequence[Step] = STEPS, prefix: Prefix | None = None) -> View:
     """Run the steps over ``inputs``: what the model is sent, entry by entry (from where
     ``prefix`` stood, when the steps before it read nothing that differs)."""
-    first, build = (0, None) if prefix is None else prefix.resume(inputs, steps)
-    start = first if build is not None else 0
-    build = build if build is not None else ViewBuild(inputs)
-    for index in range(start, len(steps)):
-        if prefix is not None and index == first and start == 0:
+    if prefix is None:  # a warm turn's, a preview's: every step, nothing kept
+        build = ViewBuild(inputs)
+        for one in steps:
+            one.run(build)
+    else:
+        first, resumed = prefix.resume(inputs, steps)
+        start = first if resumed is not None else 0
+        build = resumed if resumed is not None else ViewBuild(inputs)
+        for index in range(start, len(steps)):
+            if index == first and start == 0:
+                prefix.keep(inputs, first, build)
+            steps[index].run(build)
+        if first == len(steps) and start == 0:
             prefix.keep(inputs, first, build)
-        steps[index].run(build)
-    if prefix is not None and first == len(steps) and start == 0:
-        prefix.keep(inputs, first, build)
     return View(
         inputs.slot,
         (*build.system, *build.conversation),

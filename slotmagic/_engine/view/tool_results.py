@@ -40,6 +40,11 @@ def system_side(build: ViewBuild) -> tuple[int, int]:
 
 @step("counting", "budget", "reserve", "tools")
 def aged_tool_results(build: ViewBuild) -> None:
+    for entry in build.conversation:  # a loop, not any(): most views hold no tool result to shorten
+        if entry.message.role == "tool":
+            break
+    else:
+        return
     system, tools = system_side(build)
     room = build.budget.history_available(system + tools, build.reserve)
     conversation = tokens_of(build.conversation) + build.counting.counter.priming

@@ -18,6 +18,7 @@ from ..._core.slots import SlotConfig
 from ..._core.workflow import Workflow
 from ..._render import BODY_LIMIT, NAMESPACE_REF, ROW_LIMIT, entry_label, plural
 from ..._store.base import History
+from ..._store.history import Mark
 from ...tokens import ESTIMATE
 from .inputs import Counting, Params, ViewInputs
 
@@ -87,6 +88,7 @@ class ViewBuild:
     beyond: int = 0  # tokens (estimated) of stored messages beyond the budget, left out unread
     counted_from: int | None = None  # history entries from this position on carry their tokens already
     bare_tools: tuple[ToolSpec, ...] = ()  # definitions the wire adds beside tool calls (steps/bare_tools.py)
+    _marks: dict[int, Mark] | None = field(default=None, init=False, repr=False, compare=False)
 
     # The inputs by name, as the steps read them (each read goes through ``inputs``).
     @property
@@ -136,6 +138,13 @@ class ViewBuild:
     @property
     def params(self) -> Params:
         return self.inputs.params
+
+    def marks(self) -> dict[int, Mark]:
+        """The history's pins and exclusions (``History.marks``), read once a build: the
+        focused filter and the pins step both ask."""
+        if self._marks is None:
+            self._marks = self.history.marks()
+        return self._marks
 
     def inject(self, message: Message, kind: EntryKind) -> ViewEntry:
         """An entry for a message a step made."""

@@ -227,11 +227,9 @@ class RowsBase:
         """See ``Store.retried``: a file's connection is not lost, so once."""
         return call()
 
-    @contextmanager
-    def consistent(self) -> Iterator[None]:
-        """See ``Store.consistent``: here every read looks (a file's ``PRAGMA data_version``
-        costs no round trip); the PostgreSQL store looks once per block."""
-        yield
+    def consistent(self) -> AbstractContextManager[None]:
+        """See ``Store.consistent``: each store looks for others' writes its own way."""
+        raise NotImplementedError
 
     # -- cached rows -----------------------------------------------------------------------
 
