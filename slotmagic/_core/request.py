@@ -1,8 +1,7 @@
 """What is sent to a model: the request and the tools it may call, as plain values.
 
 They live below every layer that reads them: providers send them, token counting counts them,
-tools describe themselves with :class:`ToolSpec`. :mod:`slotmagic.providers._base` re-exports
-both under their old names.
+tools describe themselves with :class:`ToolSpec`.
 """
 
 from __future__ import annotations
