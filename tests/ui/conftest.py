@@ -62,6 +62,12 @@ class Lab:
         (news / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
+        # Every cell rendered, scrolled into view or not: with JupyterLab's default windowing
+        # (content-visibility) a cell off screen is not rendered and its text reads empty, so a
+        # check of what a widget says would pass or fail by where the page happened to scroll.
+        tracker = settings / "@jupyterlab" / "notebook-extension"
+        tracker.mkdir(parents=True)
+        (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
         # Its kernels on Unix sockets beside their connection files (as conftest.py has the
         # tests' own kernels): a socket path must stay short, so the runtime folder is.
         self.runtime = Path(tempfile.mkdtemp(prefix="slotmagic-lab-"))
