@@ -49,6 +49,11 @@ export class SlotsPanel extends Widget {
     this.node.tabIndex = -1;
     this._header = el('div', 'jp-SlotsPanel-header');
     this._body = el('div', 'jp-SlotsPanel-body');
+    this._notices = el('div', 'jp-SlotsPanel-notices');
+    this._list = el('ul', 'jp-SlotsPanel-tree');
+    this._list.setAttribute('role', 'tree');
+    this._list.setAttribute('aria-label', 'Slots');
+    this._body.append(this._notices, this._list);
     this.node.append(this._header, this._body);
     this.node.addEventListener('click', this);
     this.node.addEventListener('keydown', this);
@@ -126,9 +131,7 @@ export class SlotsPanel extends Widget {
     const { model } = this;
     const state = model.state;
     this._renderHeader(state);
-    const focused = (document.activeElement as HTMLElement | null)?.closest?.(`.${ROW}`) as HTMLElement | null;
-    const focusedId = focused && this.node.contains(focused) ? focused.dataset.slotId : undefined;
-    this._body.replaceChildren();
+    this._notices.replaceChildren();
 
     const error = model.error;
     if (error) {
@@ -139,7 +142,7 @@ export class SlotsPanel extends Widget {
       dismiss.title = 'Dismiss';
       dismiss.setAttribute('aria-label', 'Dismiss the error');
       bar.append(dismiss);
-      this._body.append(bar);
+      this._notices.append(bar);
     }
 
     const hint = hintFor(model.status);
@@ -150,14 +153,14 @@ export class SlotsPanel extends Widget {
       if (hint.code) {
         box.append(el('code', 'jp-SlotsPanel-hintCode', hint.code));
       }
-      this._body.append(box);
+      this._notices.append(box);
+      this._renderTree(null, null);
       return;
     }
-    if (!state) {
-      return;
+    if (state) {
+      this._renderExtras(state);
     }
-    this._renderExtras(state);
-    this._body.append(this._renderTree(state, diff, focusedId));
+    this._renderTree(state, diff);
   }
 
   private _renderHeader(state: IStateMessage | null): void {
@@ -198,11 +201,11 @@ export class SlotsPanel extends Widget {
           box.append(said);
         }
       }
-      this._body.append(box);
+      this._notices.append(box);
     }
     const workflow = workflowLabel(state.workflow);
     if (workflow) {
-      this._body.append(el('div', 'jp-SlotsPanel-workflow', `Workflow: ${workflow}`));
+      this._notices.append(el('div', 'jp-SlotsPanel-workflow', `Workflow: ${workflow}`));
     }
   }
 
@@ -217,27 +220,35 @@ export class SlotsPanel extends Widget {
     return bar;
   }
 
-  private _renderTree(state: IStateMessage, diff: IStateDiff | null, focusedId: string | undefined): HTMLElement {
-    const list = el('ul', 'jp-SlotsPanel-tree');
-    list.setAttribute('role', 'tree');
-    list.setAttribute('aria-label', 'Slots');
+  /**
+   * The rows, each slot's element kept from one state to the next and left in place unless the
+   * order changed: a state that arrives between a press and its release (the kernel reporting
+   * another change) would otherwise take the pressed row out of the page and lose the click,
+   * and a focused row would lose its focus.
+   */
+  private _renderTree(state: IStateMessage | null, diff: IStateDiff | null): void {
+    const list = this._list;
     // Rows that just changed (not the first state shown) are marked for a moment.
     const fresh = new Set(diff && !diff.initial ? [...diff.changed, ...diff.added] : []);
-    for (const { slot, depth, hasChildren } of slotRows(state.slots)) {
-      const row = el('li', ROW);
+    const rows = new Map<string, HTMLLIElement>();
+    let position = 0;
+    for (const { slot, depth, hasChildren } of state ? slotRows(state.slots) : []) {
+      const row = this._rows.get(slot.id) ?? el('li', ROW);
+      rows.set(slot.id, row);
+      row.className = ROW;
       row.dataset.slotId = slot.id;
       row.setAttribute('role', 'treeitem');
       row.setAttribute('aria-level', String(depth + 1));
       row.setAttribute('aria-selected', String(slot.current));
       if (hasChildren) {
         row.setAttribute('aria-expanded', 'true');
+      } else {
+        row.removeAttribute('aria-expanded');
       }
       row.tabIndex = 0;
       row.title = slotTooltip(slot);
       row.style.setProperty('--jp-slots-depth', String(depth));
-      if (slot.current) {
-        row.classList.add('jp-mod-current');
-      }
+      row.classList.toggle('jp-mod-current', slot.current);
       if (fresh.has(slot.id)) {
         row.classList.add('jp-mod-updated');
         setTimeout(() => row.classList.remove('jp-mod-updated'), FLASH_MS);
@@ -256,20 +267,29 @@ export class SlotsPanel extends Widget {
       if (counts) {
         line.append(el('span', 'jp-SlotsPanel-counts', counts));
       }
-      row.append(line);
+      const content: HTMLElement[] = [line];
       if (this._options.showLastMessage && slot.last_user) {
-        row.append(el('div', 'jp-SlotsPanel-lastUser', slot.last_user));
+        content.push(el('div', 'jp-SlotsPanel-lastUser', slot.last_user));
       }
-      list.append(row);
-      if (slot.id === focusedId) {
-        requestAnimationFrame(() => row.focus());
+      row.replaceChildren(...content);
+      if (list.children[position] !== row) {
+        list.insertBefore(row, list.children[position] ?? null);
+      }
+      position++;
+    }
+    for (const [id, row] of this._rows) {
+      if (!rows.has(id)) {
+        row.remove();
       }
     }
-    return list;
+    this._rows = rows;
   }
 
   private _header: HTMLDivElement;
   private _body: HTMLDivElement;
+  private _notices: HTMLDivElement;
+  private _list: HTMLUListElement;
+  private _rows = new Map<string, HTMLLIElement>();
   private _contextSlot: string | null = null;
   private _options: IPanelOptions = { ...DEFAULT_OPTIONS };
 }

@@ -194,10 +194,15 @@ def test_widgets_fit_their_outputs_and_the_window(lab: Any, page: Any, artifacts
 
     # The tree's "switched to" line goes once the sidebar makes another slot current.
     set_sidebar(page, True)
+    court = "#slotmagic-slots .jp-SlotsPanel-row[data-slot-id='court']"
+    page.eval_on_selector(court, "row => { row.keptAcrossStates = true; }")
     page.locator(f"{ROW}[data-slot-id='letter']").click()
     message = page.locator(f"{TREE} .sm-message")
     message.filter(has_text="switched to slot letter").wait_for()
-    page.locator("#slotmagic-slots [data-slot-id='court']").first.click()
+    page.locator("#slotmagic-slots .jp-SlotsPanel-row.jp-mod-current[data-slot-id='letter']").wait_for()
+    # The sidebar's rows outlive a new state (a state arriving mid-click loses no click).
+    assert page.eval_on_selector(court, "row => row.keptAcrossStates === true")
+    page.locator(court).click()
     page.locator(f"{ROW}.sm-current[data-slot-id='court']").wait_for()
     page.wait_for_function("() => !document.querySelector('.sm-tree .sm-message').textContent.includes('letter')")
 
