@@ -60,6 +60,27 @@ function render({ model, el }) {
   root.append(head, rows, message);
   el.append(root);
 
+  // A state that arrives between a press in the rows and its release is drawn after the click:
+  // drawn at once, it would take the pressed row out of the page and the click would be lost.
+  let pressed = false;
+  let owed = false;
+  rows.addEventListener("pointerdown", () => {
+    pressed = true;
+  });
+  const release = () => {
+    if (!pressed) return;
+    // After the click this release ends, which comes later in the same task.
+    setTimeout(() => {
+      pressed = false;
+      if (owed) {
+        owed = false;
+        drawRows();
+      }
+    }, 0);
+  };
+  document.addEventListener("pointerup", release, true);
+  document.addEventListener("pointercancel", release, true);
+
   let form = null; // {kind: "derive" | "rename" | "delete" | "force", slot, text?}
   let shownStatus = 0;
 
@@ -105,6 +126,10 @@ function render({ model, el }) {
   let painted = null; // [first, last] rows drawn, when windowed
 
   function drawRows() {
+    if (pressed) {
+      owed = true;
+      return;
+    }
     const nodes = currentNodes();
     const collapsed = new Set(model.get("collapsed"));
     const parentOf = new Map(nodes.map((n) => [n.id, n.parent]));
@@ -384,6 +409,8 @@ function render({ model, el }) {
   all();
   return () => {
     document.removeEventListener("click", onDocument, true);
+    document.removeEventListener("pointerup", release, true);
+    document.removeEventListener("pointercancel", release, true);
     document.removeEventListener("keydown", onKey);
     window.removeEventListener("blur", closeMenu);
     window.removeEventListener("resize", closeMenu);

@@ -206,6 +206,19 @@ def test_widgets_fit_their_outputs_and_the_window(lab: Any, page: Any, artifacts
     page.locator(f"{ROW}.sm-current[data-slot-id='court']").wait_for()
     page.wait_for_function("() => !document.querySelector('.sm-tree .sm-message').textContent.includes('letter')")
 
+    # A state that arrives while a tree row is held down waits for the release, so the row is
+    # still there to take the click: here the sidebar switches to default in the meantime.
+    held = page.locator(f"{ROW}[data-slot-id='letter']")
+    held.evaluate("row => { row.keptAcrossStates = true; }")
+    found = box(held)
+    page.mouse.move(found["x"] + found["width"] / 2, found["y"] + found["height"] / 2)
+    page.mouse.down()
+    page.eval_on_selector("#slotmagic-slots .jp-SlotsPanel-row[data-slot-id='default']", "row => row.click()")
+    page.locator(f"{TREE} .sm-head", has_text="current default").wait_for()
+    assert held.evaluate("row => row.keptAcrossStates === true")
+    page.mouse.up()
+    page.locator(f"{ROW}.sm-current[data-slot-id='letter']").wait_for()
+
     # The menu's items act: derive asks for a name, with JupyterLab's dialog buttons.
     page.locator(f"{ROW}[data-slot-id='court']").click(button="right")
     page.locator(".sm-menu .sm-menu-item[data-label='Derive…']").click()
