@@ -45,6 +45,54 @@ def pytest_configure(config: pytest.Config) -> None:
         kernels_over_unix_sockets(_run_dir)
 
 
+# -- how the tests are spread over the workers ----------------------------------------------------
+# ``--dist loadgroup`` (addopts): a test goes to whichever worker is free next, except tests that
+# share state, which stay together on one worker: a notebook's cells (one kernel, in order) and
+# a module whose fixtures outlive a test. The longest tests start first (browsers, then the rest
+# marked slow, then the notebooks), so that none starts late and keeps one worker busy while
+# the others stand idle at the end.
+
+_SHARED_SCOPES = {"module", "class", "package"}
+
+
+def _shared_state(item: pytest.Item) -> str | None:
+    """The group ``item`` must run in with others, or None when it can run anywhere."""
+    file = item.nodeid.split("::", 1)[0]
+    if file.endswith(".ipynb"):
+        return file
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    if any(d.scope in _SHARED_SCOPES for defs in definitions for d in defs):
+        return file
+    return None
+
+
+def _start_rank(item: pytest.Item) -> int:
+    if item.get_closest_marker("browser"):
+        return 0
+    if item.get_closest_marker("slow"):
+        return 1
+    return 2 if item.nodeid.split("::", 1)[0].endswith(".ipynb") else 3
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    unit_of: dict[pytest.Item, str] = {}
+    rank: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        group = _shared_state(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        unit = unit_of[item] = group or item.nodeid
+        rank[unit] = min(rank.get(unit, 3), _start_rank(item))
+        first.setdefault(unit, index)
+    # a group's tests stay next to each other, ranked by its longest kind of test
+    items.sort(key=lambda item: (rank[unit_of[item]], first[unit_of[item]]))
+
+
 def kernels_over_unix_sockets(folder: str) -> None:
     """The kernels this process starts (nbval's, nbclient's, jupyter_client's) talk over Unix
     sockets in ``folder``, never TCP. jupyter_client picks a kernel's TCP ports by binding port
