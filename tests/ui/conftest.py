@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -182,7 +183,11 @@ class LabServer:
 
     def api(self, method: str, path: str) -> Any:
         """A call to the server's REST API; its JSON answer (None when it has no body)."""
-        request = urllib.request.Request(f"{self.url}/api/{path}", method=method)
+        # The double-submit XSRF check a change (DELETE) must pass: the same token as cookie and header.
+        xsrf = secrets.token_hex(16)
+        request = urllib.request.Request(
+            f"{self.url}/api/{path}", method=method, headers={"Cookie": f"_xsrf={xsrf}", "X-XSRFToken": xsrf}
+        )
         with urllib.request.urlopen(request, timeout=60) as answer:
             body = answer.read()
         return json.loads(body) if body else None
@@ -191,17 +196,17 @@ class LabServer:
         """As the next test must find it: no session or kernel left running (a kernel a test
         started would go on burning CPU), no saved workspace, the settings as the server
         started with."""
+        shutil.rmtree(self.workspaces, ignore_errors=True)
+        shutil.rmtree(self.settings)
+        for relative, content in self.initial_settings.items():
+            (self.settings / relative).parent.mkdir(parents=True, exist_ok=True)
+            (self.settings / relative).write_bytes(content)
         for session in self.api("GET", "sessions"):
             self.api("DELETE", f"sessions/{session['id']}")
         for kernel in self.api("GET", "kernels"):
             self.api("DELETE", f"kernels/{kernel['id']}")
         left = self.api("GET", "sessions"), self.api("GET", "kernels")
         assert left == ([], []), f"still running after the test: {left}"
-        shutil.rmtree(self.workspaces, ignore_errors=True)
-        shutil.rmtree(self.settings)
-        for relative, content in self.initial_settings.items():
-            (self.settings / relative).parent.mkdir(parents=True, exist_ok=True)
-            (self.settings / relative).write_bytes(content)
 
     def close(self) -> None:
         self.process.terminate()
