@@ -77,7 +77,8 @@ def _start_rank(item: pytest.Item) -> int:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("dist", "no") != "loadgroup":
+    # A worker reads its controller's --dist as option.loadgroup (its own dist is "no").
+    if config.getoption("dist", "no") != "loadgroup" and not getattr(config.option, "loadgroup", False):
         return
     unit_of: dict[pytest.Item, str] = {}
     rank: dict[str, int] = {}

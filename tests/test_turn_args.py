@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mypy_cache import shared_mypy_cache
 
 from conftest import ROOT
 from slotmagic import ConfigError, Session
@@ -46,16 +47,24 @@ session.submit_turn("hi", schema="Answer")  # refused
 """
 
 
-def test_mypy_refuses_every_misspelt_or_mistyped_option(tmp_path: Path) -> None:
+def test_mypy_refuses_every_misspelt_or_mistyped_option(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     script = tmp_path / "calls.py"
     script.write_text(CALLS)
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), str(script)],
-        cwd=tmp_path,
-        env={**os.environ, "MYPYPATH": str(ROOT)},  # this checkout's slotmagic, not an installed one
-        capture_output=True,
-        text=True,
-    )
+    # The run's mypy cache, shared with test_lint.py's check of slotmagic (mypy_cache.py says
+    # why that checks what a cold run would): slotmagic's modules are most of the work.
+    with shared_mypy_cache(tmp_path_factory) as cache:
+        done = subprocess.run(
+            [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(cache), str(script)],
+            cwd=tmp_path,
+            # this checkout's slotmagic, not an installed one; not on PYTHONPATH as well, where mypy
+            # would take it for an installed package, check its modules with their errors silenced
+            # and leave cache entries that test_lint.py's check (errors shown) cannot use
+            env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "MYPYPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+        )
     lines = CALLS.splitlines()
     flagged = {int(n) for n in re.findall(r"calls\.py:(\d+): error", done.stdout)}
     refused = {n for n, line in enumerate(lines, 1) if line.endswith("# refused")}

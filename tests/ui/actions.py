@@ -135,7 +135,7 @@ def write_notebook(path: Path, *cells: str) -> None:
 def open_new_notebook(page: Any, lab: Any, name: str, *cells: str) -> None:
     """Write a notebook of these code cells into the lab's root, open it and wait for its kernel."""
     write_notebook(lab.root / name, *cells)
-    page.goto(f"{lab.url}/lab/tree/{name}?reset")
+    page.goto(lab.tree_url(name))
     wait_idle(page)
 
 

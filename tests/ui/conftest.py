@@ -1,5 +1,10 @@
 """A real JupyterLab server and headless Chromium for UI tests.
 
+Each starts once per test worker (seconds of CPU each): a test gets a folder of its own under
+the server's root and a new browser context. After each test every session and kernel it
+started is shut down, and the lab's settings and saved workspaces are put back as they were;
+every page a test loads starts from a new workspace (``?reset``, ``Lab.tree_url``).
+
 Chromium is Debian's (/usr/bin/chromium; playwright never downloads a browser here). Without
 it these tests skip, except where SLOTMAGIC_REQUIRE_BROWSER is set (CI sets it): there a
 missing browser is a failure.
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -48,15 +54,51 @@ def _need(condition: bool, what: str) -> None:
         pytest.skip(f"{what} is not installed: apt-get install chromium; pip install playwright")
 
 
-class Lab:
-    """A JupyterLab server serving ``root``, with its own settings and runtime folders, on a
-    port the system gives it (read back from the server's runtime file): labs started at once
-    by parallel test workers never meet."""
+# Installed in the kernels of every test's lab (the IPython startup of the server's IPYTHONDIR)
+# and idle unless the kernel's folder asks for it (Lab.count_echo_calls): the echo model then
+# counts its requests in that file. A function, so a kernel's namespace gains no name from it.
+COUNTING_ECHO = """
+def _slotmagic_count_echo_calls():
+    from pathlib import Path
+
+    calls = Path.cwd() / ".echo-calls"
+    if not calls.exists():
+        return
+    from slotmagic.providers._echo import EchoProvider
+
+    plain_stream, plain_astream = EchoProvider.stream, EchoProvider.astream
+
+    def count():
+        with calls.open("a") as f:
+            f.write("call\\n")
+
+    def stream(self, request):
+        count()
+        return plain_stream(self, request)
+
+    def astream(self, request):
+        count()
+        return plain_astream(self, request)
+
+    EchoProvider.stream, EchoProvider.astream = stream, astream
+
+
+_slotmagic_count_echo_calls()
+del _slotmagic_count_echo_calls
+"""
+
+
+class LabServer:
+    """A JupyterLab server serving ``root``, with its own settings, workspaces, IPython and
+    runtime folders, on a port the system gives it (read back from the server's runtime file):
+    labs started at once by parallel test workers never meet. One serves the UI tests of a
+    worker, each test in a folder of its own under ``root`` (see ``Lab``)."""
 
     def __init__(self, root: Path, home: Path) -> None:
         self.root = root
-        settings = home / "settings"
-        news = settings / "@jupyterlab" / "apputils-extension"
+        self.settings = home / "settings"
+        self.workspaces = home / "workspaces"
+        news = self.settings / "@jupyterlab" / "apputils-extension"
         news.mkdir(parents=True)
         # The news toast would cover the page.
         (news / "notification.jupyterlab-settings").write_text(
@@ -65,9 +107,14 @@ class Lab:
         # Every cell rendered, scrolled into view or not: with JupyterLab's default windowing
         # (content-visibility) a cell off screen is not rendered and its text reads empty, so a
         # check of what a widget says would pass or fail by where the page happened to scroll.
-        tracker = settings / "@jupyterlab" / "notebook-extension"
+        tracker = self.settings / "@jupyterlab" / "notebook-extension"
         tracker.mkdir(parents=True)
         (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+        # The settings every test starts from: what a test changes (a theme) is undone after it.
+        self.initial_settings = {p.relative_to(self.settings): p.read_bytes() for p in self.settings.rglob("*.*")}
+        startup = home / "ipython" / "profile_default" / "startup"
+        startup.mkdir(parents=True)
+        (startup / "00-counting-echo.py").write_text(COUNTING_ECHO)
         # Its kernels on Unix sockets beside their connection files (as conftest.py has the
         # tests' own kernels): a socket path must stay short, so the runtime folder is.
         self.runtime = Path(tempfile.mkdtemp(prefix="slotmagic-lab-"))
@@ -82,9 +129,10 @@ class Lab:
         env = {
             **os.environ,
             "JUPYTER_PATH": os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH"), base])),
-            "JUPYTERLAB_SETTINGS_DIR": str(settings),
-            "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+            "JUPYTERLAB_SETTINGS_DIR": str(self.settings),
+            "JUPYTERLAB_WORKSPACES_DIR": str(self.workspaces),
             "JUPYTER_RUNTIME_DIR": str(self.runtime),
+            "IPYTHONDIR": str(home / "ipython"),
         }
         # As for a user: the store beside the notebook, replies streamed at the default rate.
         for name in ("SLOTMAGIC_DB", "SLOTMAGIC_STREAM_THROTTLE"):
@@ -126,12 +174,39 @@ class Lab:
         self.url = f"http://127.0.0.1:{self.port}"
         while True:
             try:
-                with urllib.request.urlopen(f"{self.url}/api/status", timeout=2):
-                    break
+                self.api("GET", "status")
+                break
             except OSError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"JupyterLab did not start; see {self.log.name}") from None
                 time.sleep(0.3)
+
+    def api(self, method: str, path: str) -> Any:
+        """A call to the server's REST API; its JSON answer (None when it has no body)."""
+        # The double-submit XSRF check a change (DELETE) must pass: the same token as cookie and header.
+        xsrf = secrets.token_hex(16)
+        request = urllib.request.Request(
+            f"{self.url}/api/{path}", method=method, headers={"Cookie": f"_xsrf={xsrf}", "X-XSRFToken": xsrf}
+        )
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            body = answer.read()
+        return json.loads(body) if body else None
+
+    def reset(self) -> None:
+        """As the next test must find it: no session or kernel left running (a kernel a test
+        started would go on burning CPU), no saved workspace, the settings as the server
+        started with."""
+        shutil.rmtree(self.workspaces, ignore_errors=True)
+        shutil.rmtree(self.settings)
+        for relative, content in self.initial_settings.items():
+            (self.settings / relative).parent.mkdir(parents=True, exist_ok=True)
+            (self.settings / relative).write_bytes(content)
+        for session in self.api("GET", "sessions"):
+            self.api("DELETE", f"sessions/{session['id']}")
+        for kernel in self.api("GET", "kernels"):
+            self.api("DELETE", f"kernels/{kernel['id']}")
+        left = self.api("GET", "sessions"), self.api("GET", "kernels")
+        assert left == ([], []), f"still running after the test: {left}"
 
     def close(self) -> None:
         self.process.terminate()
@@ -144,14 +219,51 @@ class Lab:
         shutil.rmtree(self.runtime, ignore_errors=True)
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
+class Lab:
+    """What a UI test gets: the worker's JupyterLab server, with ``root`` a folder of the test's
+    own under the server's root (its notebooks, their ``.slotmagic/`` store and their kernels'
+    working folder are the test's alone)."""
+
+    def __init__(self, server: LabServer, root: Path) -> None:
+        self.server = server
+        self.url = server.url
+        self.root = root
+        self.path = root.relative_to(server.root).as_posix()  # the folder as the server names it
+        self.settings = server.settings  # JupyterLab's user settings, put back after each test
+
+    def tree_url(self, name: str) -> str:
+        """JupyterLab with the test's notebook ``name`` open, in a new workspace (``?reset``):
+        nothing of a page loaded before shows."""
+        return f"{self.url}/lab/tree/{self.path}/{name}?reset"
+
+    def notebook7_url(self, name: str) -> str:
+        """The test's notebook ``name`` in Notebook 7."""
+        return f"{self.url}/notebooks/{self.path}/{name}"
+
+    def count_echo_calls(self) -> Path:
+        """A file where the echo model of the kernels started from now on in this test's folder
+        counts its requests, a line each (COUNTING_ECHO)."""
+        calls = self.root / ".echo-calls"
+        calls.write_text("")
+        return calls
+
+
+@pytest.fixture(scope="session")
+def _lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """One JupyterLab for the UI tests of this worker: starting one takes seconds of CPU. Its
+    root is the worker's temporary folder, so each test's ``tmp_path`` is inside it."""
     _need(Path(CHROMIUM).exists(), "Debian's chromium")
-    root = tmp_path / "work"
-    root.mkdir()
-    server = Lab(root, tmp_path / "lab-home")
+    server = LabServer(tmp_path_factory.getbasetemp(), tmp_path_factory.mktemp("lab-home"))
     yield server
     server.close()
+
+
+@pytest.fixture
+def lab(_lab_server: LabServer, tmp_path: Path) -> Iterator[Lab]:
+    root = tmp_path / "work"
+    root.mkdir()
+    yield Lab(_lab_server, root)
+    _lab_server.reset()
 
 
 @pytest.fixture
@@ -173,15 +285,24 @@ def artifacts(request: pytest.FixtureRequest) -> Path:
     return folder
 
 
-@pytest.fixture
-def page(lab: Lab) -> Iterator[Any]:
+@pytest.fixture(scope="session")
+def _browser() -> Iterator[Any]:
+    """One headless Chromium for the UI tests of this worker; each test has a context of its own."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _need(False, "playwright")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 900})
-        page.set_default_timeout(60_000)
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(lab: Lab, _browser: Any) -> Iterator[Any]:
+    """A page in a new browser context (no cookies, storage or cache of a test before)."""
+    context = _browser.new_context(viewport={"width": 1300, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    yield page
+    context.close()

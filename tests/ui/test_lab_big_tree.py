@@ -30,7 +30,7 @@ WAIT = 60_000  # ms: a shared, busy machine draws 5,000 slots slowly
 
 def test_a_tree_of_5000_slots_draws_what_is_in_sight(lab: Any, page: Any) -> None:
     write_notebook(lab.root / "big.ipynb", *CELLS)
-    page.goto(f"{lab.url}/lab/tree/big.ipynb?reset")
+    page.goto(lab.tree_url("big.ipynb"))
     wait_idle(page)  # the kernel has started: a cell run before it would wait unseen
     for i in range(3):
         run_cell(page, i)

@@ -41,7 +41,7 @@ def test_clicks_in_the_tree_and_the_panel_hold_for_reads_and_the_next_turn(
     shutil.copy(ROOT / "notebooks" / NAME, lab.root / NAME)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(f"{lab.url}/lab/tree/{NAME}?reset")
+    page.goto(lab.tree_url(NAME))
     wait_idle(page)
     run_all(page)
     run_all(page)  # the second Run All, in the same kernel

@@ -44,7 +44,7 @@ def test_three_columns_stream_side_by_side(lab: Any, page: Any, artifacts: Path)
         "%%turn --slots alpha,beta,gamma\nTell me a short story.",
     )
     try:
-        page.goto(f"{lab.url}/lab/tree/fanout.ipynb?reset")
+        page.goto(lab.tree_url("fanout.ipynb"))
         page.locator(".jp-StatusBar-TextItem:has-text('Idle')").first.wait_for()
         page.locator(".jp-Notebook").click()
         page.keyboard.press("Escape")

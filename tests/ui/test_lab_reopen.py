@@ -74,7 +74,7 @@ def test_a_reopened_notebook_reads_clean_in_notebook_7(lab: Any, page: Any, arti
     menu(page, "Kernel", "Shut Down Kernel")
     page.locator(".jp-StatusBar-TextItem:has-text('No Kernel')").first.wait_for()
 
-    page.goto(f"{lab.url}/notebooks/{NAME}")  # Notebook 7, a new kernel: the widgets' models are gone
+    page.goto(lab.notebook7_url(NAME))  # Notebook 7, a new kernel: the widgets' models are gone
     page.locator(".jp-Notebook .jp-CodeCell").first.wait_for()
     page.locator(".jp-Notebook .slotmagic-static").first.wait_for(state="attached")
     _reads_clean(page, artifacts, "notebook7-reopened", drawn=False, gone=True)

@@ -30,48 +30,12 @@ from .actions import (
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 REPLAYED = "replayed from the store, no model call · "
-# The kernel's echo model counts its requests in a file (an IPython startup file wraps it).
-COUNTING_ECHO = """
-import os
-from pathlib import Path
-
-from slotmagic.providers._echo import EchoProvider
-
-_calls = Path(os.environ["SLOTMAGIC_TEST_CALLS"])
-_stream, _astream = EchoProvider.stream, EchoProvider.astream
-
-
-def _count():
-    with _calls.open("a") as f:
-        f.write("call\\n")
-
-
-def stream(self, request):
-    _count()
-    return _stream(self, request)
-
-
-def astream(self, request):
-    _count()
-    return _astream(self, request)
-
-
-EchoProvider.stream, EchoProvider.astream = stream, astream
-"""
 
 
 @pytest.fixture
-def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def calls(lab: Any) -> Path:
     """Where the kernels of the lab started after this fixture count the echo model's requests."""
-    ipython = tmp_path / "ipython"
-    startup = ipython / "profile_default" / "startup"
-    startup.mkdir(parents=True)
-    (startup / "00-counting-echo.py").write_text(COUNTING_ECHO)
-    counted = tmp_path / "calls.txt"
-    counted.write_text("")
-    monkeypatch.setenv("IPYTHONDIR", str(ipython))
-    monkeypatch.setenv("SLOTMAGIC_TEST_CALLS", str(counted))
-    return counted
+    return lab.count_echo_calls()
 
 
 def counted(path: Path) -> int:
@@ -128,13 +92,13 @@ def check_views(page: Any, name: str, run: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("name", TUTORIALS)
 def test_run_all_restart_run_all_reads_the_same_and_calls_no_model(
-    calls: Path, lab: Any, page: Any, artifacts: Path, name: str
+    lab: Any, calls: Path, page: Any, artifacts: Path, name: str
 ) -> None:
     copy_committed(ROOT / "notebooks" / name, lab.root)
     store = lab.root / ".slotmagic" / "state.sqlite3"
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(f"{lab.url}/lab/tree/{name}?reset")
+    page.goto(lab.tree_url(name))
     wait_idle(page)
     run_all(page)
     first = outputs_as_of_their_cells(page)

@@ -149,9 +149,9 @@ def test_panel_follows_the_notebook_and_updates_live(
 
 
 def test_context_menu_dark_theme_restart_no_kernel(lab: Any, page: Any, built_extension: Path, artifacts: Path) -> None:
-    # The panel's settings, before the page loads them: no token counts
-    settings = lab.root.parent / "lab-home" / "settings" / "slotmagic"
-    settings.mkdir(parents=True)
+    # The panel's settings, before the page loads them: no token counts (put back after the test)
+    settings = lab.settings / "slotmagic"
+    settings.mkdir(parents=True, exist_ok=True)
     (settings / "plugin.jupyterlab-settings").write_text('{"showTokenCounts": false}')
     open_new_notebook(
         page,

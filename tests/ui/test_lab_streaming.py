@@ -28,7 +28,7 @@ def test_a_slow_reply_is_shown_while_it_streams(lab: Any, page: Any) -> None:
         "%%turn --model openai:gpt-4o-mini\nTell me a short story.",
     )
     try:
-        page.goto(f"{lab.url}/lab/tree/story.ipynb?reset")
+        page.goto(lab.tree_url("story.ipynb"))
         page.locator(".jp-StatusBar-TextItem:has-text('Idle')").first.wait_for()
         page.locator(".jp-Notebook").click()
         page.keyboard.press("Escape")

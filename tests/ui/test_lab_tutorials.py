@@ -31,7 +31,7 @@ def same_view(outputs: list[str]) -> list[str]:
 def test_restart_and_run_all_from_every_slot_reproduces_the_tutorial(lab: Any, page: Any, name: str) -> None:
     copy_committed(ROOT / "notebooks" / name, lab.root)  # as git holds it, not as a user last saved it
     store = lab.root / ".slotmagic" / "state.sqlite3"
-    page.goto(f"{lab.url}/lab/tree/{name}?reset")
+    page.goto(lab.tree_url(name))
     wait_idle(page)
     run_all(page)
     first = outputs_as_of_their_cells(page)
