@@ -166,6 +166,11 @@ def ip(_testing_shell: object, _private_store: None) -> Iterator[object]:
         delattr(shell, "_slotmagic_cell_identity")  # cells counted again in the next "kernel"
     if hasattr(shell, "_slotmagic_session_id"):
         delattr(shell, "_slotmagic_session_id")  # the next test is a new kernel
+    # Out[n] and _ are the next test's own, as in a new kernel (whichever test ran here before)
+    shell.history_manager.output_hist.clear()  # type: ignore[attr-defined]
+    for name in ("_", "__", "___"):
+        setattr(shell.displayhook, name, "")  # type: ignore[attr-defined]
+        shell.user_ns[name] = ""  # type: ignore[attr-defined]
     servers = getattr(shell, "_slotmagic_mcp", None)
     if servers is not None:  # the kernel's MCP servers stop with it
         servers.close()
