@@ -285,9 +285,11 @@ def artifacts(request: pytest.FixtureRequest) -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def _browser() -> Iterator[Any]:
-    """One headless Chromium for the UI tests of this worker; each test has a context of its own."""
+    """A headless Chromium for this test. Not one a worker: while playwright's sync API is
+    started its event loop counts as running in this thread, and every later test on the
+    worker that calls ``asyncio.run`` would fail (the JupyterLab server is what is shared)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
