@@ -7,6 +7,7 @@ history are the stored ``seq`` numbers, so a piece needs no translation.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -18,6 +19,8 @@ from .._core.records import TurnRecord
 from .._core.slots import Slot
 
 __all__ = ["MARKS", "History", "Mark", "Piece", "SegmentReader", "Tip"]
+
+_ROLE = operator.attrgetter("role")
 
 Mark = Literal["pin", "exclude", "clear"]
 MARKS: tuple[Mark, ...] = ("pin", "exclude", "clear")
@@ -268,19 +271,21 @@ class History:
         loaded: list[Message] = []
         while True:
             # Within what is loaded: skip what is beyond the count, then widen back over
-            # tool results. Done when that needs nothing before the loaded part.
-            surplus = -count
-            for m in loaded:  # a loop, not sum() over a generator: a warm turn runs it
-                if m.role != "system":
-                    surplus += 1
-            cut = 0
-            while surplus > 0:
-                if loaded[cut].role != "system":
-                    surplus -= 1
-                cut += 1
-            while 0 < cut < len(loaded) and loaded[cut].role == "tool":
+            # tool results. Done when that needs nothing before the loaded part. The roles are
+            # read and counted by C code (map, list.count): a warm turn runs this.
+            roles = list(map(_ROLE, loaded))
+            systems = roles.count("system")
+            surplus = len(roles) - systems - count
+            cut = max(surplus, 0)
+            if systems and surplus > 0:  # skip only non-system messages
+                cut = 0
+                while surplus > 0:
+                    if roles[cut] != "system":
+                        surplus -= 1
+                    cut += 1
+            while 0 < cut < len(roles) and roles[cut] == "tool":
                 cut -= 1
-            needs_more = surplus < 0 or (loaded and loaded[cut].role == "tool")
+            needs_more = surplus < 0 or (roles and roles[cut] == "tool")
             if start == 0 or (loaded and not needs_more):
                 return start + cut, loaded[cut:]
             lo = max(0, start - chunk)

@@ -17,6 +17,7 @@ concern: ``session.context`` (_context.py), ``session.workflows`` (_workflows.py
 
 from __future__ import annotations
 
+import collections
 import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -440,8 +441,7 @@ class Session:
         nothing is stored and the error says what happened.
         """
         stream = self.stream_turn(text, **options)
-        for _ in stream:
-            pass
+        collections.deque(stream, maxlen=0)  # run it to its end (in C: a reply streams thousands of pieces)
         assert stream.reply is not None
         return stream.reply
 

@@ -10,7 +10,7 @@ the two forms differ in, so they cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -72,6 +72,17 @@ class Received:
             return event.text
         self.completion = event
         return ""
+
+    def texts(self, events: Iterable[StreamEvent]) -> Iterator[str]:
+        """The texts ``events`` add to show, each event taken as ``take`` takes it: one
+        generator for the reply rather than a call an event (a long reply streams thousands)."""
+        for event in events:
+            if isinstance(event, TextDelta):
+                if event.text:
+                    self.said = True
+                    yield event.text
+            else:
+                self.completion = event
 
 
 class Runner(Generic[T]):

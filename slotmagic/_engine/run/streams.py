@@ -163,10 +163,7 @@ class TurnStream(_Stream):
                     received = Received()
                     self._events = effect.provider.stream(effect.request)
                     try:
-                        for event in self._events:
-                            text = received.take(event)
-                            if text:
-                                yield text
+                        yield from received.texts(self._events)
                     finally:
                         self.close()
                     runner.outcome = received
