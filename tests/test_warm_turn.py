@@ -16,7 +16,7 @@ import pytest
 import slotmagic._engine.commit.calibration as calibration_module
 import slotmagic._engine.run.turn as turn_module
 import slotmagic.tools._tool as tool_module
-from slotmagic import ContextBudget, FocusedConfig, Message, Session
+from slotmagic import ContextBudget, FocusedConfig, Message, Session, TurnInfo
 from slotmagic._engine.view.view import View
 
 
@@ -138,11 +138,13 @@ def _focused(path: Path, messages: int) -> None:
 
 class Work:
     """What one warm turn on ``focused`` does: SQL statements run, Python functions called
-    (``sys.setprofile``'s "call" events), limits looked up, countings and readers made."""
+    (``sys.setprofile``'s "call" events), limits looked up, countings and readers made, and the
+    copies of frozen records made (each sets every field again, unseen by "call" events)."""
 
     def __init__(self) -> None:
         self.statements: list[str] = []
         self.calls = self.limits = self.countings = self.readers = 0
+        self.message_copies = self.info_copies = 0
 
 
 def _warm_turn_work(path: Path, monkeypatch: pytest.MonkeyPatch) -> Work:
@@ -167,6 +169,8 @@ def _warm_turn_work(path: Path, monkeypatch: pytest.MonkeyPatch) -> Work:
     counted(turn_module, "model_limits", "limits")
     counted(turn_module, "read_namespace_tool", "readers")
     counted(calibration_module, "Counting", "countings")
+    counted(Message, "with_tokens", "message_copies")
+    counted(TurnInfo, "replace", "info_copies")
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         if event == "call":
@@ -176,7 +180,7 @@ def _warm_turn_work(path: Path, monkeypatch: pytest.MonkeyPatch) -> Work:
         for i in range(5):
             session.submit_turn(f"warm {i}", slot="focused")
         work.statements.clear()
-        work.limits = work.countings = work.readers = 0
+        work.limits = work.countings = work.readers = work.message_copies = work.info_copies = 0
         sys.setprofile(profile)
         try:
             session.submit_turn("the one counted", slot="focused")
@@ -208,6 +212,8 @@ def test_a_warm_turn_does_a_fixed_amount_of_work(
         work.statements
     )  # BEGIN, COMMIT, and one PRAGMA before the reads, one in the write
     assert (work.limits, work.countings, work.readers) == (1, 0, 0)
+    # its own messages counted in place; its info copied once, with the reply's usage and cost
+    assert (work.message_copies, work.info_copies) == (0, 1)
     assert work.calls <= WARM_TURN_CALLS, work.calls
 
 

@@ -236,6 +236,14 @@ _MESSAGE_SLOTS = tuple((vars(Message)[n].__set__, vars(Message)[n].__get__) for 
 _put_tokens = vars(Message)["tokens"].__set__
 
 
+def count_in_place(message: Message, tokens: int) -> Message:
+    """``message`` given its token count in place: only for one just made, that nothing else
+    holds yet (a turn's own user message and replies). A copy (:meth:`Message.with_tokens`) sets
+    every field of the frozen message again, twice a turn."""
+    _put_tokens(message, tokens)
+    return message
+
+
 def fields_from_extra(data: Mapping[str, Any]) -> dict[str, Any]:
     """The fields beyond role and content, from an :meth:`Message.extra` (or ``to_dict``)
     mapping: every one of them, defaults included, so a reader that builds messages without

@@ -100,8 +100,10 @@ def cost_of(
     """USD for ``usage`` on ``model``, cached input at the cached rate; None when the model has
     no price."""
     found = model_price_of(model, prices, base_url=base_url)
-    if found is None:
-        return None
+    return None if found is None else _cost(model, usage, found, base_url)
+
+
+def _cost(model: str, usage: Usage, found: ModelPrice, base_url: str | None) -> float:
     if found.source.startswith("genai-prices"):
         # The database prices the whole usage itself: cached rate and long-context tiers.
         provider, _, name = model.partition(":")
@@ -129,8 +131,10 @@ def priced(model: str, usage: Usage, settings: Any) -> tuple[float | None, float
     from ._windows import base_url_of
 
     base_url = base_url_of(settings, model.partition(":")[0])
-    prices = settings.prices
-    return cost_of(model, usage, prices, base_url=base_url), cache_savings_of(model, usage, prices, base_url=base_url)
+    found = model_price_of(model, settings.prices, base_url=base_url)  # once: every turn asks
+    if found is None:
+        return None, None
+    return _cost(model, usage, found, base_url), _savings(model, usage, found, base_url)
 
 
 def cache_savings_of(
@@ -138,13 +142,15 @@ def cache_savings_of(
 ) -> float | None:
     """USD that ``usage``'s cached input tokens saved against paying for them in full: 0.0 when
     nothing was cached or the price has no cached rate, None when the model has no price."""
+    found = model_price_of(model, prices, base_url=base_url)
+    return None if found is None else _savings(model, usage, found, base_url)
+
+
+def _savings(model: str, usage: Usage, found: ModelPrice, base_url: str | None) -> float:
     if usage.cached_tokens <= 0:
-        return None if model_price_of(model, prices, base_url=base_url) is None else 0.0
-    with_cache = cost_of(model, usage, prices, base_url=base_url)
-    without = cost_of(model, Usage(usage.input_tokens, usage.output_tokens, 0), prices, base_url=base_url)
-    if with_cache is None or without is None:
-        return None
-    return max(0.0, without - with_cache)
+        return 0.0
+    without = _cost(model, Usage(usage.input_tokens, usage.output_tokens, 0), found, base_url)
+    return max(0.0, without - _cost(model, usage, found, base_url))
 
 
 # -- the genai-prices database --------------------------------------------------------------------

@@ -72,9 +72,11 @@ class SessionContext(ContextBook):
         if self.turns is None or not slot.config.working_context:
             return []
         if not self.updates:
-            for entry in view.entries:  # a loop, not any() over a generator: every turn asks
+            for entry in view.entries:  # the system side comes first, the block in it; every turn asks
                 if entry.kind == "context":
                     break
+                if entry.message.role != "system":
+                    return []
             else:
                 return []
         return list(self.tools(slot.id, updates=self.updates))

@@ -348,6 +348,8 @@ class McpServers:
     def take_notes(self) -> list[str]:
         """Lines for the turn's footer since the last call: a server restarted, one that did
         not answer, a tool that could not be offered."""
+        if not self._notes and not self._connections:  # every turn asks; most sessions have no server
+            return []
         with self._lock:
             notes, self._notes = self._notes, []
             connections = list(self._connections.values())

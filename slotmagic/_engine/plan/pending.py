@@ -17,7 +17,7 @@ from ..._core.checks import (
     check_whole,
 )
 from ..._core.compaction import Compaction
-from ..._core.messages import Message
+from ..._core.messages import Message, count_in_place
 from ..._core.records import TurnInfo, TurnRecord
 from ..._core.request import ChatRequest
 from ..._core.schema import ResponseSchema
@@ -40,6 +40,12 @@ from ..view.view import View
 def counted(message: Message) -> Message:
     """``message`` with its estimated token count, unless it has one."""
     return message if message.tokens else message.with_tokens(estimate_message_tokens(message))
+
+
+def counted_own(message: Message) -> Message:
+    """:func:`counted` for a message this turn made, or a provider's reply: counted in place,
+    as the count is the estimate of its own content (a copy costs every field again)."""
+    return message if message.tokens else count_in_place(message, estimate_message_tokens(message))
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from ..compaction.compactor import Fold, Summarizer, plan_fold, summary_limit
 from ..plan.cell_turn import CellPlan, plan_cell_turn, refuse_far_fork
 from ..plan.limits import fit_reply, lower_reply
 from ..plan.offering import turn_tools
-from ..plan.pending import PendingTurn, TurnOptions, counted, request_for
+from ..plan.pending import PendingTurn, TurnOptions, counted, counted_own, request_for
 from ..view.cache import ViewCache
 from ..view.inputs import Counting, Params, Source, ViewInputs
 from ..view.pipeline import Prefix, make_view
@@ -338,7 +338,7 @@ class TurnEngine:
         options, lowered = fit_reply(model, options, self.limits(model), self.budget(slot, model))
         if fork_before is not None:
             history = history.prefix(fork_before.start)  # what the sibling will share
-        user = counted(Message.from_parts("user", message_parts(text, options.attachments)))
+        user = counted_own(Message.from_parts("user", message_parts(text, options.attachments)))
         if user.images:
             reason = no_images_reason(model)
             if reason is not None:
@@ -349,7 +349,9 @@ class TurnEngine:
         for attached in options.attachments:
             for tool, content in attached.kept:  # readable by read_namespace from the first request on
                 self.namespace.keep(tool, content)
-        info = TurnInfo(kind="turn", model=model, system=options.system, cell=cell, extra=options.info)
+        info = TurnInfo(
+            kind="turn", model=model, system=options.system, cell=cell, extra=options.info, user=self.store.user
+        )  # set here, storing the turn copies no info to add it
         notes = tuple(line for line in (self.window_note(model), lowered) if line)
         turn = PendingTurn(
             slot.id, history.tip, user, model, provider, ChatRequest(model=model, messages=()), info,
@@ -471,8 +473,8 @@ class TurnEngine:
         for it — on the history it was made from, in one transaction."""
         assert rounds.last is not None
         usage, last = rounds.usage, rounds.last
-        final = counted(rounds.final) if rounds.final is not None else None
-        messages = [turn.user, *(counted(m) for m in rounds.added), *([final] if final is not None else [])]
+        final = counted_own(rounds.final) if rounds.final is not None else None
+        messages = [turn.user, *(counted_own(m) for m in rounds.added), *([final] if final is not None else [])]
         reply_message = final or next(m for m in reversed(messages) if m.role == "assistant")
         cost, saved = priced(turn.model, usage, self.settings)  # a host the database knows priced as that host
         info = turn.info.replace(usage=usage, finish_reason=last.finish_reason, cost=cost)
