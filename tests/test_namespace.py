@@ -104,7 +104,8 @@ with Session.open("race", db_path=target) as session:
     while not stop.exists():
         session.history.gc()
         passes += 1
-        status.write_text(str(passes))
+        status.with_suffix(".new").write_text(str(passes))
+        status.with_suffix(".new").replace(status)  # whole: a read between truncate and write saw 0
         time.sleep(0.02)
 """
 
@@ -139,7 +140,7 @@ def test_gc_in_another_process_throughout_tool_turns_never_takes_their_results(
     status, stop = tmp_path / "passes", tmp_path / "stop"
 
     def passes() -> int:
-        """The gc process's passes so far (it rewrites the file after each)."""
+        """The gc process's passes so far (it replaces the file after each)."""
         try:
             return int(status.read_text() or 0)
         except (FileNotFoundError, ValueError):
