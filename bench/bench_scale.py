@@ -19,6 +19,8 @@ With ``--against PATH`` (another checkout of slotmagic, such as ``git worktree a
 REV``) it measures only the warm turn, of this tree and of that one, in fresh processes that
 alternate between the two, on files each tree writes itself (100 and 10,000 messages), and
 prints this tree's cost as a ratio to the other's, with the Python calls a turn makes in each.
+Where valgrind is installed it also counts each tree's instructions a warm turn (callgrind: 120
+turns less 20, over 100), a figure the machine's speed does not move.
 
     python bench/bench_scale.py            # the sizes above
     python bench/bench_scale.py --quick    # a tenth of them, fewer samples
@@ -33,6 +35,7 @@ import itertools
 import json
 import os
 import platform
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -222,6 +225,32 @@ def child_turns(path: str) -> dict[str, float]:
     return {"ours": statistics.median(samples), "cpu": statistics.median(cpu), "calls": calls / 20}
 
 
+def child_instructions(path: str, turns: str) -> dict[str, float]:
+    """``turns`` warm turns on ``focused``, on a copy of ``path`` (run under callgrind)."""
+    from slotmagic import Session
+
+    work = Path(tempfile.mkdtemp()) / "state.sqlite3"
+    shutil.copy(path, work)
+    with Session.open("scale", db_path=work) as session:
+        for i in range(int(turns)):
+            session.submit_turn(f"question {i}", slot="focused")
+    return {}
+
+
+def instructions(path: Path, source: Path) -> float:
+    """Instructions a warm turn: callgrind's count of 120 turns less that of 20, over 100."""
+    env = {**os.environ, "PYTHONPATH": str(source), "SLOTMAGIC_BENCH_SOURCE": str(source)}
+    counts = []
+    for turns in (20, 120):
+        command = [sys.executable, __file__, "--child", "instructions", str(path), str(turns)]
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+            env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        counts.append(int(done.stderr.rsplit("Collected : ", 1)[1].split()[0]))
+    return (counts[1] - counts[0]) / 100
+
+
 def against(other: Path, rounds: int) -> None:
     """This tree's warm turn beside ``other``'s, alternating fresh processes."""
     sizes = [100, 10_000]
@@ -229,6 +258,7 @@ def against(other: Path, rounds: int) -> None:
     print(f"slotmagic warm turn, this tree ({ROOT}) beside {other}: {rounds} rounds of one fresh process a tree "
           f"and size, alternating (each the median of 200 turns on a focused slot, the echo model)")  # fmt: skip
     found: dict[tuple[str, int], list[dict[str, float]]] = {(name, n): [] for name in trees for n in sizes}
+    counted: dict[tuple[str, int], float] = {}
     with tempfile.TemporaryDirectory(prefix="slotmagic-against-") as tmp:
         files = {}
         for name, tree in trees.items():
@@ -244,6 +274,8 @@ def against(other: Path, rounds: int) -> None:
                 for n in sizes:
                     found[name, n].append(fresh(1, "turns", str(files[name, n]), source=tree))
         print(f"load average {load()}")
+        if shutil.which("valgrind"):
+            counted = {(name, n): instructions(files[name, n], tree) for name, tree in trees.items() for n in sizes}
     print(f"\n{'':<24}" + "".join(f"{n:>12,}" for n in sizes) + "  messages")
     medians = {key: statistics.median(f["ours"] for f in runs) for key, runs in found.items()}
     cpu = {key: statistics.median(f["cpu"] for f in runs) for key, runs in found.items()}
@@ -257,10 +289,19 @@ def against(other: Path, rounds: int) -> None:
     print(f"{'ratio (this / other)':<24}" + "".join(f"{r:>11.2f}x" for r in ratios))
     cpu_ratios = [cpu[first, n] / cpu[second, n] for n in sizes]
     print(f"{'  of thread CPU':<24}" + "".join(f"{r:>11.2f}x" for r in cpu_ratios))
+    if counted:
+        for name in trees:
+            print(f"{'instructions, ' + name[-10:]:<24}" + "".join(f"{counted[name, n]:>12,.0f}" for n in sizes))
+        by_count = [counted[first, n] / counted[second, n] for n in sizes]
+        print(f"{'  ratio':<24}" + "".join(f"{r:>11.3f}x" for r in by_count))
     print(f"\ntargets (load average {load()}):")
     for n, ratio in zip(sizes, ratios, strict=True):
         label = f"warm turn, {n:,} messages: / {other.name}'s <= 1"
         print(f"  {'ok  ' if ratio <= 1 else 'over'} {label:<62} {ratio:,.2f}")
+    for n in sizes if counted else ():
+        ratio = counted[first, n] / counted[second, n]
+        label = f"warm turn, {n:,} messages, instructions: / {other.name}'s <= 1"
+        print(f"  {'ok  ' if ratio <= 1 else 'over'} {label:<62} {ratio:,.3f}")
 
 
 def raw_append_ms(path: Path) -> float:
@@ -319,6 +360,7 @@ CHILDREN: dict[str, Callable[..., dict[str, float]]] = {
     "import": child_import,
     "build": child_build,
     "turns": child_turns,
+    "instructions": child_instructions,
 }
 
 
