@@ -349,9 +349,7 @@ class TurnEngine:
         for attached in options.attachments:
             for tool, content in attached.kept:  # readable by read_namespace from the first request on
                 self.namespace.keep(tool, content)
-        info = TurnInfo(
-            kind="turn", model=model, system=options.system, cell=cell, extra=options.info, user=self.store.user
-        )  # set here, storing the turn copies no info to add it
+        info = TurnInfo("turn", model, options.system, cell, extra=options.info, user=self.store.user)  # no copy later
         notes = tuple(line for line in (self.window_note(model), lowered) if line)
         turn = PendingTurn(
             slot.id, history.tip, user, model, provider, ChatRequest(model=model, messages=()), info,
