@@ -260,3 +260,31 @@ def test_a_turn_cells_unreadable_record_is_said_once(ip: Any, capsys: pytest.Cap
     out = capsys.readouterr()
     assert out.err.count("skipped this cell's stored record") == 1, out.err
     assert "replayed from the store, no model call · slot default · turn 1" in out.out  # the turn itself is stored
+
+
+def test_a_long_printout_is_kept_whole_in_linear_work(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Printed text is kept as shown, one stream output a run of prints between displays; the
+    text built to keep it is linear in what was printed (joining at every write copied all the
+    text so far: 100 MB of copies for 2,000 lines of 50 characters)."""
+    from IPython.display import HTML, display
+
+    import slotmagic._magics.recording as recording
+
+    built = [0]  # characters of the stream outputs made while keeping them
+
+    class Counted(recording.CellOutput):
+        def __init__(self, kind: Any, text: str = "", *args: Any, **kwargs: Any) -> None:
+            built[0] += len(text)
+            super().__init__(kind, text, *args, **kwargs)
+
+    monkeypatch.setattr(recording, "CellOutput", Counted)
+    line = "x" * 49 + "\n"
+    with recording.capture(ip) as outputs:
+        for _ in range(2_000):
+            print(line, end="")
+        display(HTML("<i>between</i>"))
+        print("after")
+    assert [o.kind for o in outputs] == ["stream", "display", "stream"]
+    assert outputs[0].text == line * 2_000 and outputs[2].text == "after\n"
+    printed = 2_000 * len(line) + len("after\n")
+    assert built[0] <= 3 * printed, built[0]

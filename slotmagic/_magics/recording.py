@@ -29,17 +29,16 @@ STATIC_ID = re.compile(r"slotmagic-static-([0-9a-f]{32})")
 
 
 class _Tee:
-    """A stream that writes through and keeps what was written."""
+    """A stream that writes through and keeps what was written, a piece a write (``capture``
+    joins neighbouring pieces at its end: joining at every write copied all the text so far,
+    quadratic in a long printout)."""
 
     def __init__(self, stream: Any, kept: list[CellOutput]) -> None:
         self._stream = stream
         self._kept = kept
 
     def write(self, text: str) -> int:
-        if self._kept and self._kept[-1].kind == "stream":
-            self._kept[-1] = CellOutput("stream", self._kept[-1].text + text)
-        else:
-            self._kept.append(CellOutput("stream", text))
+        self._kept.append(CellOutput("stream", text))
         return int(self._stream.write(text) or 0)
 
     def __getattr__(self, name: str) -> Any:
@@ -109,7 +108,24 @@ def capture(shell: Any) -> Iterator[list[CellOutput]]:
             sys.stdout = stdout
             # kept as they will be shown again: through the same cleaning (_sanitize.py), once
             # each (a streamed reply's display is updated many times; its last form is kept)
-            kept[:] = [_cleaned(o) for o in kept]
+            kept[:] = [_cleaned(o) for o in _joined(kept)]
+
+
+def _joined(outputs: list[CellOutput]) -> list[CellOutput]:
+    """The outputs with each run of printed pieces as one stream output, as it was shown."""
+    joined: list[CellOutput] = []
+    pieces: list[str] = []
+    for output in outputs:
+        if output.kind == "stream":
+            pieces.append(output.text)
+            continue
+        if pieces:
+            joined.append(CellOutput("stream", "".join(pieces)))
+            pieces = []
+        joined.append(output)
+    if pieces:
+        joined.append(CellOutput("stream", "".join(pieces)))
+    return joined
 
 
 def _cleaned(output: CellOutput) -> CellOutput:
