@@ -26,7 +26,14 @@ def _reads_clean(page: Any, artifacts: Path, shot: str, *, drawn: bool, gone: bo
                        return parts.length === 2 && parts.every(p => p.textContent.includes('model not found')); }""",
             timeout=90_000,
         )
-    page.wait_for_timeout(3000)  # the widget manager gives up on a model it cannot find
+    if drawn:  # the widget manager finds each model in the kernel again: on a busy machine, late
+        page.wait_for_function(
+            """() => [...document.querySelectorAll('.jp-Notebook .sm-widget')]
+                     .filter(view => view.offsetParent !== null).length === 2""",
+            timeout=90_000,
+        )
+    else:
+        page.wait_for_timeout(3000)  # the widget manager gives up on a model it cannot find
     page.screenshot(path=str(artifacts / f"{shot}.png"))
     text = page.locator(".jp-Notebook").inner_text()
     assert "model not found" not in text and "Loading widget" not in text, shot
