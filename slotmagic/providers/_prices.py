@@ -134,7 +134,8 @@ def priced(model: str, usage: Usage, settings: Any) -> tuple[float | None, float
     found = model_price_of(model, settings.prices, base_url=base_url)  # once: every turn asks
     if found is None:
         return None, None
-    return _cost(model, usage, found, base_url), _savings(model, usage, found, base_url)
+    cost = _cost(model, usage, found, base_url)
+    return cost, _savings(model, usage, found, base_url, cost)
 
 
 def cache_savings_of(
@@ -143,14 +144,15 @@ def cache_savings_of(
     """USD that ``usage``'s cached input tokens saved against paying for them in full: 0.0 when
     nothing was cached or the price has no cached rate, None when the model has no price."""
     found = model_price_of(model, prices, base_url=base_url)
-    return None if found is None else _savings(model, usage, found, base_url)
+    return None if found is None else _savings(model, usage, found, base_url, _cost(model, usage, found, base_url))
 
 
-def _savings(model: str, usage: Usage, found: ModelPrice, base_url: str | None) -> float:
+def _savings(model: str, usage: Usage, found: ModelPrice, base_url: str | None, cost: float) -> float:
+    """What ``usage`` (which ``cost``) would cost without its cached tokens, less ``cost``."""
     if usage.cached_tokens <= 0:
         return 0.0
     without = _cost(model, Usage(usage.input_tokens, usage.output_tokens, 0), found, base_url)
-    return max(0.0, without - _cost(model, usage, found, base_url))
+    return max(0.0, without - cost)
 
 
 # -- the genai-prices database --------------------------------------------------------------------
