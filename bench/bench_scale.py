@@ -289,6 +289,7 @@ def against(other: Path, rounds: int) -> None:
     print(f"{'ratio (this / other)':<24}" + "".join(f"{r:>11.2f}x" for r in ratios))
     cpu_ratios = [cpu[first, n] / cpu[second, n] for n in sizes]
     print(f"{'  of thread CPU':<24}" + "".join(f"{r:>11.2f}x" for r in cpu_ratios))
+    by_count: list[float] = []
     if counted:
         for name in trees:
             print(f"{'instructions, ' + name[-10:]:<24}" + "".join(f"{counted[name, n]:>12,.0f}" for n in sizes))
@@ -298,8 +299,7 @@ def against(other: Path, rounds: int) -> None:
     for n, ratio in zip(sizes, ratios, strict=True):
         label = f"warm turn, {n:,} messages: / {other.name}'s <= 1"
         print(f"  {'ok  ' if ratio <= 1 else 'over'} {label:<62} {ratio:,.2f}")
-    for n in sizes if counted else ():
-        ratio = counted[first, n] / counted[second, n]
+    for n, ratio in zip(sizes, by_count, strict=True) if by_count else ():
         label = f"warm turn, {n:,} messages, instructions: / {other.name}'s <= 1"
         print(f"  {'ok  ' if ratio <= 1 else 'over'} {label:<62} {ratio:,.3f}")
 
